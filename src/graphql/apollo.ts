@@ -1,0 +1,141 @@
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import type { Logger } from 'pino';
+import type { GraphQLContext } from './context';
+import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
+
+export interface ApolloSettings {
+  introspection: boolean;
+  devMode: boolean;
+  maxDepth: number;
+  maxComplexity: number;
+}
+
+export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
+
+export function createApolloServer(
+  schema: GraphQLSchema,
+  settings: ApolloSettings,
+  logger: Logger,
+): ApolloServer<GraphQLContext> {
+  return new ApolloServer<GraphQLContext>({
+    schema,
+    introspection: settings.introspection,
+    // Credentials are headers only (bearer token, admin secret), never cookies, so a cross-site
+    // "simple" request can act only as the unauthorised role; GET queries must work for explorers.
+    csrfPrevention: false,
+    // The CLI owns signal handling and shuts down in order (src/cli/main.ts).
+    stopOnTerminationSignals: false,
+    includeStacktraceInErrorResponses: settings.devMode,
+    validationRules: [maxDepthRule({ n: settings.maxDepth, ignoreIntrospection: true, flattenFragments: true })],
+    logger: logger.child({ component: 'apollo' }),
+    formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      complexityLimit(schema, settings.maxComplexity),
+      graphqlOverHttpStatus(),
+      unexpectedErrorLogging(),
+    ],
+  });
+}
+
+/**
+ * Errors a resolver did not mean to show (anything that is not a GraphQLError with a code) keep
+ * their place in the response but lose their message; dev mode adds the original under
+ * extensions.internal, as Hasura's dev mode does.
+ */
+function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMode: boolean): GraphQLFormattedError {
+  if (formatted.extensions?.code !== 'INTERNAL_SERVER_ERROR') return formatted;
+  const original = unwrapResolverError(error);
+  return {
+    message: INTERNAL_ERROR_MESSAGE,
+    locations: formatted.locations,
+    path: formatted.path,
+    extensions: {
+      code: 'INTERNAL_SERVER_ERROR',
+      ...(devMode
+        ? { internal: { message: (original as Error)?.message, stacktrace: formatted.extensions?.stacktrace } }
+        : {}),
+    },
+  };
+}
+
+function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue, operationName }) {
+          for (const error of errors) {
+            const original = unwrapResolverError(error);
+            if (original instanceof GraphQLError && original.extensions.code) continue;
+            if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
+            (contextValue?.logger ?? console).error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Rejects operations whose cost (1 per field unless a field declares its complexity) exceeds the limit. */
+function complexityLimit(schema: GraphQLSchema, maxComplexity: number): ApolloServerPlugin<GraphQLContext> {
+  const estimators = [fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ request, document, operationName }) {
+          const complexity = getComplexity({
+            schema,
+            query: document,
+            operationName: operationName ?? undefined,
+            variables: request.variables,
+            estimators,
+          });
+          if (complexity > maxComplexity) {
+            throw new GraphQLError(`Query complexity of ${complexity} exceeds the limit of ${maxComplexity}`, {
+              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+            });
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Errors of a well-formed request that the GraphQL-over-HTTP watershed answers with 200 for application/json. */
+const GRAPHQL_REQUEST_ERROR_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'OPERATION_RESOLUTION_FAILURE',
+]);
+
+/**
+ * GraphQL-over-HTTP status codes. Apollo answers parse, validation and variable errors with 400
+ * whatever the client accepts; the specification keeps 4xx for application/graphql-response+json
+ * and asks for 200 when the client takes legacy application/json (its "watershed"), since such
+ * clients read errors only from 200 responses. A request that is not well-formed (no query, a
+ * query that is not a string) stays 400, and a mutation over GET stays 405, for every media type.
+ */
+function graphqlOverHttpStatus(): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ request, response }) {
+          const mediaType = chooseGraphQLMediaType(request.http?.headers.get('accept'));
+          if (mediaType === null) return; // Apollo answers 406
+          response.http.headers.set('content-type', mediaType);
+          if (mediaType !== APPLICATION_JSON || response.http.status !== 400 || response.body.kind !== 'single') return;
+          const errors = response.body.singleResult.errors ?? [];
+          if (errors.length > 0 && errors.every((error) => GRAPHQL_REQUEST_ERROR_CODES.has(String(error.extensions?.code)))) {
+            response.http.status = 200;
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,175 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { PubSub } from 'type-graphql';
+import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
+
+// The package is typed as an ES module but ships a CommonJS build, which require() loads.
+const { Repeater, SlidingBuffer } = require('@repeaterjs/repeater') as typeof RepeaterModule;
+
+/** What services need to announce an event to subscribers. */
+export interface EventPublisher {
+  publish(topic: string, payload: unknown): void;
+}
+
+export interface PubSubOptions {
+  /** Connection string for the dedicated LISTEN connection. */
+  url: string;
+  /** Runs a statement on the shared pool (publishing needs no connection of its own). */
+  query: (sql: string, parameters: unknown[]) => Promise<unknown[]>;
+  logger: Logger;
+}
+
+const CHANNEL = 'plinth_pubsub';
+/** NOTIFY payloads are limited to 8000 bytes; larger messages travel through pubsub_payloads. */
+const INLINE_LIMIT = 7900;
+/** Spilled payloads are kept this long, enough for every listener to fetch them. */
+const SPILL_RETENTION = '5 minutes';
+/** Events a slow subscriber may lag behind before its oldest ones are dropped. */
+const SUBSCRIBER_BUFFER = 1000;
+
+type Envelope = { topic: string; payload: unknown } | { topic: string; ref: string };
+
+/**
+ * type-graphql's PubSub over PostgreSQL LISTEN/NOTIFY: every instance on the same database
+ * LISTENs on one channel, so an event published by any instance reaches the subscribers of all
+ * of them (the publisher's own included, through the same path). Delivery is at most once, as
+ * for any subscription: a subscriber that is not connected when an event happens misses it.
+ */
+export class PostgresPubSub implements PubSub, EventPublisher {
+  private readonly subscribers = new Map<string, Set<(payload: unknown) => void>>();
+  private listener: pg.Client | undefined;
+  private delivery: Promise<void> = Promise.resolve();
+  private closed = false;
+  private reconnectDelay = 250;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly cleanupTimer: NodeJS.Timeout;
+
+  constructor(private readonly options: PubSubOptions) {
+    this.cleanupTimer = setInterval(() => void this.deleteOldPayloads(), 60_000).unref();
+  }
+
+  /** Resolves once this instance is listening. */
+  async start(): Promise<void> {
+    await this.listen();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.cleanupTimer);
+    clearTimeout(this.reconnectTimer);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
+    await this.delivery;
+  }
+
+  /** type-graphql's form: publish(topic, payload) or publish(topic, topicId, payload). */
+  publish(routingKey: string, ...args: unknown[]): void {
+    const [topic, payload] = args.length >= 2 ? [`${routingKey}:${String(args[0])}`, args[1]] : [routingKey, args[0]];
+    this.send(topic, payload ?? null).catch((error: unknown) =>
+      this.options.logger.error({ err: error, topic }, 'could not publish a subscription event'),
+    );
+  }
+
+  subscribe(routingKey: string, topicId?: unknown): AsyncIterable<unknown> {
+    const topic = topicId === undefined ? routingKey : `${routingKey}:${String(topicId)}`;
+    const subscribers = this.subscribers;
+    return new Repeater<unknown>(async (push, stop) => {
+      const subscriber = (payload: unknown) => void push(payload);
+      let set = subscribers.get(topic);
+      if (!set) subscribers.set(topic, (set = new Set()));
+      set.add(subscriber);
+      await stop;
+      set.delete(subscriber);
+      if (set.size === 0) subscribers.delete(topic);
+    }, new SlidingBuffer(SUBSCRIBER_BUFFER));
+  }
+
+  private async send(topic: string, payload: unknown): Promise<void> {
+    const inline = JSON.stringify({ topic, payload } satisfies Envelope);
+    if (Buffer.byteLength(inline) <= INLINE_LIMIT) {
+      await this.options.query('SELECT pg_notify($1, $2)', [CHANNEL, inline]);
+      return;
+    }
+    await this.options.query(
+      `WITH stored AS (INSERT INTO pubsub_payloads (payload) VALUES ($3::jsonb) RETURNING id)
+       SELECT pg_notify($1, json_build_object('topic', $2::text, 'ref', id::text)::text) FROM stored`,
+      [CHANNEL, topic, JSON.stringify(payload)],
+    );
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.url, application_name: 'plinth-pubsub' });
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || !message.payload) return;
+      const text = message.payload;
+      // One chain keeps events in publication order, spilled ones included.
+      this.delivery = this.delivery.then(() =>
+        this.deliver(text).catch((error: unknown) =>
+          this.options.logger.error({ err: error }, 'could not deliver a subscription event'),
+        ),
+      );
+    });
+    client.on('error', (error) => {
+      this.options.logger.warn({ err: error }, 'the subscription listener lost its database connection');
+      this.connectionLost(client);
+    });
+    client.on('end', () => this.connectionLost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.listener = client;
+    this.reconnectDelay = 250;
+  }
+
+  private connectionLost(client: pg.Client): void {
+    if (this.closed || this.listener !== client) return;
+    this.listener = undefined;
+    client.end().catch(() => undefined);
+    this.listenAgainLater();
+  }
+
+  /** Reconnects with a doubling delay; events published meanwhile are missed by this instance. */
+  private listenAgainLater(): void {
+    const delay = this.reconnectDelay;
+    this.reconnectDelay = Math.min(delay * 2, 10_000);
+    this.reconnectTimer = setTimeout(() => {
+      if (this.closed) return;
+      this.listen().catch((error: unknown) => {
+        this.options.logger.warn({ err: error, retryInMs: this.reconnectDelay }, 'subscription listener reconnect failed');
+        this.listenAgainLater();
+      });
+    }, delay);
+  }
+
+  private async deliver(text: string): Promise<void> {
+    const envelope = JSON.parse(text) as Envelope;
+    const subscribers = this.subscribers.get(envelope.topic);
+    if (!subscribers) return;
+    let payload: unknown;
+    if ('ref' in envelope) {
+      const rows = (await this.options.query('SELECT payload FROM pubsub_payloads WHERE id = $1', [envelope.ref])) as {
+        payload: unknown;
+      }[];
+      if (rows.length === 0) return;
+      payload = rows[0].payload;
+    } else {
+      payload = envelope.payload;
+    }
+    for (const subscriber of subscribers) subscriber(payload);
+  }
+
+  private async deleteOldPayloads(): Promise<void> {
+    await this.options
+      .query(`DELETE FROM pubsub_payloads WHERE created_at < now() - interval '${SPILL_RETENTION}'`, [])
+      .catch((error: unknown) => this.options.logger.warn({ err: error }, 'could not delete old subscription payloads'));
+  }
+}

@@ -1,0 +1,46 @@
+import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { buildSchema, type ContainerType, type NonEmptyArray, type PubSub } from 'type-graphql';
+import { AuthResolver } from '../modules/auth/auth.resolver';
+import { UsersResolver } from '../modules/users/users.resolver';
+import { authChecker } from './auth-checker';
+
+/** Every resolver of the one schema; a new module adds its resolver here. */
+export const RESOLVERS: NonEmptyArray<Function> = [AuthResolver, UsersResolver];
+
+export function buildPlinthSchema(options: { container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
+  return buildSchema({
+    resolvers: RESOLVERS,
+    container: options.container,
+    pubSub: options.pubSub,
+    authChecker,
+    authMode: 'error',
+    // Inputs are validated by the services, which answer with success=false and per-field
+    // errors (spec 1 §2.3) on both the GraphQL and the handler route; see docs/decisions.md.
+    validate: false,
+    emitSchemaFile: false,
+  });
+}
+
+/** The committed form of the schema: sorted, so that it changes only when the types do. */
+export function printPlinthSchema(schema: GraphQLSchema): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}
+
+/**
+ * Resolves resolver classes to the instances built at start-up (their services are wired by
+ * hand in main.ts; there is no DI framework to learn).
+ */
+export class ResolverContainer implements ContainerType {
+  private readonly instances = new Map<Function, object>();
+
+  add(...resolvers: object[]): this {
+    for (const resolver of resolvers) this.instances.set(resolver.constructor, resolver);
+    return this;
+  }
+
+  get(resolverClass: Function): object {
+    const instance = this.instances.get(resolverClass);
+    if (!instance) throw new Error(`No instance of ${resolverClass.name} was registered`);
+    return instance;
+  }
+}

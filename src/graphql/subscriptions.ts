@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { CloseCode } from 'graphql-ws';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
+import type { GraphQLContext } from './context';
+
+export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
+
+export interface SubscriptionSettings extends SessionSettings {
+  initTimeoutMs: number;
+  maxPayload: number;
+  devMode: boolean;
+}
+
+interface ConnectionState {
+  session?: Session;
+  requestId?: string;
+  expiryTimer?: NodeJS.Timeout;
+}
+
+/** Longest delay setTimeout accepts (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * graphql-ws (subprotocol graphql-transport-ws) on the HTTP server's port. The connection is
+ * authenticated once, from the `headers` of the connection_init payload (or header-like keys at
+ * its top level), by the same rules as HTTP; a refused session closes the socket with 4403.
+ * A connection made with a token is closed with 4403 when the token expires.
+ */
+export function attachSubscriptions(
+  server: Server,
+  schema: GraphQLSchema,
+  settings: SubscriptionSettings,
+  logger: FastifyBaseLogger,
+): { close(): Promise<void> } {
+  const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
+  const states = new WeakMap<object, ConnectionState>();
+  const stateOf = (extra: object) => {
+    let state = states.get(extra);
+    if (!state) states.set(extra, (state = {}));
+    return state;
+  };
+
+  const disposable = useServer<Record<string, unknown> | undefined>(
+    {
+      schema,
+      isProd: !settings.devMode,
+      connectionInitWaitTimeout: settings.initTimeoutMs,
+      onConnect: (ctx) => {
+        const state = stateOf(ctx.extra);
+        try {
+          state.session = resolveSession(headersFromPayload(ctx.connectionParams), settings);
+          state.requestId = randomUUID();
+        } catch (error) {
+          if (!(error instanceof SessionError)) throw error;
+          ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.code}`);
+          return false;
+        }
+        const expiresAt = state.session.expiresAt;
+        if (expiresAt !== null) {
+          const delay = Math.min(Math.max(expiresAt * 1000 - Date.now(), 0), MAX_TIMER_MS);
+          state.expiryTimer = setTimeout(() => ctx.extra.socket.close(CloseCode.Forbidden, 'Forbidden: JWT_EXPIRED'), delay);
+        }
+        return true;
+      },
+      onClose: (ctx) => clearTimeout(stateOf(ctx.extra).expiryTimer),
+      context: (ctx): GraphQLContext => {
+        const state = stateOf(ctx.extra);
+        return {
+          session: state.session!,
+          requestId: state.requestId!,
+          logger: logger.child({ reqId: state.requestId, transport: 'ws' }),
+        };
+      },
+      onError: (ctx, _id, _payload, errors) => {
+        for (const error of errors) {
+          if (!error.extensions?.code) logger.warn({ err: error, reqId: stateOf(ctx.extra).requestId }, 'subscription error');
+        }
+      },
+      onNext: (_ctx, _id, _payload, result) => {
+        // Unexpected resolver errors are masked as on HTTP.
+        const errors = (result as { errors?: readonly GraphQLError[] }).errors;
+        if (!errors) return;
+        return {
+          ...result,
+          errors: errors.map((error) =>
+            error.extensions?.code || error.originalError instanceof GraphQLError
+              ? error
+              : new GraphQLError('Internal server error', {
+                  path: error.path,
+                  extensions: { code: 'INTERNAL_SERVER_ERROR' },
+                }),
+          ),
+        };
+      },
+    },
+    wss,
+  );
+
+  return { close: async () => disposable.dispose() };
+}
+
+/**
+ * Clients put headers under `headers` (Hasura, Apollo, urql) or at the top level of the
+ * connection_init payload; names are compared case-insensitively, `headers` wins.
+ */
+function headersFromPayload(payload: Record<string, unknown> | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const take = (source: unknown) => {
+    if (source === null || typeof source !== 'object' || Array.isArray(source)) return;
+    for (const [name, value] of Object.entries(source)) {
+      if (typeof value === 'string') headers[name.toLowerCase()] = value;
+    }
+  };
+  take(payload);
+  take(payload?.headers);
+  return headers;
+}

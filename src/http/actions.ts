@@ -1,0 +1,112 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { secretsEqual } from '../common/secrets';
+import { ADMIN_SECRET_HEADER, assertedSession, isRoleAllowed, variablesFromHeaders, type Session } from './session';
+import { sendError } from './errors';
+
+/** The path segment of an action: its name in kebab case (spec 1 §2.1: registerUser gives register-user). */
+export function actionPath(actionName: string): string {
+  return actionName
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1-$2')
+    .replace(/[_\s]+/g, '-')
+    .toLowerCase();
+}
+
+/** The handler URL path of an action under a route prefix (`/` or `/actions`, say). */
+export function actionUrl(prefix: string, actionName: string): string {
+  return `${prefix === '/' ? '' : prefix}/${actionPath(actionName)}`;
+}
+
+export interface ActionDefinition {
+  /** The GraphQL name of the action, as the engine sends it in `action.name`. */
+  name: string;
+  /** Roles that may call it, the same list its resolver declares with @Authorized. */
+  roles: readonly string[];
+  /** JSON schema of the action's arguments (the envelope's `input`). */
+  argumentsSchema: Record<string, unknown>;
+  /** Calls the service; its answer (with `success`) is the response envelope. */
+  handle(argumentsValue: Record<string, unknown>, session: Session): Promise<{ success: boolean }>;
+}
+
+interface ActionEnvelope {
+  action?: { name: string };
+  input: Record<string, unknown>;
+  session_variables?: Record<string, unknown>;
+  request_query?: string;
+}
+
+/**
+ * Registers the engine-compatible handler route of an action: `POST <prefix>/<kebab-name>`
+ * with Hasura's envelope {action:{name}, input, session_variables, request_query}. The caller
+ * must present the admin secret; the session comes from the X-Gql-* headers (and the body's
+ * session_variables, which the headers override).
+ */
+export function registerActionRoute(
+  app: FastifyInstance,
+  settings: { prefix: string; adminSecret: string },
+  action: ActionDefinition,
+): void {
+  app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
+    config: { errorFormat: 'envelope' },
+    schema: {
+      body: {
+        type: 'object',
+        required: ['input'],
+        properties: {
+          action: {
+            type: 'object',
+            required: ['name'],
+            properties: { name: { type: 'string', const: action.name } },
+          },
+          input: action.argumentsSchema,
+          session_variables: {
+            type: 'object',
+            additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] },
+          },
+          request_query: { type: 'string' },
+        },
+      },
+    },
+    // Authentication comes before the body is even validated.
+    onRequest: async (request, reply) => {
+      const given = request.headers[ADMIN_SECRET_HEADER];
+      if (typeof given !== 'string' || !secretsEqual(given, settings.adminSecret)) {
+        return reply.code(401).send({ status: 'unauthorized', message: 'invalid or missing x-gql-admin-secret' });
+      }
+    },
+    handler: async (request, reply) => {
+      const session = engineSession(request);
+      if ('error' in session) return sendError(reply, 400, 'VALIDATION_ERROR', session.error);
+      if (!isRoleAllowed(session, action.roles)) {
+        return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
+      }
+      const result = await action.handle(request.body.input, session);
+      return reply.code(200).send(result);
+    },
+  });
+}
+
+function engineSession(request: FastifyRequest<{ Body: ActionEnvelope }>): Session | { error: string } {
+  const variables: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.body.session_variables ?? {})) {
+    if (value !== null) variables[name.toLowerCase()] = String(value);
+  }
+  const packed = request.headers['x-gql-session-variables'];
+  if (typeof packed === 'string') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(packed);
+    } catch {
+      return { error: 'x-gql-session-variables must be a JSON object' };
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return { error: 'x-gql-session-variables must be a JSON object' };
+    }
+    for (const [name, value] of Object.entries(parsed)) {
+      if (value !== null && typeof value !== 'object') variables[name.toLowerCase()] = String(value);
+    }
+  }
+  Object.assign(variables, variablesFromHeaders(request.headers));
+  delete variables['x-gql-session-variables'];
+  return assertedSession(variables);
+}

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import cors from '@fastify/cors';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
+import type { GraphQLContext } from '../graphql/context';
+import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
+import { registerActionRoute, type ActionDefinition } from './actions';
+import { installErrorHandling } from './errors';
+import { resolveSession, SessionError } from './session';
+
+export const GRAPHQL_PATH = '/v1/graphql';
+
+export interface HttpAppOptions {
+  logger: Logger;
+  schema: GraphQLSchema;
+  dataSource: DataSource;
+  apollo: ApolloSettings;
+  subscriptions: SubscriptionSettings;
+  bodyLimit: number;
+  corsOrigins: string[] | '*';
+  actionsRoute: string;
+  actions: ActionDefinition[];
+}
+
+/**
+ * Apollo's view of a Fastify request. (The @as-integrations/fastify handler builds the query
+ * string through new URL() from the Host header, which throws on a malformed Host.)
+ */
+function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const queryStart = request.url.indexOf('?');
+  return {
+    method: request.method,
+    headers,
+    body: request.body,
+    search: queryStart === -1 ? '' : request.url.slice(queryStart),
+  };
+}
+
+/** A request id from X-Request-Id when it is sane, otherwise a new UUID. */
+function requestId(header: string | string[] | undefined): string {
+  return typeof header === 'string' && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
+}
+
+/**
+ * The Fastify application: GraphQL over HTTP at /v1/graphql, graphql-ws at
+ * /v1/graphql/subscriptions, the engine-compatible action routes, and the health probes.
+ */
+export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  const { logger, subscriptions: sessionSettings } = options;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit,
+    genReqId: (request) => requestId(request.headers['x-request-id']),
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  installErrorHandling(app);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(cors, {
+    origin: options.corsOrigins === '*' ? true : options.corsOrigins,
+    maxAge: 600,
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await options.dataSource.query('SELECT 1');
+      return { status: 'ready', database: 'ok' };
+    } catch (error) {
+      reply.log.warn({ err: error }, 'readiness check: database unreachable');
+      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
+    }
+  });
+
+  const apollo = createApolloServer(options.schema, options.apollo, logger);
+  await apollo.start();
+  // app.close() stops accepting and waits for in-flight requests; Apollo stops after them.
+  app.addHook('onClose', async () => apollo.stop());
+
+  app.route({
+    method: ['GET', 'POST'],
+    url: GRAPHQL_PATH,
+    config: { errorFormat: 'graphql' },
+    handler: async (request, reply) => {
+      const response = await apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: toGraphQLRequest(request),
+        context: async (): Promise<GraphQLContext> => {
+          try {
+            return { session: resolveSession(request.headers, sessionSettings), requestId: request.id, logger: request.log };
+          } catch (error) {
+            if (!(error instanceof SessionError)) throw error;
+            throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
+          }
+        },
+      });
+      for (const [name, value] of response.headers) reply.header(name, value);
+      reply.code(response.status ?? 200);
+      if (response.body.kind === 'complete') return reply.send(response.body.string);
+      return reply.send(Readable.from(response.body.asyncIterator));
+    },
+  });
+
+  for (const action of options.actions) {
+    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret }, action);
+  }
+
+  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, logger);
+  app.addHook('preClose', async () => ws.close());
+  return app;
+}

@@ -1,0 +1,86 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FieldError } from '../common/field-error.types';
+import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
+
+/** How a route reports errors: the handler envelope of spec 1 §2.3, or a GraphQL response. */
+export type ErrorFormat = 'envelope' | 'graphql';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    errorFormat?: ErrorFormat;
+  }
+}
+
+const CODES: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  408: 'REQUEST_TIMEOUT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+/** Answers with an error in the route's format; never with a stack trace. */
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  errors?: FieldError[],
+): FastifyReply {
+  const format = reply.request.routeOptions.config?.errorFormat ?? 'envelope';
+  if (format === 'graphql') {
+    const mediaType = chooseGraphQLMediaType(reply.request.headers.accept) ?? APPLICATION_JSON;
+    return reply
+      .code(status)
+      .type(mediaType)
+      .send({ errors: [{ message, extensions: { code, ...(errors ? { errors } : {}) } }] });
+  }
+  return reply.code(status).send({ success: false, message, error_code: code, ...(errors ? { errors } : {}) });
+}
+
+/**
+ * Maps every error Fastify or a route raises to a 4xx answer in the route's format, or to a
+ * masked 500 that is logged with the request id. Nothing reaches the client as a stack trace.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const format = request.routeOptions.config?.errorFormat ?? 'envelope';
+    if (error.validation) {
+      const errors = error.validation.map(fieldErrorFromSchema);
+      const code = format === 'envelope' ? 'VALIDATION_ERROR' : 'BAD_REQUEST';
+      return sendError(reply, 400, code, `Invalid request: ${errors.map((e) => e.message).join('; ')}`, errors);
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // A body that cannot be parsed is a malformed envelope for action routes.
+      const code = format === 'envelope' && status === 400 ? 'VALIDATION_ERROR' : (CODES[status] ?? 'BAD_REQUEST');
+      return sendError(reply, status, code, error.message);
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendError(reply, 500, format === 'graphql' ? 'INTERNAL_SERVER_ERROR' : 'INTERNAL_ERROR', 'Internal server error');
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),
+  );
+}
+
+type SchemaError = NonNullable<FastifyError['validation']>[number];
+
+function fieldErrorFromSchema(error: SchemaError): FieldError {
+  const path = error.instancePath.split('/').filter(Boolean).join('.');
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === 'required') {
+    const field = path ? `${path}.${String(params.missingProperty)}` : String(params.missingProperty);
+    return { field, message: `${field} is required`, code: 'REQUIRED_FIELD' };
+  }
+  const field = path || 'body';
+  if (error.keyword === 'maxLength' || error.keyword === 'minLength' || error.keyword === 'maxItems' || error.keyword === 'minItems') {
+    return { field, message: `${field} ${error.message ?? 'has an invalid length'}`, code: 'INVALID_LENGTH' };
+  }
+  return { field, message: `${field} ${error.message ?? 'is invalid'}`, code: 'INVALID_FORMAT' };
+}

@@ -1,0 +1,199 @@
+import jwt from 'jsonwebtoken';
+import type { JwtSecretConfig } from '../config';
+import { secretsEqual } from '../common/secrets';
+
+/** Who is calling: the role the request runs as and the session variables (x-gql-* names). */
+export interface Session {
+  role: string;
+  userId: string | null;
+  allowedRoles: string[];
+  /** Lower-case `x-gql-*` names, as in Hasura's session variables; includes x-gql-role. */
+  variables: Record<string, string>;
+  /** False for the unauthorised role, true for a verified token or the admin secret. */
+  authenticated: boolean;
+  /** Authenticated with the admin secret rather than a token. */
+  viaAdminSecret: boolean;
+  /** Expiry of the access token in seconds since the epoch, when a token was used. */
+  expiresAt: number | null;
+}
+
+export type SessionErrorCode =
+  | 'INVALID_ADMIN_SECRET'
+  | 'JWT_EXPIRED'
+  | 'INVALID_JWT'
+  | 'INVALID_JWT_CLAIMS'
+  | 'ROLE_NOT_ALLOWED';
+
+/** Authentication failed; `status` is the HTTP status the error maps to. */
+export class SessionError extends Error {
+  readonly status: 401 | 403;
+  constructor(
+    readonly code: SessionErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionError';
+    this.status = code === 'ROLE_NOT_ALLOWED' ? 403 : 401;
+  }
+}
+
+export interface SessionSettings {
+  adminSecret: string;
+  jwtSecret: JwtSecretConfig;
+  unauthorizedRole: string;
+}
+
+export const ADMIN_ROLE = 'admin';
+/** In a list of roles that may call something: every role, the unauthorised one included. */
+export const EVERY_ROLE = '*';
+const VARIABLE_PREFIX = 'x-gql-';
+export const ADMIN_SECRET_HEADER = 'x-gql-admin-secret';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** Returns a header's value, or undefined; a repeated header is ambiguous and counts as absent. */
+function header(headers: Headers, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * Resolves the session of a client request (HTTP headers, or the `headers` of a graphql-ws
+ * connection_init payload), following the engine's rules:
+ * the admin secret gives role admin and lets the caller choose X-Gql-Role and any X-Gql-* variable;
+ * a bearer JWT gives the roles its claims allow and X-Gql-Role picks one of them;
+ * no credentials give the unauthorised role.
+ * Header names must already be lower case (Node's and our WebSocket adapter's form).
+ */
+export function resolveSession(headers: Headers, settings: SessionSettings): Session {
+  const adminSecret = header(headers, ADMIN_SECRET_HEADER);
+  if (adminSecret !== undefined) {
+    if (!secretsEqual(adminSecret, settings.adminSecret)) {
+      throw new SessionError('INVALID_ADMIN_SECRET', 'invalid x-gql-admin-secret');
+    }
+    return assertedSession(variablesFromHeaders(headers));
+  }
+
+  const authorization = header(headers, 'authorization');
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) throw new SessionError('INVALID_JWT', 'the Authorization header must be "Bearer <token>"');
+    return tokenSession(match[1], header(headers, 'x-gql-role'), settings.jwtSecret);
+  }
+
+  const role = settings.unauthorizedRole;
+  return {
+    role,
+    userId: null,
+    allowedRoles: [role],
+    variables: { 'x-gql-role': role },
+    authenticated: false,
+    viaAdminSecret: false,
+    expiresAt: null,
+  };
+}
+
+/** The X-Gql-* headers of a request (but the admin secret), as session variables. */
+export function variablesFromHeaders(headers: Headers): Record<string, string> {
+  const variables: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith(VARIABLE_PREFIX) && name !== ADMIN_SECRET_HEADER && typeof value === 'string') {
+      variables[name] = value;
+    }
+  }
+  return variables;
+}
+
+/**
+ * The session a caller holding the admin secret asserts (a client with the secret, or the
+ * engine calling a handler): the variables it sends, role admin unless it names another.
+ */
+export function assertedSession(variables: Record<string, string>): Session {
+  const role = variables['x-gql-role'] || ADMIN_ROLE;
+  return {
+    role,
+    userId: variables['x-gql-user-id'] || null,
+    allowedRoles: [role],
+    variables: { ...variables, 'x-gql-role': role },
+    authenticated: true,
+    viaAdminSecret: true,
+    expiresAt: null,
+  };
+}
+
+/** Whether the session may call something open to `roles` (see EVERY_ROLE; admin may call all). */
+export function isRoleAllowed(session: Session, roles: readonly string[]): boolean {
+  if (session.role === ADMIN_ROLE || roles.includes(EVERY_ROLE)) return true;
+  if (roles.length === 0) return session.authenticated;
+  return roles.includes(session.role);
+}
+
+function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
+  let payload: jwt.JwtPayload;
+  try {
+    const verified = jwt.verify(token, secret.key, {
+      // Only the configured algorithm: no "none", no HS/RS confusion.
+      algorithms: [secret.type],
+      audience: secret.audience as string | [string, ...string[]] | undefined,
+      issuer: secret.issuer,
+      clockTolerance: secret.allowed_skew,
+    });
+    if (typeof verified === 'string') throw new SessionError('INVALID_JWT', 'the JWT payload must be a JSON object');
+    payload = verified;
+  } catch (error) {
+    if (error instanceof SessionError) throw error;
+    if (error instanceof jwt.TokenExpiredError) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
+    if (error instanceof jwt.NotBeforeError) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
+    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${(error as Error).message}`);
+  }
+
+  const claims = namespaceClaims(payload, secret);
+  const allowedRoles = claims['x-gql-allowed-roles'];
+  const defaultRole = claims['x-gql-default-role'];
+  if (!Array.isArray(allowedRoles) || allowedRoles.length === 0 || !allowedRoles.every((r) => typeof r === 'string' && r)) {
+    throw new SessionError('INVALID_JWT_CLAIMS', 'x-gql-allowed-roles must be a non-empty list of role names');
+  }
+  if (typeof defaultRole !== 'string' || !allowedRoles.includes(defaultRole)) {
+    throw new SessionError('INVALID_JWT_CLAIMS', 'x-gql-default-role must be one of x-gql-allowed-roles');
+  }
+  const role = requestedRole ?? defaultRole;
+  if (!allowedRoles.includes(role)) {
+    throw new SessionError('ROLE_NOT_ALLOWED', `the role "${role}" is not among the token's allowed roles`);
+  }
+
+  const variables: Record<string, string> = {};
+  for (const [name, value] of Object.entries(claims)) {
+    const key = name.toLowerCase();
+    if (!key.startsWith(VARIABLE_PREFIX) || key === 'x-gql-allowed-roles' || key === 'x-gql-default-role') continue;
+    if (typeof value === 'string') variables[key] = value;
+    else if (typeof value === 'number' || typeof value === 'boolean') variables[key] = String(value);
+    // Hasura passes arrays and objects as their JSON text (PostgreSQL array literals for arrays of
+    // scalars are its other form); JSON is what our resolvers can read back.
+    else if (value !== null && value !== undefined) variables[key] = JSON.stringify(value);
+  }
+  variables['x-gql-role'] = role;
+  return {
+    role,
+    userId: variables['x-gql-user-id'] ?? null,
+    allowedRoles: allowedRoles as string[],
+    variables,
+    authenticated: true,
+    viaAdminSecret: false,
+    expiresAt: typeof payload.exp === 'number' ? payload.exp : null,
+  };
+}
+
+function namespaceClaims(payload: jwt.JwtPayload, secret: JwtSecretConfig): Record<string, unknown> {
+  let claims: unknown = payload[secret.claims_namespace];
+  if (secret.claims_format === 'stringified_json' && typeof claims === 'string') {
+    try {
+      claims = JSON.parse(claims);
+    } catch {
+      throw new SessionError('INVALID_JWT_CLAIMS', `the claims under "${secret.claims_namespace}" are not valid JSON`);
+    }
+  }
+  if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) {
+    throw new SessionError('INVALID_JWT_CLAIMS', `the JWT has no claims object under "${secret.claims_namespace}"`);
+  }
+  return claims as Record<string, unknown>;
+}
