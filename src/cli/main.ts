@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, loadConfig, type Config } from '../config';
+import { environmentWithEnvFile } from '../config/env-file';
+import { createDataSource, pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
+import { openDatabaseEndpoint } from '../db/database';
+import { buildPlinthSchema, printPlinthSchema, ResolverContainer } from '../graphql/schema';
+import { createLogger, startServer } from '../main';
+
+const packageJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
+  version: string;
+};
+
+/** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
+function configuration(overrides: Record<string, string | undefined> = {}): Config {
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined));
+  try {
+    return loadConfig({ ...environmentWithEnvFile(process.env), ...defined });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`plinth: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+function port(value: string): string {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return value;
+}
+
+const program = new Command()
+  .name('plinth')
+  .description('Plinth: a GraphQL-first backend server (actions, auth, events, error tracking on one schema)')
+  .version(packageJson.version);
+
+program
+  .command('start')
+  .description('start the server: open the database (DATABASE_URL or the embedded one), migrate, listen')
+  .option('-p, --port <port>', 'port to listen on (overrides PORT)', port)
+  .option('-H, --host <host>', 'address to listen on (overrides HOST)')
+  .action(async (options: { port?: string; host?: string }) => {
+    const config = configuration({ PORT: options.port, HOST: options.host });
+    const logger = createLogger(config);
+    const server = await startServer(config, logger);
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting at once');
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      setTimeout(() => {
+        logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out (PLINTH_SHUTDOWN_TIMEOUT_MS)');
+        process.exit(1);
+      }, config.shutdownTimeoutMs).unref();
+      server.close().then(() => process.exit(0));
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .option('--revert', 'revert the most recent migration instead')
+  .option('--check', 'only report whether migrations are pending (exit code 2 when they are)')
+  .action(async (options: { revert?: boolean; check?: boolean }) => {
+    const config = configuration();
+    const logger = createLogger(config);
+    const endpoint = await openDatabaseEndpoint(config, logger);
+    const dataSource = createDataSource(endpoint.url, 2);
+    let exitCode = 0;
+    try {
+      await dataSource.initialize();
+      if (options.check) {
+        const pending = await pendingMigrations(dataSource);
+        process.stdout.write(pending ? 'migrations are pending\n' : 'the database is up to date\n');
+        exitCode = pending ? 2 : 0;
+      } else if (options.revert) {
+        await revertLastMigration(dataSource);
+        process.stdout.write('reverted the most recent migration\n');
+      } else {
+        const applied = await runMigrations(dataSource);
+        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'the database is up to date\n');
+      }
+    } finally {
+      await dataSource.destroy().catch(() => undefined);
+      await endpoint.stop();
+    }
+    process.exit(exitCode);
+  });
+
+program
+  .command('schema')
+  .description('print the GraphQL schema (SDL) the resolvers emit')
+  .option('-o, --output <file>', 'write it to a file instead of standard output')
+  .option('--check <file>', 'exit 1 when <file> differs from what the resolvers emit')
+  .action(async (options: { output?: string; check?: string }) => {
+    // Building the schema resolves no resolver and publishes nothing.
+    const inert = { publish: () => undefined, subscribe: () => (async function* () {})() };
+    const sdl = printPlinthSchema(await buildPlinthSchema({ container: new ResolverContainer(), pubSub: inert }));
+    if (options.check) {
+      const committed = fs.existsSync(options.check) ? fs.readFileSync(options.check, 'utf8') : '';
+      if (committed !== sdl) {
+        process.stderr.write(`${options.check} is stale: run "npm run schema" and commit the result\n`);
+        process.exit(1);
+      }
+      process.stdout.write(`${options.check} matches the resolvers\n`);
+    } else if (options.output) {
+      fs.writeFileSync(options.output, sdl);
+    } else {
+      process.stdout.write(sdl);
+    }
+  });
+
+program.parseAsync().catch((error: unknown) => {
+  process.stderr.write(`plinth: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

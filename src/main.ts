@@ -1,0 +1,120 @@
+import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { Config } from './config';
+import { withDevelopmentSecrets } from './config/dev-secrets';
+import { createDataSource, runMigrations } from './db/data-source';
+import { openDatabaseEndpoint } from './db/database';
+import { PostgresPubSub } from './graphql/pubsub';
+import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
+import { buildHttpApp } from './http/app';
+import { AuthResolver } from './modules/auth/auth.resolver';
+import { AuthService } from './modules/auth/auth.service';
+import { User } from './modules/users/user.entity';
+import { UsersResolver } from './modules/users/users.resolver';
+import { usersActions } from './modules/users/users.routes';
+import { UsersService } from './modules/users/users.service';
+
+export interface RunningServer {
+  /** Base URL, e.g. http://127.0.0.1:8080 */
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  dataSource: DataSource;
+  logger: Logger;
+  /** Drains requests and subscriptions, then releases the database (and stops the embedded one). */
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({
+    level: config.logLevel,
+    // Belt and braces: request logs carry no headers, but nothing secret may reach a log line.
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers["x-gql-admin-secret"]', 'headers.authorization', 'password'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+/**
+ * Starts Plinth: database (DATABASE_URL or the embedded one), migrations, the cross-instance
+ * PubSub, the services, the schema and the HTTP/WebSocket server.
+ */
+export async function startServer(baseConfig: Config, logger: Logger = createLogger(baseConfig)): Promise<RunningServer> {
+  const config = withDevelopmentSecrets(baseConfig, (text) => process.stderr.write(`${text}\n`));
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const step of cleanup.splice(0).reverse()) {
+      await step().catch((error: unknown) => logger.error({ err: error }, 'error during shutdown'));
+    }
+  };
+
+  try {
+    const endpoint = await openDatabaseEndpoint(config, logger);
+    cleanup.push(() => endpoint.stop());
+    const dataSource = createDataSource(endpoint.url, config.database.poolSize);
+    await dataSource.initialize();
+    cleanup.push(() => dataSource.destroy());
+    const applied = await runMigrations(dataSource);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+
+    const pubSub = new PostgresPubSub({
+      url: endpoint.url,
+      query: (sql, parameters) => dataSource.query(sql, parameters),
+      logger: logger.child({ component: 'pubsub' }),
+    });
+    await pubSub.start();
+    cleanup.push(() => pubSub.close());
+
+    const users = new UsersService(
+      dataSource.getRepository(User),
+      pubSub,
+      { minLength: config.auth.passwordMinLength, maxLength: config.auth.passwordMaxLength },
+      logger.child({ module: 'users' }),
+    );
+    const container = new ResolverContainer().add(new AuthResolver(new AuthService()), new UsersResolver(users));
+    const schema = await buildPlinthSchema({ container, pubSub });
+
+    const graphql = config.graphql;
+    const sessionSettings = {
+      adminSecret: graphql.adminSecret!,
+      jwtSecret: graphql.jwtSecret!,
+      unauthorizedRole: graphql.unauthorizedRole,
+    };
+    const app = await buildHttpApp({
+      logger,
+      schema,
+      dataSource,
+      apollo: {
+        introspection: graphql.introspection,
+        devMode: graphql.devMode,
+        maxDepth: graphql.maxDepth,
+        maxComplexity: graphql.maxComplexity,
+      },
+      subscriptions: {
+        ...sessionSettings,
+        initTimeoutMs: graphql.wsInitTimeoutMs,
+        maxPayload: graphql.bodyLimit,
+        devMode: graphql.devMode,
+      },
+      bodyLimit: graphql.bodyLimit,
+      corsOrigins: graphql.corsOrigins,
+      actionsRoute: config.actionsRoute,
+      actions: [...usersActions(users)],
+    });
+    cleanup.push(() => app.close());
+    await app.listen({ host: config.host, port: config.port });
+
+    const port = (app.server.address() as AddressInfo).port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    logger.info({ url, graphql: `${url}/v1/graphql`, database: endpoint.embedded ? 'embedded' : 'DATABASE_URL' }, 'Plinth is ready');
+    return { url, port, app, dataSource, logger, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

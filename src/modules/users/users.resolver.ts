@@ -1,0 +1,21 @@
+import { Arg, Authorized, Mutation, Resolver, Root, Subscription } from 'type-graphql';
+import { ADMIN_ROLE } from '../../http/session';
+import { USER_REGISTERED, UsersService } from './users.service';
+import { REGISTER_USER_ROLES, RegisterUserInput, RegisterUserOutput, UserInfo } from './users.types';
+
+@Resolver()
+export class UsersResolver {
+  constructor(private readonly users: UsersService) {}
+
+  @Authorized(REGISTER_USER_ROLES)
+  @Mutation(() => RegisterUserOutput, { description: 'Creates an account; failures come back as success=false with errors' })
+  registerUser(@Arg('input', () => RegisterUserInput) input: RegisterUserInput): Promise<RegisterUserOutput> {
+    return this.users.registerUser(input);
+  }
+
+  @Authorized(ADMIN_ROLE)
+  @Subscription(() => UserInfo, { topics: USER_REGISTERED, description: 'Each new account, as it is registered' })
+  userRegistered(@Root() user: UserInfo): UserInfo {
+    return user;
+  }
+}

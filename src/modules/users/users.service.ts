@@ -1,0 +1,105 @@
+import type { Logger } from 'pino';
+import { QueryFailedError, type Repository } from 'typeorm';
+import { hashPassword } from '../../common/passwords';
+import { fieldErrors } from '../../common/validation';
+import type { EventPublisher } from '../../graphql/pubsub';
+import type { User } from './user.entity';
+import { RegisterUserInput, type RegisterUserOutput, type UserInfo } from './users.types';
+
+/** Published with the new user's UserInfo after a registration commits. */
+export const USER_REGISTERED = 'USER_REGISTERED';
+
+export interface PasswordPolicy {
+  minLength: number;
+  maxLength: number;
+}
+
+const EMAIL_INDEX = 'users_email_lower_key';
+
+export class UsersService {
+  constructor(
+    private readonly users: Repository<User>,
+    private readonly events: EventPublisher,
+    private readonly passwordPolicy: PasswordPolicy,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Creates an account. Every failure is an answer with success=false and changes nothing:
+   * invalid fields, an e-mail already registered (decided by the unique index, so two
+   * simultaneous registrations cannot both succeed), or an unexpected error (field "general").
+   */
+  async registerUser(raw: unknown): Promise<RegisterUserOutput> {
+    const input = normalise(raw);
+    const errors = await fieldErrors(input);
+    if (!errors.some((error) => error.field === 'password')) {
+      const length = [...input.password].length;
+      const { minLength, maxLength } = this.passwordPolicy;
+      if (length < minLength || length > maxLength) {
+        errors.push({
+          field: 'password',
+          message: `password must be between ${minLength} and ${maxLength} characters`,
+          code: 'INVALID_LENGTH',
+        });
+      }
+    }
+    if (errors.length > 0) {
+      const order = Object.keys(input);
+      errors.sort((a, b) => order.indexOf(a.field) - order.indexOf(b.field));
+      return { success: false, message: 'Validation failed', errors, error_code: 'VALIDATION_ERROR' };
+    }
+
+    try {
+      const user = this.users.create({
+        email: input.email.toLowerCase(),
+        passwordHash: await hashPassword(input.password),
+        name: input.name,
+        company: input.company ?? null,
+        emailVerified: false,
+      });
+      await this.users.insert(user);
+      const info = toUserInfo(user);
+      this.events.publish(USER_REGISTERED, info);
+      return { success: true, message: 'User registered successfully', user: info };
+    } catch (error) {
+      if (isUniqueViolation(error, EMAIL_INDEX)) {
+        return {
+          success: false,
+          message: 'This e-mail address is already registered',
+          errors: [{ field: 'email', message: 'This e-mail address is already registered', code: 'ALREADY_EXISTS' }],
+          error_code: 'EMAIL_ALREADY_REGISTERED',
+        };
+      }
+      this.logger.error({ err: error }, 'registerUser failed unexpectedly');
+      return {
+        success: false,
+        message: 'Registration failed',
+        errors: [{ field: 'general', message: 'Registration failed unexpectedly; please try again', code: 'INTERNAL_ERROR' }],
+        error_code: 'INTERNAL_ERROR',
+      };
+    }
+  }
+}
+
+export function toUserInfo(user: User): UserInfo {
+  return { id: user.id, email: user.email, name: user.name, email_verified: user.emailVerified };
+}
+
+/** Copies the known fields of untrusted input (GraphQL or an engine's envelope), trimming text. */
+function normalise(raw: unknown): RegisterUserInput {
+  const source = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const trim = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
+  const input = new RegisterUserInput();
+  input.email = trim(source.email) as string;
+  input.password = source.password as string; // passwords are taken exactly as typed
+  input.name = trim(source.name) as string;
+  const company = trim(source.company);
+  input.company = company === '' ? null : (company as string | null | undefined);
+  return input;
+}
+
+function isUniqueViolation(error: unknown, constraint: string): boolean {
+  if (!(error instanceof QueryFailedError)) return false;
+  const driverError = error.driverError as { code?: string; constraint?: string };
+  return driverError.code === '23505' && driverError.constraint === constraint;
+}
