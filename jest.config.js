@@ -1,0 +1,10 @@
+/** Tests run compiled (tsc keeps the decorator metadata type-graphql and TypeORM need). */
+module.exports = {
+  rootDir: 'dist/test',
+  testMatch: ['**/*.test.js'],
+  testEnvironment: 'node',
+  globalSetup: './support/global-setup.js',
+  globalTeardown: './support/global-teardown.js',
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,48 @@
+import { loadConfig } from '../../src/config';
+import { startServer, type RunningServer } from '../../src/main';
+import { createTestDatabase, type TestDatabase } from './database';
+
+export const ADMIN_SECRET = 'test-admin-secret-a1b2c3d4e5f6';
+export const JWT_KEY = 'test-jwt-signing-key-of-at-least-32-bytes!';
+export const CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
+export const JWT_SECRET = JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE });
+
+/** The environment a test server runs with, on the given database. */
+export function testEnvironment(databaseUrl: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATABASE_URL: databaseUrl,
+    GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
+    GQL_GRAPHQL_JWT_SECRET: JWT_SECRET,
+    ...overrides,
+  };
+}
+
+export interface TestServer {
+  url: string;
+  graphqlUrl: string;
+  wsUrl: string;
+  server: RunningServer;
+  database: TestDatabase;
+  close(): Promise<void>;
+}
+
+/** The real server, in this process, on a random port and a database of its own. */
+export async function startTestServer(overrides: Record<string, string> = {}, database?: TestDatabase): Promise<TestServer> {
+  const db = database ?? (await createTestDatabase());
+  const server = await startServer(loadConfig(testEnvironment(db.url, overrides)));
+  return {
+    url: server.url,
+    graphqlUrl: `${server.url}/v1/graphql`,
+    wsUrl: `${server.url.replace(/^http/, 'ws')}/v1/graphql/subscriptions`,
+    server,
+    database: db,
+    async close() {
+      await server.close();
+      if (!database) await db.drop();
+    },
+  };
+}

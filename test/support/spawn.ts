@@ -1,0 +1,63 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.js');
+
+export interface SpawnedServer {
+  url: string;
+  child: ChildProcess;
+  /** Everything the process wrote so far. */
+  output(): string;
+  /** Resolves with the exit code and signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** The environment of a child process: only what it needs from ours, plus `env`. */
+export function childEnvironment(env: Record<string, string>): NodeJS.ProcessEnv {
+  const { PATH, HOME, LANG, TMPDIR } = process.env;
+  return Object.fromEntries(
+    Object.entries({ PATH, HOME, LANG, TMPDIR, ...env }).filter(([, value]) => value !== undefined),
+  ) as NodeJS.ProcessEnv;
+}
+
+/** Runs a `plinth` command to its end. */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Starts `plinth start` as a separate process and waits until it logs that it is ready. */
+export function spawnServer(env: Record<string, string>, timeoutMs = 90_000): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, [CLI, 'start'], { env: childEnvironment({ LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`plinth did not become ready within ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk;
+      for (const line of chunk.toString().split('\n')) {
+        if (!line.includes('Plinth is ready')) continue;
+        clearTimeout(timer);
+        const url = (JSON.parse(line) as { url: string }).url;
+        resolve({ url, child, output: () => output, exited });
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`plinth exited (code ${code}, signal ${signal}) before it was ready:\n${output}`));
+    });
+  });
+}

@@ -1,0 +1,85 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print, type ExecutionResult } from 'graphql';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+
+/** A graphql-ws client (graphql-transport-ws) that does not retry, so failures show. */
+export function subscriptionClient(url: string, connectionParams: Record<string, unknown> = {}): Client {
+  return createClient({ url, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0, lazy: true });
+}
+
+export interface Subscription<TData> {
+  /** Resolves with the next result (data or errors) the server sends. */
+  next(timeoutMs?: number): Promise<ExecutionResult<TData>>;
+  /** Resolves once the server acknowledged the connection and the subscription is live. */
+  ready: Promise<void>;
+  dispose(): void;
+}
+
+export function subscribe<TData>(client: Client, document: TypedDocumentNode<TData, Record<string, never>>): Subscription<TData> {
+  const received: ExecutionResult<TData>[] = [];
+  const waiting: ((result: ExecutionResult<TData>) => void)[] = [];
+  let failure: unknown;
+  const ready = new Promise<void>((resolve, reject) => {
+    const offConnected = client.on('connected', () => {
+      offConnected();
+      // The subscribe message follows the ack on the same socket; give the server a moment to register it.
+      setTimeout(resolve, 150);
+    });
+    client.on('closed', (event) => reject(event));
+  });
+  ready.catch(() => undefined);
+  const dispose = client.subscribe<TData>(
+    { query: print(document) },
+    {
+      next: (result) => {
+        const resolve = waiting.shift();
+        if (resolve) resolve(result as ExecutionResult<TData>);
+        else received.push(result as ExecutionResult<TData>);
+      },
+      error: (error) => (failure = error),
+      complete: () => undefined,
+    },
+  );
+  return {
+    ready,
+    dispose,
+    next(timeoutMs = 10_000) {
+      const queued = received.shift();
+      if (queued) return Promise.resolve(queued);
+      if (failure) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no subscription result within the time limit')), timeoutMs);
+        waiting.push((result) => {
+          clearTimeout(timer);
+          resolve(result);
+        });
+      });
+    },
+  };
+}
+
+/**
+ * Opens a raw graphql-transport-ws socket, sends `messages` once open, and resolves with
+ * everything the server sent and how it closed the socket.
+ */
+export function rawSocket(
+  url: string,
+  messages: unknown[],
+  options: { closeAfterMs?: number; protocol?: string } = {},
+): Promise<{ code: number; reason: string; received: unknown[] }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, options.protocol ?? 'graphql-transport-ws');
+    const received: unknown[] = [];
+    const timer = setTimeout(() => socket.close(1000, 'test done'), options.closeAfterMs ?? 5000);
+    socket.on('open', () => {
+      for (const message of messages) socket.send(JSON.stringify(message));
+    });
+    socket.on('message', (data) => received.push(JSON.parse(String(data))));
+    socket.on('close', (code, reason) => {
+      clearTimeout(timer);
+      resolve({ code, reason: String(reason), received });
+    });
+    socket.on('error', reject);
+  });
+}
