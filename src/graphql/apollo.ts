@@ -3,7 +3,7 @@ import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/dis
 import { unwrapResolverError } from '@apollo/server/errors';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
-import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import type { Logger } from 'pino';
 import type { GraphQLContext } from './context';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
@@ -31,7 +31,7 @@ export function createApolloServer(
     // The CLI owns signal handling and shuts down in order (src/cli/main.ts).
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: settings.devMode,
-    validationRules: [maxDepthRule({ n: settings.maxDepth, ignoreIntrospection: true, flattenFragments: true })],
+    validationRules: [depthLimit(settings.maxDepth)],
     logger: logger.child({ component: 'apollo' }),
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [
@@ -81,20 +81,44 @@ function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
   };
 }
 
+/**
+ * graphql-armor's depth rule, made to report its error as a validation error: by default it
+ * throws (which envelop expects), and Apollo would answer a thrown rule with a 500.
+ */
+function depthLimit(maxDepth: number) {
+  return maxDepthRule({
+    n: maxDepth,
+    ignoreIntrospection: true,
+    flattenFragments: true,
+    propagateOnRejection: false,
+    onReject: [(context, error) => context?.reportError(new GraphQLError(error.message.replace(/^Syntax Error: /, '')))],
+  });
+}
+
+/** Introspection (__schema, __type, __typename) costs nothing, so explorers work under any limit. */
+const introspectionEstimator: ComplexityEstimator = ({ field }) => (field.name.startsWith('__') ? 0 : undefined);
+
 /** Rejects operations whose cost (1 per field unless a field declares its complexity) exceeds the limit. */
 function complexityLimit(schema: GraphQLSchema, maxComplexity: number): ApolloServerPlugin<GraphQLContext> {
-  const estimators = [fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
+  const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
   return {
     async requestDidStart() {
       return {
         async didResolveOperation({ request, document, operationName }) {
-          const complexity = getComplexity({
-            schema,
-            query: document,
-            operationName: operationName ?? undefined,
-            variables: request.variables,
-            estimators,
-          });
+          let complexity: number;
+          try {
+            complexity = getComplexity({
+              schema,
+              query: document,
+              operationName: operationName ?? undefined,
+              variables: request.variables,
+              estimators,
+            });
+          } catch (error) {
+            // Variables that do not coerce: execution reports them as BAD_USER_INPUT next.
+            if (error instanceof GraphQLError) return;
+            throw error;
+          }
           if (complexity > maxComplexity) {
             throw new GraphQLError(`Query complexity of ${complexity} exceeds the limit of ${maxComplexity}`, {
               extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
