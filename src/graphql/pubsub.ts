@@ -39,6 +39,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
   private readonly subscribers = new Map<string, Set<(payload: unknown) => void>>();
   private listener: pg.Client | undefined;
   private delivery: Promise<void> = Promise.resolve();
+  private sending: Promise<void> = Promise.resolve();
   private closed = false;
   private reconnectDelay = 250;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -59,6 +60,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     clearTimeout(this.reconnectTimer);
     const listener = this.listener;
     this.listener = undefined;
+    await this.sending;
     await listener?.end().catch(() => undefined);
     await this.delivery;
   }
@@ -66,8 +68,11 @@ export class PostgresPubSub implements PubSub, EventPublisher {
   /** type-graphql's form: publish(topic, payload) or publish(topic, topicId, payload). */
   publish(routingKey: string, ...args: unknown[]): void {
     const [topic, payload] = args.length >= 2 ? [`${routingKey}:${String(args[0])}`, args[1]] : [routingKey, args[0]];
-    this.send(topic, payload ?? null).catch((error: unknown) =>
-      this.options.logger.error({ err: error, topic }, 'could not publish a subscription event'),
+    // One NOTIFY at a time: on separate pool connections they could commit out of order.
+    this.sending = this.sending.then(() =>
+      this.send(topic, payload ?? null).catch((error: unknown) =>
+        this.options.logger.error({ err: error, topic }, 'could not publish a subscription event'),
+      ),
     );
   }
 

@@ -60,22 +60,30 @@ export function subscribe<TData>(client: Client, document: TypedDocumentNode<TDa
 }
 
 /**
- * Opens a raw graphql-transport-ws socket, sends `messages` once open, and resolves with
- * everything the server sent and how it closed the socket.
+ * Opens a raw graphql-transport-ws socket, sends `messages` once open (those after a
+ * connection_init only once the server acknowledged it), and resolves with everything the
+ * server sent and how it closed the socket.
  */
 export function rawSocket(
   url: string,
   messages: unknown[],
-  options: { closeAfterMs?: number; protocol?: string } = {},
+  options: { closeAfterMs?: number; protocol?: string | null } = {},
 ): Promise<{ code: number; reason: string; received: unknown[] }> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, options.protocol ?? 'graphql-transport-ws');
+    const protocol = options.protocol === undefined ? 'graphql-transport-ws' : options.protocol;
+    const socket = protocol === null ? new WebSocket(url) : new WebSocket(url, protocol);
     const received: unknown[] = [];
     const timer = setTimeout(() => socket.close(1000, 'test done'), options.closeAfterMs ?? 5000);
+    const initFirst = (messages[0] as { type?: string } | undefined)?.type === 'connection_init';
+    const [first, ...rest] = messages;
     socket.on('open', () => {
-      for (const message of messages) socket.send(JSON.stringify(message));
+      for (const message of initFirst ? [first] : messages) socket.send(JSON.stringify(message));
     });
-    socket.on('message', (data) => received.push(JSON.parse(String(data))));
+    socket.on('message', (data) => {
+      const message = JSON.parse(String(data)) as { type?: string };
+      received.push(message);
+      if (initFirst && message.type === 'connection_ack') for (const next of rest) socket.send(JSON.stringify(next));
+    });
     socket.on('close', (code, reason) => {
       clearTimeout(timer);
       resolve({ code, reason: String(reason), received });

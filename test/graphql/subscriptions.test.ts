@@ -1,0 +1,132 @@
+import { RegisterUserDocument, UserRegisteredDocument } from '../generated/graphql';
+import { graphql } from '../support/graphql';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { signToken } from '../support/tokens';
+import { rawSocket, subscribe, subscriptionClient } from '../support/ws';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({ GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: '800' });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const register = (email: string) =>
+  graphql(server.graphqlUrl, RegisterUserDocument, { input: { email, password: 'password123', name: 'Sub Scriber' } });
+
+const SUBSCRIBE_MESSAGE = { id: '1', type: 'subscribe', payload: { query: 'subscription { userRegistered { id email } }' } };
+
+describe('userRegistered over graphql-ws', () => {
+  it('reaches an admin subscriber for each registration', async () => {
+    const client = subscriptionClient(server.wsUrl, { headers: { 'X-Gql-Admin-Secret': ADMIN_SECRET } });
+    const subscription = subscribe(client, UserRegisteredDocument);
+    try {
+      await subscription.ready;
+      const registered = await register('first-sub@example.com');
+      const userId = registered.body.data!.registerUser.user!.id;
+      await register('second-sub@example.com');
+
+      expect(await subscription.next()).toEqual({
+        data: { userRegistered: { id: userId, email: 'first-sub@example.com', name: 'Sub Scriber', email_verified: false } },
+      });
+      expect((await subscription.next()).data!.userRegistered.email).toBe('second-sub@example.com');
+    } finally {
+      subscription.dispose();
+      await client.dispose();
+    }
+  });
+
+  it('sends nothing for a failed registration', async () => {
+    const client = subscriptionClient(server.wsUrl, { headers: { 'x-gql-admin-secret': ADMIN_SECRET } });
+    const subscription = subscribe(client, UserRegisteredDocument);
+    try {
+      await subscription.ready;
+      await graphql(server.graphqlUrl, RegisterUserDocument, { input: { email: 'nope', password: 'x', name: '' } });
+      await register('after-failure@example.com');
+      expect((await subscription.next()).data!.userRegistered.email).toBe('after-failure@example.com');
+    } finally {
+      subscription.dispose();
+      await client.dispose();
+    }
+  });
+
+  it('accepts an admin token (role admin from its claims), with headers at the top level of the payload', async () => {
+    const client = subscriptionClient(server.wsUrl, { Authorization: `Bearer ${signToken({ roles: ['admin'] })}` });
+    const subscription = subscribe(client, UserRegisteredDocument);
+    try {
+      await subscription.ready;
+      await register('token-admin@example.com');
+      expect((await subscription.next()).data!.userRegistered.email).toBe('token-admin@example.com');
+    } finally {
+      subscription.dispose();
+      await client.dispose();
+    }
+  });
+
+  it('refuses the subscription to a role other than admin with FORBIDDEN', async () => {
+    const { received } = await rawSocket(server.wsUrl, [
+      { type: 'connection_init', payload: { headers: { Authorization: `Bearer ${signToken({ roles: ['user'] })}` } } },
+      SUBSCRIBE_MESSAGE,
+    ], { closeAfterMs: 1000 });
+    expect(received[0]).toEqual({ type: 'connection_ack' });
+    const refusal = received.find((message) => (message as { type: string }).type !== 'connection_ack') as {
+      type: string;
+      payload: { errors?: { extensions: { code: string } }[] } | { extensions: { code: string } }[];
+    };
+    const errors = Array.isArray(refusal.payload) ? refusal.payload : refusal.payload.errors!;
+    expect(errors[0].extensions.code).toBe('FORBIDDEN');
+  });
+
+  it('refuses an anonymous subscriber too', async () => {
+    const { received } = await rawSocket(server.wsUrl, [{ type: 'connection_init' }, SUBSCRIBE_MESSAGE], { closeAfterMs: 1000 });
+    expect(JSON.stringify(received)).toContain('FORBIDDEN');
+  });
+});
+
+describe('graphql-ws authentication and protocol', () => {
+  it.each([
+    ['an expired token', { headers: { authorization: `Bearer ${signToken({ expiresIn: -5 })}` } }, 'JWT_EXPIRED'],
+    ['a token signed with another key', { headers: { authorization: `Bearer ${signToken({ key: 'x'.repeat(40) })}` } }, 'INVALID_JWT'],
+    ['a wrong admin secret', { headers: { 'x-gql-admin-secret': 'wrong' } }, 'INVALID_ADMIN_SECRET'],
+    ['a role the token does not allow', { headers: { authorization: `Bearer ${signToken()}`, 'x-gql-role': 'admin' } }, 'ROLE_NOT_ALLOWED'],
+  ])('closes the connection with 4403 for %s', async (_case, payload, code) => {
+    const { code: closeCode, reason, received } = await rawSocket(server.wsUrl, [{ type: 'connection_init', payload }]);
+    expect(closeCode).toBe(4403);
+    expect(reason).toBe(`Forbidden: ${code}`);
+    expect(received).toEqual([]);
+  });
+
+  it('closes with 4401 when a client subscribes before connection_init', async () => {
+    const { code } = await rawSocket(server.wsUrl, [SUBSCRIBE_MESSAGE]);
+    expect(code).toBe(4401);
+  });
+
+  it('closes with 4408 when connection_init does not come in time (GQL_GRAPHQL_WS_INIT_TIMEOUT_MS)', async () => {
+    const { code } = await rawSocket(server.wsUrl, []);
+    expect(code).toBe(4408);
+  });
+
+  it('closes with 4406 for a client that does not speak graphql-transport-ws', async () => {
+    const { code } = await rawSocket(server.wsUrl, [{ type: 'connection_init' }], { protocol: null });
+    expect(code).toBe(4406);
+  });
+
+  it('closes with 4400 on a message that is not JSON of the protocol', async () => {
+    const { code } = await rawSocket(server.wsUrl, ['not a message']);
+    expect(code).toBe(4400);
+  });
+
+  it('closes a token-authenticated connection with 4403 when the token expires', async () => {
+    const started = Date.now();
+    const { code, reason } = await rawSocket(
+      server.wsUrl,
+      [{ type: 'connection_init', payload: { headers: { authorization: `Bearer ${signToken({ roles: ['admin'], expiresIn: 2 })}` } } }],
+      { closeAfterMs: 6000 },
+    );
+    expect(code).toBe(4403);
+    expect(reason).toBe('Forbidden: JWT_EXPIRED');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+});
