@@ -9,7 +9,7 @@ let database: TestDatabase;
 const running = new Set<SpawnedServer>();
 
 async function start(): Promise<SpawnedServer> {
-  const server = await spawnServer(testEnvironment(database.url, { LOG_LEVEL: 'info' }));
+  const server = await spawnServer(testEnvironment(database.url));
   running.add(server);
   void server.exited.then(() => running.delete(server));
   return server;

@@ -68,12 +68,15 @@ function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async didEncounterErrors({ errors, contextValue, operationName }) {
+        async didEncounterErrors({ errors, contextValue, operationName, logger }) {
           for (const error of errors) {
             const original = unwrapResolverError(error);
             if (original instanceof GraphQLError && original.extensions.code) continue;
             if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
-            (contextValue?.logger ?? console).error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
+            // The request's logger carries its id; Apollo's own serves calls made without HTTP.
+            const requestLogger = contextValue?.logger;
+            if (requestLogger) requestLogger.error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
+            else logger.error(`unexpected GraphQL error in ${operationName ?? 'an operation'}: ${(original as Error)?.message}`);
           }
         },
       };

@@ -21,9 +21,13 @@ export function childEnvironment(env: Record<string, string>): NodeJS.ProcessEnv
 }
 
 /** Runs a `plinth` command to its end. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  cwd?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -33,9 +37,12 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
   });
 }
 
-/** Starts `plinth start` as a separate process and waits until it logs that it is ready. */
-export function spawnServer(env: Record<string, string>, timeoutMs = 90_000): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, [CLI, 'start'], { env: childEnvironment({ LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `plinth start` as a separate process and waits until it logs that it is ready (so it
+ * always logs at level info, whatever `env` says).
+ */
+export function spawnServer(env: Record<string, string>, timeoutMs = 45_000): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, [CLI, 'start'], { env: childEnvironment({ ...env, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),

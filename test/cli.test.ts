@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { ADMIN_SECRET, testEnvironment } from './support/server';
+import { runCli, spawnServer } from './support/spawn';
+
+const SCHEMA_FILE = path.resolve(__dirname, '..', '..', 'schema', 'schema.graphql');
+const STACK_TRACE = /\n\s+at \S+/;
+
+let database: TestDatabase;
+let folder: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+beforeEach(() => {
+  folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-'));
+});
+afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
+
+describe('plinth', () => {
+  it('--help lists its commands', async () => {
+    const result = await runCli(['--help'], {});
+    expect(result.code).toBe(0);
+    for (const command of ['start', 'migrate', 'schema']) expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+  });
+
+  it('stops at start-up with a message naming the bad variable, without a stack trace', async () => {
+    const result = await runCli(['start'], { PORT: 'eighty', LOG_LEVEL: 'silent' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('PORT must be a number (got "eighty")');
+    expect(result.stderr).not.toMatch(STACK_TRACE);
+  });
+
+  it('reads .env from the working folder', async () => {
+    fs.writeFileSync(path.join(folder, '.env'), 'GQL_GRAPHQL_MAX_DEPTH=deep\n');
+    const result = await runCli(['start'], {}, folder);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('GQL_GRAPHQL_MAX_DEPTH');
+  });
+
+  it('refuses to start in production without its secrets', async () => {
+    const result = await runCli(['start'], { NODE_ENV: 'production', DATABASE_URL: database.url });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production');
+    expect(result.stderr).toContain('GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production');
+  });
+
+  it('rejects a bad --port option', async () => {
+    const result = await runCli(['start', '--port', 'abc'], {});
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('must be a port number');
+  });
+
+  describe('schema', () => {
+    it('prints exactly the committed schema/schema.graphql', async () => {
+      const result = await runCli(['schema'], {});
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(fs.readFileSync(SCHEMA_FILE, 'utf8'));
+    });
+
+    it('--check passes for the committed schema and fails for a stale one', async () => {
+      expect((await runCli(['schema', '--check', SCHEMA_FILE], {})).code).toBe(0);
+      const stale = path.join(folder, 'schema.graphql');
+      fs.writeFileSync(stale, fs.readFileSync(SCHEMA_FILE, 'utf8').replace('registerUser', 'signUp'));
+      const result = await runCli(['schema', '--check', stale], {});
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('is stale');
+    });
+  });
+
+  describe('migrate', () => {
+    const env = () => testEnvironment(database.url);
+
+    it('applies the migrations, reports an up-to-date database, reverts and re-applies', async () => {
+      const first = await runCli(['migrate'], env());
+      expect(first.code).toBe(0);
+      expect(first.stdout).toBe('applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001\n');
+      expect((await runCli(['migrate'], env())).stdout).toBe('the database is up to date\n');
+      expect((await runCli(['migrate', '--check'], env())).code).toBe(0);
+
+      expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
+      expect(await database.query("SELECT to_regclass('pubsub_payloads') AS t")).toEqual([{ t: null }]);
+      const pending = await runCli(['migrate', '--check'], env());
+      expect(pending.code).toBe(2);
+      expect(pending.stdout).toBe('migrations are pending\n');
+
+      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreatePubSubPayloads1763700000001\n');
+    });
+
+    it('fails with a clear message when the database cannot be reached', async () => {
+      const result = await runCli(['migrate'], testEnvironment('postgres://postgres@127.0.0.1:1/none'));
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^plinth: .*ECONNREFUSED/m);
+      expect(result.stderr).not.toMatch(STACK_TRACE);
+    });
+  });
+
+  it('in development, generates the admin secret, prints it once, and it works', async () => {
+    const env = { ...testEnvironment(database.url), NODE_ENV: 'development', PLINTH_DATA_DIR: folder, GQL_GRAPHQL_ADMIN_SECRET: '', GQL_GRAPHQL_JWT_SECRET: '' };
+    const first = await spawnServer(env);
+    const printed = /generated one for development[^\n]*\n\s+([0-9a-f]{64})/.exec(first.output());
+    expect(printed).not.toBeNull();
+    const secret = printed![1];
+    expect(secret).not.toBe(ADMIN_SECRET);
+    const asAdmin = await fetch(`${first.url}/v1/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gql-admin-secret': secret },
+      body: JSON.stringify({ query: '{ session { role } }' }),
+    });
+    expect(await asAdmin.json()).toEqual({ data: { session: { role: 'admin' } } });
+    first.child.kill('SIGTERM');
+    await first.exited;
+
+    const second = await spawnServer(env);
+    expect(second.output()).not.toContain('generated one for development');
+    expect(second.output()).not.toContain(secret);
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+});

@@ -1,0 +1,137 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config';
+import { withDevelopmentSecrets } from '../src/config/dev-secrets';
+import { environmentWithEnvFile } from '../src/config/env-file';
+
+const VALID_JWT = JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) });
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('loadConfig', () => {
+  it('has the defaults of the spec', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      env: 'development',
+      host: '0.0.0.0',
+      port: 8080,
+      actionsRoute: '/actions',
+      database: { url: undefined, poolSize: 10, embeddedPort: 5433, dataDir: path.resolve('.data') },
+      graphql: { unauthorizedRole: 'anonymous', introspection: true, devMode: false, maxDepth: 15, maxComplexity: 1000, bodyLimit: 1048576, corsOrigins: '*' },
+      auth: { passwordMinLength: 8 },
+    });
+  });
+
+  it('reads GQL_GRAPHQL_JWT_SECRET as the engine does, with a default claims namespace', () => {
+    const config = loadConfig({ GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS512', key: 's'.repeat(64), claims_namespace: 'https://x/claims' }) });
+    expect(config.graphql.jwtSecret).toEqual({ type: 'HS512', key: 's'.repeat(64), claims_namespace: 'https://x/claims', claims_format: 'json', allowed_skew: 0 });
+    expect(loadConfig({ GQL_GRAPHQL_JWT_SECRET: VALID_JWT }).graphql.jwtSecret!.claims_namespace).toBe('https://plinth.dev/jwt/claims');
+  });
+
+  it('takes the action route prefix from the CS_<N> declaration whose template is plinth', () => {
+    const config = loadConfig({ CS_1: 'api:express-ts:3000:/api', CS_2: 'hooks:plinth:8080:/hooks' });
+    expect(config.actionsRoute).toBe('/hooks');
+    expect(config.customServices.map((service) => service.name)).toEqual(['api', 'hooks']);
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
+  });
+
+  it.each([
+    ['PORT', { PORT: 'eighty' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '80.5' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://root@localhost/db' }],
+    ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['DATABASE_POOL_SIZE', { DATABASE_POOL_SIZE: '0' }],
+    ['GQL_GRAPHQL_DEV_MODE', { GQL_GRAPHQL_DEV_MODE: 'maybe' }],
+    ['GQL_GRAPHQL_MAX_DEPTH', { GQL_GRAPHQL_MAX_DEPTH: '-1' }],
+    ['GQL_GRAPHQL_BODY_LIMIT', { GQL_GRAPHQL_BODY_LIMIT: '10' }],
+    ['GQL_GRAPHQL_CORS_DOMAIN', { GQL_GRAPHQL_CORS_DOMAIN: 'example.com' }],
+    ['GQL_GRAPHQL_JWT_SECRET', { GQL_GRAPHQL_JWT_SECRET: '{not json' }],
+    ['GQL_GRAPHQL_JWT_SECRET.key', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'short' }) }],
+    ['GQL_GRAPHQL_JWT_SECRET.type', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'none', key: 'k'.repeat(32) }) }],
+    ['GQL_GRAPHQL_JWT_SECRET.key', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'RS256', key: 'k'.repeat(32) }) }],
+    ['GQL_GRAPHQL_JWT_SECRET.key', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256' }) }],
+    ['GQL_GRAPHQL_JWT_SECRET', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32), algo: 'x' }) }],
+    ['AUTH_PASSWORD_MIN_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '0' }],
+    ['AUTH_PASSWORD_MAX_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '64', AUTH_PASSWORD_MAX_LENGTH: '32' }],
+    ['CS_1', { CS_1: 'just-a-name' }],
+    ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
+    ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],
+  ])('stops with a message naming %s for %j', (variable, env) => {
+    const problems = problemsOf(env);
+    expect(problems).toHaveLength(1);
+    expect(problems[0].startsWith(`${variable} `)).toBe(true);
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(problemsOf({ PORT: 'x', LOG_LEVEL: 'y', CS_1: 'z' }).map((problem) => problem.split(' ')[0]).sort()).toEqual(['CS_1', 'LOG_LEVEL', 'PORT']);
+  });
+
+  it('never repeats a secret in its message', () => {
+    const [problem] = problemsOf({ GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'hunter2-is-short' }) });
+    expect(problem).not.toContain('hunter2');
+  });
+
+  it('refuses to run in production without the admin secret and the JWT secret', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      'GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production',
+      'GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production',
+    ]);
+    expect(loadConfig({ NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'a-secret', GQL_GRAPHQL_JWT_SECRET: VALID_JWT }).env).toBe('production');
+  });
+});
+
+describe('.env and development secrets', () => {
+  let folder: string;
+  beforeEach(() => {
+    folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-config-'));
+  });
+  afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
+
+  it('reads .env, letting the real environment win', () => {
+    const file = path.join(folder, '.env');
+    fs.writeFileSync(file, 'PORT=9000\nHOST=127.0.0.1\n# a comment\nGQL_GRAPHQL_ADMIN_SECRET="quoted value"\n');
+    const env = environmentWithEnvFile({ HOST: '0.0.0.0' }, file);
+    expect(env).toMatchObject({ PORT: '9000', HOST: '0.0.0.0', GQL_GRAPHQL_ADMIN_SECRET: 'quoted value' });
+    expect(environmentWithEnvFile({ A: '1' }, path.join(folder, 'missing.env'))).toEqual({ A: '1' });
+  });
+
+  it('generates missing secrets once in development, prints the admin secret once, and keeps both private', () => {
+    const config = loadConfig({ PLINTH_DATA_DIR: folder });
+    const printed: string[] = [];
+
+    const first = withDevelopmentSecrets(config, (line) => printed.push(line));
+    const second = withDevelopmentSecrets(config, (line) => printed.push(line));
+
+    expect(first.graphql.adminSecret).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.graphql.jwtSecret).toMatchObject({ type: 'HS256', key: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(second.graphql.adminSecret).toBe(first.graphql.adminSecret);
+    expect(second.graphql.jwtSecret!.key).toBe(first.graphql.jwtSecret!.key);
+    expect(printed).toHaveLength(1);
+    expect(printed[0]).toContain(first.graphql.adminSecret);
+    expect(printed.join('\n')).not.toContain(first.graphql.jwtSecret!.key);
+    for (const file of ['admin-secret', 'jwt-secret']) {
+      expect(fs.statSync(path.join(folder, file)).mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it('leaves configured secrets alone', () => {
+    const config = loadConfig({ PLINTH_DATA_DIR: folder, GQL_GRAPHQL_ADMIN_SECRET: 'given', GQL_GRAPHQL_JWT_SECRET: VALID_JWT });
+    expect(withDevelopmentSecrets(config, () => undefined)).toBe(config);
+    expect(fs.readdirSync(folder)).toEqual([]);
+  });
+});
