@@ -249,48 +249,37 @@ describe('unexpected errors', () => {
     }
   }
 
-  async function apolloFor(devMode: boolean) {
+  /** Runs one operation through createApolloServer (the production error handling) on a test schema. */
+  async function execute(query: string, devMode = false) {
     const schema = await buildSchema({ resolvers: [BrokenResolver], validate: false, authChecker });
     const apollo = createApolloServer(schema, { introspection: true, devMode, maxDepth: 10, maxComplexity: 100 }, pino({ level: 'silent' }));
     await apollo.start();
-    return apollo;
+    try {
+      const response = await apollo.executeOperation({ query });
+      if (response.body.kind !== 'single') throw new Error('expected a single result');
+      return response.body.singleResult;
+    } finally {
+      await apollo.stop();
+    }
   }
 
   it('are masked: the message and the stack never reach the client', async () => {
-    const apollo = await apolloFor(false);
-    try {
-      const response = await apollo.executeOperation({ query: '{ broken { value } }' });
-      const result = response.body.kind === 'single' ? response.body.singleResult : undefined;
-      expect(result!.errors).toEqual([
-        { message: 'Internal server error', path: ['broken'], locations: [{ line: 1, column: 3 }], extensions: { code: 'INTERNAL_SERVER_ERROR' } },
-      ]);
-      expect(JSON.stringify(result)).not.toContain('secret');
-    } finally {
-      await apollo.stop();
-    }
+    const result = await execute('{ broken { value } }');
+    expect(result.errors).toEqual([
+      { message: 'Internal server error', path: ['broken'], locations: [{ line: 1, column: 3 }], extensions: { code: 'INTERNAL_SERVER_ERROR' } },
+    ]);
+    expect(JSON.stringify(result)).not.toContain('secret');
   });
 
   it('keep errors a resolver means to show', async () => {
-    const apollo = await apolloFor(false);
-    try {
-      const response = await apollo.executeOperation({ query: '{ refused }' });
-      const result = response.body.kind === 'single' ? response.body.singleResult : undefined;
-      expect(result!.errors![0]).toMatchObject({ message: 'You may not', extensions: { code: 'FORBIDDEN' } });
-    } finally {
-      await apollo.stop();
-    }
+    const result = await execute('{ refused }');
+    expect(result.errors![0]).toMatchObject({ message: 'You may not', extensions: { code: 'FORBIDDEN' } });
   });
 
   it('show their message and stack under extensions.internal in GQL_GRAPHQL_DEV_MODE', async () => {
-    const apollo = await apolloFor(true);
-    try {
-      const response = await apollo.executeOperation({ query: '{ broken { value } }' });
-      const result = response.body.kind === 'single' ? response.body.singleResult : undefined;
-      expect(result!.errors![0].message).toBe('Internal server error');
-      expect(result!.errors![0].extensions!.internal).toMatchObject({ message: expect.stringContaining('leaked') });
-    } finally {
-      await apollo.stop();
-    }
+    const result = await execute('{ broken { value } }', true);
+    expect(result.errors![0].message).toBe('Internal server error');
+    expect(result.errors![0].extensions!.internal).toMatchObject({ message: expect.stringContaining('leaked') });
   });
 });
 

@@ -1,8 +1,8 @@
-import { RegisterUserDocument, UserRegisteredDocument } from '../generated/graphql';
+import { RegisterUserDocument, UserRegisteredDocument, type UserRegisteredSubscription } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { signToken } from '../support/tokens';
-import { rawSocket, subscribe, subscriptionClient } from '../support/ws';
+import { rawSocket, subscribe, subscriptionClient, type Subscription } from '../support/ws';
 
 let server: TestServer;
 
@@ -16,14 +16,27 @@ afterAll(async () => {
 const register = (email: string) =>
   graphql(server.graphqlUrl, RegisterUserDocument, { input: { email, password: 'password123', name: 'Sub Scriber' } });
 
+/** Runs `body` with a live userRegistered subscription made with the given connection_init payload. */
+async function withSubscription(
+  connectionParams: Record<string, unknown>,
+  body: (subscription: Subscription<UserRegisteredSubscription>) => Promise<void>,
+): Promise<void> {
+  const client = subscriptionClient(server.wsUrl, connectionParams);
+  const subscription = subscribe(client, UserRegisteredDocument);
+  try {
+    await subscription.ready;
+    await body(subscription);
+  } finally {
+    subscription.dispose();
+    await client.dispose();
+  }
+}
+
 const SUBSCRIBE_MESSAGE = { id: '1', type: 'subscribe', payload: { query: 'subscription { userRegistered { id email } }' } };
 
 describe('userRegistered over graphql-ws', () => {
   it('reaches an admin subscriber for each registration', async () => {
-    const client = subscriptionClient(server.wsUrl, { headers: { 'X-Gql-Admin-Secret': ADMIN_SECRET } });
-    const subscription = subscribe(client, UserRegisteredDocument);
-    try {
-      await subscription.ready;
+    await withSubscription({ headers: { 'X-Gql-Admin-Secret': ADMIN_SECRET } }, async (subscription) => {
       const registered = await register('first-sub@example.com');
       const userId = registered.body.data!.registerUser.user!.id;
       await register('second-sub@example.com');
@@ -32,37 +45,22 @@ describe('userRegistered over graphql-ws', () => {
         data: { userRegistered: { id: userId, email: 'first-sub@example.com', name: 'Sub Scriber', email_verified: false } },
       });
       expect((await subscription.next()).data!.userRegistered.email).toBe('second-sub@example.com');
-    } finally {
-      subscription.dispose();
-      await client.dispose();
-    }
+    });
   });
 
   it('sends nothing for a failed registration', async () => {
-    const client = subscriptionClient(server.wsUrl, { headers: { 'x-gql-admin-secret': ADMIN_SECRET } });
-    const subscription = subscribe(client, UserRegisteredDocument);
-    try {
-      await subscription.ready;
+    await withSubscription({ headers: { 'x-gql-admin-secret': ADMIN_SECRET } }, async (subscription) => {
       await graphql(server.graphqlUrl, RegisterUserDocument, { input: { email: 'nope', password: 'x', name: '' } });
       await register('after-failure@example.com');
       expect((await subscription.next()).data!.userRegistered.email).toBe('after-failure@example.com');
-    } finally {
-      subscription.dispose();
-      await client.dispose();
-    }
+    });
   });
 
   it('accepts an admin token (role admin from its claims), with headers at the top level of the payload', async () => {
-    const client = subscriptionClient(server.wsUrl, { Authorization: `Bearer ${signToken({ roles: ['admin'] })}` });
-    const subscription = subscribe(client, UserRegisteredDocument);
-    try {
-      await subscription.ready;
+    await withSubscription({ Authorization: `Bearer ${signToken({ roles: ['admin'] })}` }, async (subscription) => {
       await register('token-admin@example.com');
       expect((await subscription.next()).data!.userRegistered.email).toBe('token-admin@example.com');
-    } finally {
-      subscription.dispose();
-      await client.dispose();
-    }
+    });
   });
 
   it('refuses the subscription to a role other than admin with FORBIDDEN', async () => {
