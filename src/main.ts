@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
 import { withDevelopmentSecrets } from './config/dev-secrets';
@@ -28,15 +28,38 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export function createLogger(config: Config): Logger {
-  return pino({
-    level: config.logLevel,
-    // Belt and braces: request logs carry no headers, but nothing secret may reach a log line.
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-gql-admin-secret"]', 'headers.authorization', 'password'],
-      censor: '[redacted]',
+/**
+ * The process logger. No secret may reach a log line: request lines carry the path without its
+ * query string (a GET's variables may hold anything), and logged database errors lose the
+ * statement's parameters and PostgreSQL's `detail` ("Failing row contains (...)"), which hold
+ * row values such as password hashes.
+ */
+export function createLogger(config: Config, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      serializers: {
+        req: (request: { method: string; url: string; id: string; ip?: string }) => ({
+          method: request.method,
+          path: request.url.split('?')[0],
+          remoteAddress: request.ip,
+        }),
+      },
+      redact: {
+        paths: [
+          'err.parameters',
+          'err.detail',
+          'err.driverError.parameters',
+          'err.driverError.detail',
+          'req.headers',
+          'headers.authorization',
+          'password',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    destination,
+  );
 }
 
 /**

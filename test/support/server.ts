@@ -1,5 +1,6 @@
 import { loadConfig } from '../../src/config';
-import { startServer, type RunningServer } from '../../src/main';
+import type { DestinationStream } from 'pino';
+import { createLogger, startServer, type RunningServer } from '../../src/main';
 import { createTestDatabase, type TestDatabase } from './database';
 
 export const ADMIN_SECRET = 'test-admin-secret-a1b2c3d4e5f6';
@@ -31,9 +32,14 @@ export interface TestServer {
 }
 
 /** The real server, in this process, on a random port and a database of its own. */
-export async function startTestServer(overrides: Record<string, string> = {}, database?: TestDatabase): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Record<string, string> = {},
+  options: { database?: TestDatabase; logTo?: DestinationStream } = {},
+): Promise<TestServer> {
+  const { database } = options;
   const db = database ?? (await createTestDatabase());
-  const server = await startServer(loadConfig(testEnvironment(db.url, overrides)));
+  const config = loadConfig(testEnvironment(db.url, overrides));
+  const server = await startServer(config, createLogger(config, options.logTo));
   return {
     url: server.url,
     graphqlUrl: `${server.url}/v1/graphql`,
