@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 
 const SYMMETRIC = ['HS256', 'HS384', 'HS512'] as const;
@@ -24,8 +25,12 @@ const jwtSecretObject = z
     if ((SYMMETRIC as readonly string[]).includes(value.type) && Buffer.byteLength(value.key) < 32) {
       ctx.addIssue({ code: 'custom', path: ['key'], message: 'key must be at least 32 bytes for HMAC algorithms' });
     }
-    if ((ASYMMETRIC as readonly string[]).includes(value.type) && !value.key.includes('-----BEGIN')) {
-      ctx.addIssue({ code: 'custom', path: ['key'], message: `key must be a PEM public key for ${value.type}` });
+    if ((ASYMMETRIC as readonly string[]).includes(value.type)) {
+      try {
+        createPublicKey(value.key);
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['key'], message: `key must be a PEM public key for ${value.type}` });
+      }
     }
   });
 

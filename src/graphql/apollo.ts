@@ -1,8 +1,8 @@
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import type { Logger } from 'pino';
 import type { GraphQLContext } from './context';
@@ -36,6 +36,8 @@ export function createApolloServer(
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
+      // No field sets cache hints; without this Apollo wraps every resolver to collect them.
+      ApolloServerPluginCacheControlDisabled(),
       complexityLimit(schema, settings.maxComplexity),
       graphqlOverHttpStatus(),
       unexpectedErrorLogging(),
@@ -64,24 +66,23 @@ function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMod
   };
 }
 
+// The plugins keep no per-request state, so each builds its listener once rather than per request.
+
 function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didEncounterErrors({ errors, contextValue, operationName, logger }) {
-          for (const error of errors) {
-            const original = unwrapResolverError(error);
-            if (original instanceof GraphQLError && original.extensions.code) continue;
-            if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
-            // The request's logger carries its id; Apollo's own serves calls made without HTTP.
-            const requestLogger = contextValue?.logger;
-            if (requestLogger) requestLogger.error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
-            else logger.error(`unexpected GraphQL error in ${operationName ?? 'an operation'}: ${(original as Error)?.message}`);
-          }
-        },
-      };
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async didEncounterErrors({ errors, contextValue, operationName, logger }) {
+      for (const error of errors) {
+        const original = unwrapResolverError(error);
+        if (original instanceof GraphQLError && original.extensions.code) continue;
+        if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
+        // The request's logger carries its id; Apollo's own serves calls made without HTTP.
+        const requestLogger = contextValue?.logger;
+        if (requestLogger) requestLogger.error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
+        else logger.error(`unexpected GraphQL error in ${operationName ?? 'an operation'}: ${(original as Error)?.message}`);
+      }
     },
   };
+  return { requestDidStart: async () => listener };
 }
 
 /**
@@ -104,33 +105,42 @@ const introspectionEstimator: ComplexityEstimator = ({ field }) => (field.name.s
 /** Rejects operations whose cost (1 per field unless a field declares its complexity) exceeds the limit. */
 function complexityLimit(schema: GraphQLSchema, maxComplexity: number): ApolloServerPlugin<GraphQLContext> {
   const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ request, document, operationName }) {
-          let complexity: number;
-          try {
-            complexity = getComplexity({
-              schema,
-              query: document,
-              operationName: operationName ?? undefined,
-              variables: request.variables,
-              estimators,
-            });
-          } catch (error) {
-            // Variables that do not coerce: execution reports them as BAD_USER_INPUT next.
-            if (error instanceof GraphQLError) return;
-            throw error;
-          }
-          if (complexity > maxComplexity) {
-            throw new GraphQLError(`Query complexity of ${complexity} exceeds the limit of ${maxComplexity}`, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
-            });
-          }
-        },
-      };
+  // Apollo's document cache hands back the same DocumentNode for the same query text, so the
+  // cost of an operation without variables (which could change it) is computed once.
+  const costWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async didResolveOperation({ request, document, operationName }) {
+      const cacheable = !request.variables || Object.keys(request.variables).length === 0;
+      const cached = cacheable ? costWithoutVariables.get(document)?.get(operationName ?? '') : undefined;
+      let complexity: number;
+      try {
+        complexity =
+          cached ??
+          getComplexity({
+            schema,
+            query: document,
+            operationName: operationName ?? undefined,
+            variables: request.variables,
+            estimators,
+          });
+      } catch (error) {
+        // Variables that do not coerce: execution reports them as BAD_USER_INPUT next.
+        if (error instanceof GraphQLError) return;
+        throw error;
+      }
+      if (cacheable && cached === undefined) {
+        let byOperation = costWithoutVariables.get(document);
+        if (!byOperation) costWithoutVariables.set(document, (byOperation = new Map()));
+        byOperation.set(operationName ?? '', complexity);
+      }
+      if (complexity > maxComplexity) {
+        throw new GraphQLError(`Query complexity of ${complexity} exceeds the limit of ${maxComplexity}`, {
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+        });
+      }
     },
   };
+  return { requestDidStart: async () => listener };
 }
 
 /** Errors of a well-formed request that the GraphQL-over-HTTP watershed answers with 200 for application/json. */
@@ -149,20 +159,19 @@ const GRAPHQL_REQUEST_ERROR_CODES = new Set([
  * query that is not a string) stays 400, and a mutation over GET stays 405, for every media type.
  */
 function graphqlOverHttpStatus(): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async willSendResponse({ request, response }) {
-          const mediaType = chooseGraphQLMediaType(request.http?.headers.get('accept'));
-          if (mediaType === null) return; // Apollo answers 406
-          response.http.headers.set('content-type', mediaType);
-          if (mediaType !== APPLICATION_JSON || response.http.status !== 400 || response.body.kind !== 'single') return;
-          const errors = response.body.singleResult.errors ?? [];
-          if (errors.length > 0 && errors.every((error) => GRAPHQL_REQUEST_ERROR_CODES.has(String(error.extensions?.code)))) {
-            response.http.status = 200;
-          }
-        },
-      };
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async willSendResponse({ request, response }) {
+      const mediaType = chooseGraphQLMediaType(request.http?.headers.get('accept'));
+      if (mediaType === null) return; // Apollo answers 406
+      response.http.headers.set('content-type', mediaType);
+      // Answers depend on the caller's credentials: no shared cache may keep them.
+      response.http.headers.set('cache-control', 'no-store');
+      if (mediaType !== APPLICATION_JSON || response.http.status !== 400 || response.body.kind !== 'single') return;
+      const errors = response.body.singleResult.errors ?? [];
+      if (errors.length > 0 && errors.every((error) => GRAPHQL_REQUEST_ERROR_CODES.has(String(error.extensions?.code)))) {
+        response.http.status = 200;
+      }
     },
   };
+  return { requestDidStart: async () => listener };
 }

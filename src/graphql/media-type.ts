@@ -3,6 +3,8 @@ import Negotiator from 'negotiator';
 export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
 export const APPLICATION_JSON = 'application/json; charset=utf-8';
 
+const chosenByAccept = new Map<string, string | null>();
+
 /**
  * The media type of a GraphQL response, negotiated from Accept as Apollo Server does it
  * (application/json when there is no Accept header or on a tie); null when the client
@@ -10,5 +12,13 @@ export const APPLICATION_JSON = 'application/json; charset=utf-8';
  */
 export function chooseGraphQLMediaType(accept: string | undefined): string | null {
   if (!accept) return APPLICATION_JSON;
-  return new Negotiator({ headers: { accept } }).mediaType([APPLICATION_JSON, GRAPHQL_RESPONSE_JSON]) ?? null;
+  let chosen = chosenByAccept.get(accept);
+  if (chosen === undefined) {
+    chosen = new Negotiator({ headers: { accept } }).mediaType([APPLICATION_JSON, GRAPHQL_RESPONSE_JSON]) ?? null;
+    // Clients send a handful of distinct Accept values; a flood of odd ones only resets the memo.
+    if (chosenByAccept.size >= 256) chosenByAccept.clear();
+    chosenByAccept.set(accept, chosen);
+  }
+  return chosen;
 }
+

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -10,6 +9,7 @@ import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import type { GraphQLContext } from '../graphql/context';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { registerActionRoute, type ActionDefinition } from './actions';
+import { installCors } from './cors';
 import { installErrorHandling } from './errors';
 import { resolveSession, SessionError } from './session';
 
@@ -69,14 +69,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (request, reply) => {
+  // A callback hook: on every response, an async one would cost a promise for two headers.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
-  await app.register(cors, {
-    origin: options.corsOrigins === '*' ? true : options.corsOrigins,
-    maxAge: 600,
-  });
+  installCors(app, options.corsOrigins);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {

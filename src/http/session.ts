@@ -1,4 +1,4 @@
-import jwt from 'jsonwebtoken';
+import { createVerifier, TokenError } from 'fast-jwt';
 import type { JwtSecretConfig } from '../config';
 import { secretsEqual } from '../common/secrets';
 
@@ -128,23 +128,43 @@ export function isRoleAllowed(session: Session, roles: readonly string[]): boole
   return roles.includes(session.role);
 }
 
-function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
-  let payload: jwt.JwtPayload;
-  try {
-    const verified = jwt.verify(token, secret.key, {
-      // Only the configured algorithm: no "none", no HS/RS confusion.
+type JwtPayload = Record<string, unknown>;
+
+/** Verified tokens kept per process; each entry lives until its token expires (or 10 minutes). */
+const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+
+/**
+ * One verifier per configured secret (fast-jwt): only the configured algorithm (so no "none"
+ * and no HS/RS confusion), audience and issuer when set, skew in milliseconds. A token verified
+ * once is served from a bounded cache keyed by its hash until it expires; expiry and
+ * not-before are checked again on every hit, and failures are never cached.
+ */
+const verifiers = new WeakMap<JwtSecretConfig, (token: string) => JwtPayload>();
+function verifierFor(secret: JwtSecretConfig): (token: string) => JwtPayload {
+  let verify = verifiers.get(secret);
+  if (!verify) {
+    verify = createVerifier({
+      key: secret.key,
       algorithms: [secret.type],
-      audience: secret.audience as string | [string, ...string[]] | undefined,
-      issuer: secret.issuer,
-      clockTolerance: secret.allowed_skew,
-    });
-    if (typeof verified === 'string') throw new SessionError('INVALID_JWT', 'the JWT payload must be a JSON object');
-    payload = verified;
+      allowedAud: secret.audience,
+      allowedIss: secret.issuer,
+      clockTolerance: secret.allowed_skew * 1000,
+      cache: VERIFIED_TOKEN_CACHE_SIZE,
+    }) as (token: string) => JwtPayload;
+    verifiers.set(secret, verify);
+  }
+  return verify;
+}
+
+function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
+  let payload: JwtPayload;
+  try {
+    payload = verifierFor(secret)(token);
   } catch (error) {
-    if (error instanceof SessionError) throw error;
-    if (error instanceof jwt.TokenExpiredError) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
-    if (error instanceof jwt.NotBeforeError) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
-    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${(error as Error).message}`);
+    if (!(error instanceof TokenError)) throw error;
+    if (error.code === TokenError.codes.expired) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
+    if (error.code === TokenError.codes.inactive) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
+    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${error.message}`);
   }
 
   const claims = namespaceClaims(payload, secret);
@@ -183,7 +203,7 @@ function tokenSession(token: string, requestedRole: string | undefined, secret: 
   };
 }
 
-function namespaceClaims(payload: jwt.JwtPayload, secret: JwtSecretConfig): Record<string, unknown> {
+function namespaceClaims(payload: JwtPayload, secret: JwtSecretConfig): Record<string, unknown> {
   let claims: unknown = payload[secret.claims_namespace];
   if (secret.claims_format === 'stringified_json' && typeof claims === 'string') {
     try {

@@ -134,8 +134,24 @@ describe('GraphQL over HTTP', () => {
       },
     });
     expect(response.status).toBe(204);
-    expect(response.headers.get('access-control-allow-origin')).toBe('https://explorer.example');
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
     expect(response.headers.get('access-control-allow-headers')).toContain('authorization');
+    expect(response.headers.get('access-control-allow-methods')).toContain('POST');
+
+    const fromBrowser = await postGraphQL(server.graphqlUrl, { query: SESSION_QUERY }, { origin: 'https://explorer.example' });
+    expect(fromBrowser.headers.get('access-control-allow-origin')).toBe('*');
+    const fromServer = await postGraphQL(server.graphqlUrl, { query: SESSION_QUERY });
+    expect(fromServer.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers an OPTIONS request that is not a preflight with 404', async () => {
+    const response = await fetch(server.graphqlUrl, { method: 'OPTIONS' });
+    expect(response.status).toBe(404);
+  });
+
+  it('tells shared caches not to keep GraphQL answers', async () => {
+    const response = await graphql(server.graphqlUrl, SessionDocument);
+    expect(response.headers.get('cache-control')).toBe('no-store');
   });
 
   it('echoes a sane X-Request-Id and makes one up otherwise', async () => {
@@ -178,6 +194,7 @@ describe('limits', () => {
       GQL_GRAPHQL_MAX_DEPTH: '2',
       GQL_GRAPHQL_MAX_COMPLEXITY: '2',
       GQL_GRAPHQL_BODY_LIMIT: '2048',
+      GQL_GRAPHQL_CORS_DOMAIN: 'https://app.example, https://admin.example',
     });
   });
   afterAll(async () => {
@@ -220,6 +237,19 @@ describe('limits', () => {
     const response = await postGraphQL(limited.graphqlUrl, { query: getIntrospectionQuery() });
     expect(response.body.errors).toBeUndefined();
     expect(response.body.data).toHaveProperty('__schema');
+  });
+
+  it('allows only the origins of GQL_GRAPHQL_CORS_DOMAIN when it lists some', async () => {
+    const preflight = (origin: string) =>
+      fetch(limited.graphqlUrl, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
+    const allowed = await preflight('https://admin.example');
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://admin.example');
+    expect(allowed.headers.get('vary')).toContain('Origin');
+    const refused = await preflight('https://evil.example');
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+    const simple = await postGraphQL(limited.graphqlUrl, { query: '{ session { role } }' }, { origin: 'https://evil.example' });
+    expect(simple.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('refuses a body over GQL_GRAPHQL_BODY_LIMIT with 413', async () => {

@@ -88,6 +88,17 @@ describe('sessions over HTTP', () => {
     }
   });
 
+  it('refuses a token once it expires, though it was accepted (and cached) before', async () => {
+    const token = signToken({ expiresIn: 2 });
+    expect((await sessionOf(bearer(token))).body.data!.session.role).toBe('user');
+    const expiry = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).exp as number;
+    await new Promise((resolve) => setTimeout(resolve, expiry * 1000 - Date.now() + 50));
+
+    const late = await sessionOf(bearer(token));
+    expect(late.status).toBe(401);
+    expect(late.body.errors![0].extensions!.code).toBe('JWT_EXPIRED');
+  });
+
   it.each([['Basic dXNlcjpwYXNz'], ['Bearer'], ['Bearer a b'], ['token']])('refuses the Authorization header "%s"', async (value) => {
     const response = await sessionOf({ authorization: value });
     expect(response.status).toBe(401);

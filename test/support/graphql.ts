@@ -10,6 +10,7 @@ export interface GraphQLErrorBody {
 export interface GraphQLResponse<TData> {
   status: number;
   contentType: string | null;
+  headers: Headers;
   body: { data?: TData | null; errors?: GraphQLErrorBody[] };
 }
 
@@ -35,5 +36,5 @@ export async function postGraphQL<TData = unknown>(
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, contentType: response.headers.get('content-type'), body: JSON.parse(text) };
+  return { status: response.status, contentType: response.headers.get('content-type'), headers: response.headers, body: JSON.parse(text) };
 }

@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer } from '@apollo/server';
+import { expressMiddleware } from '@as-integrations/express5';
+import express from 'express';
+import type { FastifyBaseLogger } from 'fastify';
+import { execute, graphql, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import pino from 'pino';
+import type { PubSub } from 'type-graphql';
+import { loadConfig } from '../src/config';
+import { startServer } from '../src/main';
+import type { GraphQLContext } from '../src/graphql/context';
+import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
+import { resolveSession, SessionError, type SessionSettings } from '../src/http/session';
+import { AuthResolver } from '../src/modules/auth/auth.resolver';
+import { AuthService } from '../src/modules/auth/auth.service';
+import { GRAPHQL_PATH, serverEnvironment, type ChildMessage, type ParentMessage, type Target } from './shared';
+
+/** A started server: its GraphQL endpoint and how to stop it. */
+interface BenchServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** What the baselines share with Plinth: the schema from the same resolvers, and the session settings. */
+interface BaselineParts {
+  schema: GraphQLSchema;
+  sessionSettings: SessionSettings;
+  logger: FastifyBaseLogger;
+}
+
+/**
+ * Child-process side: starts one server, reports its URL to the parent, answers CPU-usage
+ * queries, and stops on request (or when the parent goes away). Exiting through process.exit
+ * lets --cpu-prof write its profile.
+ */
+export async function runServerRole(target: Target): Promise<void> {
+  const send = (message: ChildMessage) => process.send?.(message);
+  let server: BenchServer;
+  try {
+    server = await startTarget(target);
+  } catch (error) {
+    send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    server.close().finally(() => process.exit(0));
+  };
+  process.on('message', (message: ParentMessage) => {
+    if (message.type === 'stop') return stop();
+    const { user, system } = process.cpuUsage();
+    send({ type: 'cpu-usage', micros: user + system });
+  });
+  process.on('disconnect', stop);
+  send({ type: 'ready', url: server.url });
+}
+
+async function startTarget(target: Target): Promise<BenchServer> {
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
+  switch (target) {
+    case 'plinth':
+      return startPlinth(logLevel);
+    case 'graphql-js':
+      return startGraphqlJs(await baselineParts(logLevel), { cacheDocuments: false });
+    case 'graphql-js-cached':
+      return startGraphqlJs(await baselineParts(logLevel), { cacheDocuments: true });
+    case 'apollo-express':
+      return startApolloExpress(await baselineParts(logLevel));
+  }
+}
+
+/** The real server, exactly as the CLI composes it (database, migrations, PubSub, Fastify, Apollo). */
+async function startPlinth(logLevel: string): Promise<BenchServer> {
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the plinth server');
+  const running = await startServer(loadConfig(serverEnvironment(logLevel, databaseUrl)));
+  return { url: `${running.url}${GRAPHQL_PATH}`, close: running.close };
+}
+
+/**
+ * The schema built by buildPlinthSchema with the same resolver classes. Only AuthResolver gets an
+ * instance: type-graphql asks the container lazily, and the benchmarked query never reaches
+ * UsersResolver (which would need a database). Subscriptions are never started either, so
+ * PubSub is a stub.
+ */
+async function schemaFromPlinthResolvers(): Promise<GraphQLSchema> {
+  const container = new ResolverContainer().add(new AuthResolver(new AuthService()));
+  const pubSub: PubSub = {
+    publish: () => undefined,
+    subscribe: () => {
+      throw new Error('subscriptions are not part of the benchmark');
+    },
+  };
+  return buildPlinthSchema({ container, pubSub });
+}
+
+/** Same configuration path as Plinth (loadConfig of the same environment), so JWT checks are identical. */
+async function baselineParts(logLevel: string): Promise<BaselineParts> {
+  const { graphql: settings } = loadConfig(serverEnvironment(logLevel));
+  return {
+    schema: await schemaFromPlinthResolvers(),
+    sessionSettings: {
+      adminSecret: settings.adminSecret!,
+      jwtSecret: settings.jwtSecret!,
+      unauthorizedRole: settings.unauthorizedRole,
+    },
+    logger: pino({ level: logLevel }) as FastifyBaseLogger,
+  };
+}
+
+type PreparedDocument = { document: DocumentNode } | { errors: readonly GraphQLError[] };
+
+/** Most distinct query texts kept; the benchmark sends one. */
+const DOCUMENT_CACHE_LIMIT = 1000;
+
+/**
+ * Parse and validate once per query text, as Apollo's document cache does; without it the
+ * baseline would spend a fifth of its time re-validating and stop being the upper bound.
+ */
+function documentPreparer(schema: GraphQLSchema): (query: string) => PreparedDocument {
+  const prepared = new Map<string, PreparedDocument>();
+  return (query) => {
+    let entry = prepared.get(query);
+    if (entry === undefined) {
+      try {
+        const document = parse(query);
+        const errors = validate(schema, document);
+        entry = errors.length > 0 ? { errors } : { document };
+      } catch (error) {
+        if (!(error instanceof GraphQLError)) throw error;
+        entry = { errors: [error] };
+      }
+      if (prepared.size >= DOCUMENT_CACHE_LIMIT) prepared.clear();
+      prepared.set(query, entry);
+    }
+    return entry;
+  };
+}
+
+/**
+ * Baseline (a): the bare graphql-js server as graphql-js documents it: read JSON, resolve the
+ * session, graphql() (parse, validate, execute), write JSON. With cacheDocuments, (a') parses and
+ * validates each query text once, as Apollo does: the least any GraphQL server can do, shown as
+ * a ceiling without a target.
+ */
+function startGraphqlJs(
+  { schema, sessionSettings, logger }: BaselineParts,
+  { cacheDocuments }: { cacheDocuments: boolean },
+): Promise<BenchServer> {
+  const prepare = documentPreparer(schema);
+  const reply = (response: http.ServerResponse, status: number, body: unknown) => {
+    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+  };
+
+  const handle = async (request: http.IncomingMessage, response: http.ServerResponse) => {
+    if (request.method !== 'POST' || request.url !== GRAPHQL_PATH) return reply(response, 404, { errors: [{ message: 'not found' }] });
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    let body: { query?: unknown; variables?: Record<string, unknown>; operationName?: string };
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+    } catch {
+      return reply(response, 400, { errors: [{ message: 'the body is not JSON' }] });
+    }
+    if (typeof body.query !== 'string') return reply(response, 400, { errors: [{ message: 'query must be a string' }] });
+
+    let contextValue: GraphQLContext;
+    try {
+      contextValue = { session: resolveSession(request.headers, sessionSettings), requestId: randomUUID(), logger };
+    } catch (error) {
+      if (!(error instanceof SessionError)) throw error;
+      return reply(response, error.status, { errors: [{ message: error.message, extensions: { code: error.code } }] });
+    }
+    const args = { schema, variableValues: body.variables, operationName: body.operationName, contextValue };
+    if (!cacheDocuments) return reply(response, 200, await graphql({ ...args, source: body.query }));
+    const prepared = prepare(body.query);
+    if ('errors' in prepared) return reply(response, 400, { errors: prepared.errors });
+    reply(response, 200, await execute({ ...args, document: prepared.document }));
+  };
+
+  const server = http.createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      logger.error({ err: error }, 'graphql-js baseline failed');
+      if (!response.headersSent) reply(response, 500, { errors: [{ message: 'Internal server error' }] });
+    });
+  });
+  return listen(server);
+}
+
+/** Baseline (b): stock Apollo Server 5 (default options) on Express 5, same context as Plinth builds. */
+async function startApolloExpress({ schema, sessionSettings, logger }: BaselineParts): Promise<BenchServer> {
+  const apollo = new ApolloServer<GraphQLContext>({ schema });
+  await apollo.start();
+
+  const app = express();
+  app.post(
+    GRAPHQL_PATH,
+    express.json(),
+    expressMiddleware(apollo, {
+      context: async ({ req }): Promise<GraphQLContext> => {
+        try {
+          return { session: resolveSession(req.headers, sessionSettings), requestId: randomUUID(), logger };
+        } catch (error) {
+          if (!(error instanceof SessionError)) throw error;
+          throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
+        }
+      },
+    }),
+  );
+  const server = await listen(http.createServer(app));
+  return { url: server.url, close: () => server.close().then(() => apollo.stop()) };
+}
+
+function listen(server: http.Server): Promise<BenchServer> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}${GRAPHQL_PATH}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}

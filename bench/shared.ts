@@ -1,0 +1,77 @@
+import jwt from 'jsonwebtoken';
+
+/** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
+
+export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached'] as const;
+export type Target = (typeof TARGETS)[number];
+
+export const TARGET_LABELS: Record<Target, string> = {
+  plinth: 'Plinth (full stack)',
+  'graphql-js': '(a) graphql-js graphql() on node:http',
+  'apollo-express': '(b) Apollo Server 5 on Express 5',
+  'graphql-js-cached': "(a') as (a), documents cached",
+};
+
+export const GRAPHQL_PATH = '/v1/graphql';
+export const QUERY = '{ session { role user_id } }';
+
+// Benchmark-only credentials; every server is given the same ones.
+const ADMIN_SECRET = 'bench-admin-secret-0123456789abcdef';
+const JWT_KEY = 'bench-jwt-signing-key-of-at-least-32-bytes!';
+const CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
+
+/** The environment each server's configuration is loaded from (loadConfig in src/config). */
+export function serverEnvironment(logLevel: string, databaseUrl?: string): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: logLevel,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
+    GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE }),
+  };
+}
+
+/** An access token with the claims the auth service issues (as test/support/tokens.ts signs them). */
+export function signUserToken(userId: string, lifetimeSeconds: number): string {
+  const now = Math.floor(Date.now() / 1000);
+  return jwt.sign(
+    {
+      sub: userId,
+      iat: now,
+      exp: now + lifetimeSeconds,
+      [CLAIMS_NAMESPACE]: {
+        'x-gql-allowed-roles': ['user'],
+        'x-gql-default-role': 'user',
+        'x-gql-user-id': userId,
+        'x-gql-source-account-id': 'primary',
+      },
+    },
+    JWT_KEY,
+    { algorithm: 'HS256' },
+  );
+}
+
+/** Parent → child: close the server and exit, or report the CPU time used so far. */
+export type ParentMessage = { type: 'stop' } | { type: 'cpu-usage' };
+
+/** Child → parent: the server listens at `url` (the GraphQL endpoint). */
+export interface ReadyMessage {
+  type: 'ready';
+  url: string;
+}
+
+/** Child → parent: the server could not start. */
+export interface FailedMessage {
+  type: 'failed';
+  error: string;
+}
+
+/** Child → parent: user + system CPU time of the server process so far, in microseconds. */
+export interface CpuUsageMessage {
+  type: 'cpu-usage';
+  micros: number;
+}
+
+export type ChildMessage = ReadyMessage | FailedMessage | CpuUsageMessage;
