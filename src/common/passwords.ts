@@ -1,10 +1,6 @@
-import { Algorithm, hash, verify } from '@node-rs/argon2';
+import { Algorithm, hash } from '@node-rs/argon2';
 
 /** argon2id with the library's defaults (19 MiB, 2 passes, 1 lane: OWASP's recommendation). */
 export function hashPassword(password: string): Promise<string> {
   return hash(password, { algorithm: Algorithm.Argon2id });
-}
-
-export function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
-  return verify(passwordHash, password);
 }

@@ -5,6 +5,7 @@ import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import type { Logger } from 'pino';
+import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
 
@@ -14,8 +15,6 @@ export interface ApolloSettings {
   maxDepth: number;
   maxComplexity: number;
 }
-
-export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
 
 export function createApolloServer(
   schema: GraphQLSchema,

@@ -5,6 +5,7 @@ import { GraphQLError, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
 import type { GraphQLContext } from './context';
 
@@ -90,7 +91,7 @@ export function attachSubscriptions(
           errors: errors.map((error) =>
             error.extensions?.code || error.originalError instanceof GraphQLError
               ? error
-              : new GraphQLError('Internal server error', {
+              : new GraphQLError(INTERNAL_ERROR_MESSAGE, {
                   path: error.path,
                   extensions: { code: 'INTERNAL_SERVER_ERROR' },
                 }),

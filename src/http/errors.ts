@@ -2,6 +2,9 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { FieldError } from '../common/field-error.types';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
 
+/** What a client is told of an error the server did not expect; the details go to the log. */
+export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
+
 /** How a route reports errors: the handler envelope of spec 1 §2.3, or a GraphQL response. */
 export type ErrorFormat = 'envelope' | 'graphql';
 
@@ -62,7 +65,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return sendError(reply, status, code, error.message);
     }
     request.log.error({ err: error }, 'unhandled error');
-    return sendError(reply, 500, format === 'graphql' ? 'INTERNAL_SERVER_ERROR' : 'INTERNAL_ERROR', 'Internal server error');
+    return sendError(reply, 500, format === 'graphql' ? 'INTERNAL_SERVER_ERROR' : 'INTERNAL_ERROR', INTERNAL_ERROR_MESSAGE);
   });
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),

@@ -11,8 +11,6 @@ export interface Session {
   variables: Record<string, string>;
   /** False for the unauthorised role, true for a verified token or the admin secret. */
   authenticated: boolean;
-  /** Authenticated with the admin secret rather than a token. */
-  viaAdminSecret: boolean;
   /** Expiry of the access token in seconds since the epoch, when a token was used. */
   expiresAt: number | null;
 }
@@ -88,7 +86,6 @@ export function resolveSession(headers: Headers, settings: SessionSettings): Ses
     allowedRoles: [role],
     variables: { 'x-gql-role': role },
     authenticated: false,
-    viaAdminSecret: false,
     expiresAt: null,
   };
 }
@@ -116,7 +113,6 @@ export function assertedSession(variables: Record<string, string>): Session {
     allowedRoles: [role],
     variables: { ...variables, 'x-gql-role': role },
     authenticated: true,
-    viaAdminSecret: true,
     expiresAt: null,
   };
 }
@@ -198,7 +194,6 @@ function tokenSession(token: string, requestedRole: string | undefined, secret: 
     allowedRoles: allowedRoles as string[],
     variables,
     authenticated: true,
-    viaAdminSecret: false,
     expiresAt: typeof payload.exp === 'number' ? payload.exp : null,
   };
 }

@@ -81,7 +81,7 @@ export class UsersService {
   }
 }
 
-export function toUserInfo(user: User): UserInfo {
+function toUserInfo(user: User): UserInfo {
   return { id: user.id, email: user.email, name: user.name, email_verified: user.emailVerified };
 }
 
