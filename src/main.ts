@@ -111,12 +111,8 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       logger,
       schema,
       dataSource,
-      apollo: {
-        introspection: graphql.introspection,
-        devMode: graphql.devMode,
-        maxDepth: graphql.maxDepth,
-        maxComplexity: graphql.maxComplexity,
-      },
+      apollo: { introspection: graphql.introspection, devMode: graphql.devMode },
+      limits: { maxDepth: graphql.maxDepth, maxComplexity: graphql.maxComplexity },
       subscriptions: {
         ...sessionSettings,
         initTimeoutMs: graphql.wsInitTimeoutMs,

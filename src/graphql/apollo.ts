@@ -1,24 +1,22 @@
 import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
-import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
+import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
 
 export interface ApolloSettings {
   introspection: boolean;
   devMode: boolean;
-  maxDepth: number;
-  maxComplexity: number;
 }
 
 export function createApolloServer(
   schema: GraphQLSchema,
   settings: ApolloSettings,
+  limits: QueryLimits,
   logger: Logger,
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
@@ -30,14 +28,14 @@ export function createApolloServer(
     // The CLI owns signal handling and shuts down in order (src/cli/main.ts).
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: settings.devMode,
-    validationRules: [depthLimit(settings.maxDepth)],
+    validationRules: [limits.depthRule],
     logger: logger.child({ component: 'apollo' }),
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
       // No field sets cache hints; without this Apollo wraps every resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
-      complexityLimit(schema, settings.maxComplexity),
+      complexityLimit(limits),
       graphqlOverHttpStatus(),
       unexpectedErrorLogging(),
     ],
@@ -84,59 +82,12 @@ function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
   return { requestDidStart: async () => listener };
 }
 
-/**
- * graphql-armor's depth rule, made to report its error as a validation error: by default it
- * throws (which envelop expects), and Apollo would answer a thrown rule with a 500.
- */
-function depthLimit(maxDepth: number) {
-  return maxDepthRule({
-    n: maxDepth,
-    ignoreIntrospection: true,
-    flattenFragments: true,
-    propagateOnRejection: false,
-    onReject: [(context, error) => context?.reportError(new GraphQLError(error.message.replace(/^Syntax Error: /, '')))],
-  });
-}
-
-/** Introspection (__schema, __type, __typename) costs nothing, so explorers work under any limit. */
-const introspectionEstimator: ComplexityEstimator = ({ field }) => (field.name.startsWith('__') ? 0 : undefined);
-
-/** Rejects operations whose cost (1 per field unless a field declares its complexity) exceeds the limit. */
-function complexityLimit(schema: GraphQLSchema, maxComplexity: number): ApolloServerPlugin<GraphQLContext> {
-  const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
-  // Apollo's document cache hands back the same DocumentNode for the same query text, so the
-  // cost of an operation without variables (which could change it) is computed once.
-  const costWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
+/** Rejects operations costlier than the limit before they run. */
+function complexityLimit(limits: QueryLimits): ApolloServerPlugin<GraphQLContext> {
   const listener: GraphQLRequestListener<GraphQLContext> = {
     async didResolveOperation({ request, document, operationName }) {
-      const cacheable = !request.variables || Object.keys(request.variables).length === 0;
-      const cached = cacheable ? costWithoutVariables.get(document)?.get(operationName ?? '') : undefined;
-      let complexity: number;
-      try {
-        complexity =
-          cached ??
-          getComplexity({
-            schema,
-            query: document,
-            operationName: operationName ?? undefined,
-            variables: request.variables,
-            estimators,
-          });
-      } catch (error) {
-        // Variables that do not coerce: execution reports them as BAD_USER_INPUT next.
-        if (error instanceof GraphQLError) return;
-        throw error;
-      }
-      if (cacheable && cached === undefined) {
-        let byOperation = costWithoutVariables.get(document);
-        if (!byOperation) costWithoutVariables.set(document, (byOperation = new Map()));
-        byOperation.set(operationName ?? '', complexity);
-      }
-      if (complexity > maxComplexity) {
-        throw new GraphQLError(`Query complexity of ${complexity} exceeds the limit of ${maxComplexity}`, {
-          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
-        });
-      }
+      const error = limits.complexityError(document, operationName, request.variables);
+      if (error) throw error;
     },
   };
   return { requestDidStart: async () => listener };

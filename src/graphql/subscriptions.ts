@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
 import type { GraphQLContext } from './context';
+import type { QueryLimits } from './limits';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 
@@ -36,6 +37,7 @@ export function attachSubscriptions(
   server: Server,
   schema: GraphQLSchema,
   settings: SubscriptionSettings,
+  limits: QueryLimits,
   logger: FastifyBaseLogger,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
@@ -51,6 +53,20 @@ export function attachSubscriptions(
       schema,
       isProd: !settings.devMode,
       connectionInitWaitTimeout: settings.initTimeoutMs,
+      // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
+      onSubscribe: (_ctx, _id, payload) => {
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query);
+        } catch (error) {
+          return [withCode(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
+        }
+        const invalid = validate(schema, document, [...specifiedRules, limits.depthRule]);
+        if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
+        const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined);
+        if (tooComplex) return [tooComplex];
+        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+      },
       onConnect: (ctx) => {
         const state = stateOf(ctx.extra);
         try {
@@ -77,25 +93,16 @@ export function attachSubscriptions(
           logger: logger.child({ reqId: state.requestId, transport: 'ws' }),
         };
       },
-      onError: (ctx, _id, _payload, errors) => {
-        for (const error of errors) {
-          if (!error.extensions?.code) logger.warn({ err: error, reqId: stateOf(ctx.extra).requestId }, 'subscription error');
-        }
-      },
-      onNext: (_ctx, _id, _payload, result) => {
-        // Unexpected resolver errors are masked as on HTTP.
-        const errors = (result as { errors?: readonly GraphQLError[] }).errors;
-        if (!errors) return;
+      onNext: (ctx, _id, _payload, _args, result) => {
+        // Unexpected resolver errors are logged, and masked for the client, as on HTTP.
+        if (!result.errors) return;
         return {
           ...result,
-          errors: errors.map((error) =>
-            error.extensions?.code || error.originalError instanceof GraphQLError
-              ? error
-              : new GraphQLError(INTERNAL_ERROR_MESSAGE, {
-                  path: error.path,
-                  extensions: { code: 'INTERNAL_SERVER_ERROR' },
-                }),
-          ),
+          errors: result.errors.map((error) => {
+            if (error.extensions?.code || error.originalError instanceof GraphQLError) return error;
+            logger.error({ err: error.originalError ?? error, reqId: stateOf(ctx.extra).requestId, path: error.path }, 'unexpected GraphQL error');
+            return new GraphQLError(INTERNAL_ERROR_MESSAGE, { path: error.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+          }),
         };
       },
     },
@@ -103,6 +110,15 @@ export function attachSubscriptions(
   );
 
   return { close: async () => disposable.dispose() };
+}
+
+function withCode(error: GraphQLError, code: string): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    extensions: { ...error.extensions, code },
+  });
 }
 
 /**

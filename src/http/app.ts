@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import type { GraphQLContext } from '../graphql/context';
+import { createQueryLimits, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
@@ -20,6 +21,7 @@ export interface HttpAppOptions {
   schema: GraphQLSchema;
   dataSource: DataSource;
   apollo: ApolloSettings;
+  limits: QueryLimitSettings;
   subscriptions: SubscriptionSettings;
   bodyLimit: number;
   corsOrigins: string[] | '*';
@@ -88,7 +90,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     }
   });
 
-  const apollo = createApolloServer(options.schema, options.apollo, logger);
+  const limits = createQueryLimits(options.schema, options.limits);
+  const apollo = createApolloServer(options.schema, options.apollo, limits, logger);
   await apollo.start();
   // app.close() stops accepting and waits for in-flight requests; Apollo stops after them.
   app.addHook('onClose', async () => apollo.stop());
@@ -120,7 +123,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret }, action);
   }
 
-  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, logger);
+  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger);
   app.addHook('preClose', async () => ws.close());
   return app;
 }

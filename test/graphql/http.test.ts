@@ -5,6 +5,7 @@ import pino from 'pino';
 import { buildSchema, Field, ObjectType, Query, Resolver } from 'type-graphql';
 import { createApolloServer } from '../../src/graphql/apollo';
 import { authChecker } from '../../src/graphql/auth-checker';
+import { createQueryLimits } from '../../src/graphql/limits';
 import { SessionDocument } from '../generated/graphql';
 import { graphql, postGraphQL } from '../support/graphql';
 import { startTestServer, type TestServer } from '../support/server';
@@ -282,7 +283,8 @@ describe('unexpected errors', () => {
   /** Runs one operation through createApolloServer (the production error handling) on a test schema. */
   async function execute(query: string, devMode = false) {
     const schema = await buildSchema({ resolvers: [BrokenResolver], validate: false, authChecker });
-    const apollo = createApolloServer(schema, { introspection: true, devMode, maxDepth: 10, maxComplexity: 100 }, pino({ level: 'silent' }));
+    const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100 });
+    const apollo = createApolloServer(schema, { introspection: true, devMode }, limits, pino({ level: 'silent' }));
     await apollo.start();
     try {
       const response = await apollo.executeOperation({ query });

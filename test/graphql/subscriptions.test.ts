@@ -96,6 +96,19 @@ describe('graphql-ws authentication and protocol', () => {
     expect(received).toEqual([]);
   });
 
+  it('applies the server\'s complexity limit (GQL_GRAPHQL_MAX_COMPLEXITY) to subscriptions too', async () => {
+    const aliases = Array.from({ length: 1000 }, (_, index) => `a${index}: id`).join(' ');
+    const { received } = await rawSocket(server.wsUrl, [
+      { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+      { id: '1', type: 'subscribe', payload: { query: `subscription { userRegistered { ${aliases} } }` } },
+    ], { closeAfterMs: 1000 });
+    expect(received[1]).toEqual({
+      id: '1',
+      type: 'error',
+      payload: [{ message: 'Query complexity of 1001 exceeds the limit of 1000', extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } } }],
+    });
+  });
+
   it('closes with 4401 when a client subscribes before connection_init', async () => {
     const { code } = await rawSocket(server.wsUrl, [SUBSCRIBE_MESSAGE]);
     expect(code).toBe(4401);
