@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { RegisterUserDocument } from './generated/graphql';
 import { freePort } from './support/global-setup';
@@ -100,6 +101,21 @@ describe('the embedded PostgreSQL', () => {
     expect(await second.exited).toEqual({ code: 0, signal: null });
     // A clean shutdown stops the cluster too.
     await until(() => !fs.existsSync(postmasterPid()));
+  });
+
+  it('says which setting to change when its port is taken, and leaves nothing running', async () => {
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((squatter.address() as net.AddressInfo).port);
+      const result = await runCli(['migrate'], { ...environment, PLINTH_EMBEDDED_PG_PORT: port });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`did not start on 127.0.0.1:${port}`);
+      expect(result.stderr).toContain('PLINTH_EMBEDDED_PG_PORT');
+      expect(fs.existsSync(postmasterPid())).toBe(false);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 
   it('is not shared: a second process on the same data folder refuses to start, the first goes on', async () => {

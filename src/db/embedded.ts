@@ -50,8 +50,9 @@ function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const { dataDir, port, database, logger } = options;
   const clusterDir = path.join(dataDir, 'postgres');
+  const ownerFile = path.join(dataDir, 'postgres.owner');
   fs.mkdirSync(dataDir, { recursive: true });
-  await stopOrphanedCluster(clusterDir, logger);
+  await stopOrphanedCluster(clusterDir, ownerFile, logger);
 
   if (process.getuid?.() === 0) assertReachableByPostgresUser(clusterDir);
 
@@ -86,7 +87,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
   try {
     await cluster.start();
-    fs.writeFileSync(path.join(dataDir, 'postgres.owner'), `${process.pid}\n`);
+    fs.writeFileSync(ownerFile, `${process.pid}\n`);
   } catch {
     throw new Error(
       `The embedded PostgreSQL in ${clusterDir} did not start on 127.0.0.1:${port} ` +
@@ -95,17 +96,27 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     );
   }
 
-  const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
-  await admin.connect();
   try {
-    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
-  } finally {
-    await admin.end();
+    await createDatabaseIfMissing({ port, password, database });
+  } catch (error) {
+    // Started but unusable: stop it rather than leave it running behind the error.
+    await cluster.stop();
+    throw error;
   }
 
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   return { url, stop: () => cluster.stop() };
+}
+
+async function createDatabaseIfMissing(target: { port: number; password: string; database: string }): Promise<void> {
+  const admin = new pg.Client({ host: '127.0.0.1', port: target.port, user: 'postgres', password: target.password, database: 'postgres' });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [target.database]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(target.database)}`);
+  } finally {
+    await admin.end();
+  }
 }
 
 function readOrCreatePassword(file: string): string {
@@ -122,7 +133,7 @@ function readOrCreatePassword(file: string): string {
  * a new one starts; a cluster whose parent process is still alive belongs to another Plinth
  * process, and we refuse to share it.
  */
-async function stopOrphanedCluster(clusterDir: string, logger: Logger): Promise<void> {
+async function stopOrphanedCluster(clusterDir: string, ownerFile: string, logger: Logger): Promise<void> {
   let pid: number;
   try {
     pid = Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -131,7 +142,7 @@ async function stopOrphanedCluster(clusterDir: string, logger: Logger): Promise<
   }
   if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
   // The owner file names the process that started the cluster; an orphan has been re-parented.
-  const owner = Number(readIfExists(path.join(clusterDir, '..', 'postgres.owner')));
+  const owner = Number(readIfExists(ownerFile));
   if (parentOf(pid) === owner && owner !== process.pid && isAlive(owner)) {
     throw new Error(
       `The embedded PostgreSQL in ${clusterDir} is in use by another process (pid ${owner}). ` +

@@ -53,6 +53,7 @@ describe('registerUser over GraphQL', () => {
     ['a malformed e-mail', { email: 'not-an-email', password: 'password123', name: 'N' }, 'email', 'INVALID_FORMAT'],
     ['an e-mail over 254 characters', { email: `${'a'.repeat(250)}@x.io`, password: 'password123', name: 'N' }, 'email', 'INVALID_LENGTH'],
     ['a password below AUTH_PASSWORD_MIN_LENGTH', { email: 'short@example.com', password: 'seven77', name: 'N' }, 'password', 'INVALID_LENGTH'],
+    ['a password over AUTH_PASSWORD_MAX_LENGTH', { email: 'huge@example.com', password: 'p'.repeat(257), name: 'N' }, 'password', 'INVALID_LENGTH'],
     ['an empty password', { email: 'nopass@example.com', password: '', name: 'N' }, 'password', 'REQUIRED_FIELD'],
     ['a blank name', { email: 'blank@example.com', password: 'password123', name: '   ' }, 'name', 'REQUIRED_FIELD'],
     ['a name over 200 characters', { email: 'long@example.com', password: 'password123', name: 'n'.repeat(201) }, 'name', 'INVALID_LENGTH'],
