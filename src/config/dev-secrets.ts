@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './index';
-import { DEFAULT_CLAIMS_NAMESPACE } from './jwt-secret';
+import { jwtSecretSchema } from './jwt-secret';
 
 /**
  * Outside production a missing admin secret or JWT secret is generated once, kept under the
@@ -19,13 +19,12 @@ export function withDevelopmentSecrets(config: Config, print: (line: string) => 
         `GQL_GRAPHQL_ADMIN_SECRET was not set; generated one for development (kept in ${file}):\n  ${secret}`,
       ),
     );
-  const jwtSecret = config.graphql.jwtSecret ?? {
-    type: 'HS256' as const,
-    key: readOrCreate(path.join(config.database.dataDir, 'jwt-secret'), () => undefined),
-    claims_namespace: DEFAULT_CLAIMS_NAMESPACE,
-    claims_format: 'json' as const,
-    allowed_skew: 0,
-  };
+  // Through the same schema as GQL_GRAPHQL_JWT_SECRET, so the defaults are the configured ones.
+  const jwtSecret =
+    config.graphql.jwtSecret ??
+    jwtSecretSchema.parse(
+      JSON.stringify({ type: 'HS256', key: readOrCreate(path.join(config.database.dataDir, 'jwt-secret'), () => undefined) }),
+    );
   return { ...config, graphql: { ...config.graphql, adminSecret, jwtSecret } };
 }
 

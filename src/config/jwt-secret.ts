@@ -7,7 +7,7 @@ const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512', 'PS256
 export type JwtAlgorithm = (typeof SYMMETRIC)[number] | (typeof ASYMMETRIC)[number];
 
 /** The claim namespace when GQL_GRAPHQL_JWT_SECRET names none (see docs/decisions.md). */
-export const DEFAULT_CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
+const DEFAULT_CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
 
 const jwtSecretObject = z
   .object({
