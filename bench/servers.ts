@@ -88,7 +88,7 @@ async function startPlinth(logLevel: string): Promise<BenchServer> {
  * PubSub is a stub.
  */
 async function schemaFromPlinthResolvers(): Promise<GraphQLSchema> {
-  const container = new ResolverContainer().add(new AuthResolver(new AuthService()));
+  const container = new ResolverContainer().add(new AuthResolver({ auth: new AuthService() }));
   const pubSub: PubSub = {
     publish: () => undefined,
     subscribe: () => {

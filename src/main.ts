@@ -10,12 +10,8 @@ import { openDatabaseEndpoint } from './db/database';
 import { PostgresPubSub } from './graphql/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { buildHttpApp } from './http/app';
-import { AuthResolver } from './modules/auth/auth.resolver';
-import { AuthService } from './modules/auth/auth.service';
-import { User } from './modules/users/user.entity';
-import { UsersResolver } from './modules/users/users.resolver';
-import { usersActions } from './modules/users/users.routes';
-import { UsersService } from './modules/users/users.service';
+import { MODULES } from './modules';
+import { ModuleServices, type Platform } from './platform/module';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -92,13 +88,14 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
     await pubSub.start();
     cleanup.push(() => pubSub.close());
 
-    const users = new UsersService(
-      dataSource.getRepository(User),
-      pubSub,
-      { minLength: config.auth.passwordMinLength, maxLength: config.auth.passwordMaxLength },
-      logger.child({ module: 'users' }),
-    );
-    const container = new ResolverContainer().add(new AuthResolver(new AuthService()), new UsersResolver(users));
+    const platform: Platform = { config, dataSource, logger, pubSub };
+    const services = new ModuleServices();
+    const container = new ResolverContainer();
+    for (const module of MODULES) {
+      const created = await module.create(platform, services);
+      services.set(module, created);
+      container.add(...(module.resolvers ?? []).map((Resolver) => new Resolver(created)));
+    }
     const schema = await buildPlinthSchema({ container, pubSub });
 
     const graphql = config.graphql;
@@ -122,7 +119,10 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       bodyLimit: graphql.bodyLimit,
       corsOrigins: graphql.corsOrigins,
       actionsRoute: config.actionsRoute,
-      actions: [...usersActions(users)],
+      actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
+      routes: (routesApp) => {
+        for (const module of MODULES) module.routes?.(routesApp, services.get(module));
+      },
     });
     cleanup.push(() => app.close());
     await app.listen({ host: config.host, port: config.port });

@@ -1,15 +1,18 @@
 import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, type ContainerType, type NonEmptyArray, type PubSub } from 'type-graphql';
-import { AuthResolver } from '../modules/auth/auth.resolver';
-import { UsersResolver } from '../modules/users/users.resolver';
+import { MODULES } from '../modules';
 import { authChecker } from './auth-checker';
 
-/** Every resolver of the one schema; a new module adds its resolver here. */
-export const RESOLVERS: NonEmptyArray<Function> = [AuthResolver, UsersResolver];
+/** Every resolver class of the one schema, from the modules' declarations. */
+export function allResolvers(): NonEmptyArray<Function> {
+  const [first, ...rest] = MODULES.flatMap((module) => module.resolvers ?? []);
+  if (!first) throw new Error('no module declares a resolver');
+  return [first, ...rest];
+}
 
 export function buildPlinthSchema(options: { container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: RESOLVERS,
+    resolvers: allResolvers(),
     container: options.container,
     pubSub: options.pubSub,
     authChecker,
@@ -27,8 +30,8 @@ export function printPlinthSchema(schema: GraphQLSchema): string {
 }
 
 /**
- * Resolves resolver classes to the instances built at start-up (their services are wired by
- * hand in main.ts; there is no DI framework to learn).
+ * Resolves resolver classes to the instances built at start-up, each constructed with its
+ * module's services (there is no DI framework to learn).
  */
 export class ResolverContainer implements ContainerType {
   private readonly instances = new Map<Function, object>();

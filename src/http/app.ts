@@ -27,6 +27,8 @@ export interface HttpAppOptions {
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
+  /** Registers the modules' own REST routes. */
+  routes(app: FastifyInstance): void;
 }
 
 /**
@@ -122,6 +124,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   for (const action of options.actions) {
     registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret }, action);
   }
+
+  options.routes(app);
 
   const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger);
   app.addHook('preClose', async () => ws.close());

@@ -1,16 +1,16 @@
 import { Authorized, Ctx, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { EVERY_ROLE } from '../../http/session';
-import { AuthService } from './auth.service';
 import { SessionInfo } from './auth.types';
+import type { AuthServices } from '.';
 
 @Resolver()
 export class AuthResolver {
-  constructor(private readonly auth: AuthService) {}
+  constructor(private readonly services: AuthServices) {}
 
   @Authorized(EVERY_ROLE)
   @Query(() => SessionInfo, { description: "The caller's own session: a quick check of a token or of headers" })
   session(@Ctx() context: GraphQLContext): SessionInfo {
-    return this.auth.describeSession(context.session);
+    return this.services.auth.describeSession(context.session);
   }
 }

@@ -1,16 +1,17 @@
 import { Arg, Authorized, Mutation, Resolver, Root, Subscription } from 'type-graphql';
 import { ADMIN_ROLE } from '../../http/session';
-import { USER_REGISTERED, UsersService } from './users.service';
+import { USER_REGISTERED } from './users.service';
+import type { UsersServices } from '.';
 import { REGISTER_USER_ROLES, RegisterUserInput, RegisterUserOutput, UserInfo } from './users.types';
 
 @Resolver()
 export class UsersResolver {
-  constructor(private readonly users: UsersService) {}
+  constructor(private readonly services: UsersServices) {}
 
   @Authorized(REGISTER_USER_ROLES)
   @Mutation(() => RegisterUserOutput, { description: 'Creates an account; failures come back as success=false with errors' })
   registerUser(@Arg('input', () => RegisterUserInput) input: RegisterUserInput): Promise<RegisterUserOutput> {
-    return this.users.registerUser(input);
+    return this.services.users.registerUser(input);
   }
 
   @Authorized(ADMIN_ROLE)

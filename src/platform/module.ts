@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../config';
+import type { PostgresPubSub } from '../graphql/pubsub';
+import type { ActionDefinition } from '../http/actions';
+
+/** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
+export interface Platform {
+  config: Config;
+  dataSource: DataSource;
+  logger: Logger;
+  pubSub: PostgresPubSub;
+}
+
+/** A resolver class: type-graphql builds it with its module's services. */
+export type ResolverClass<Services> = new (services: Services) => object;
+
+/**
+ * One area of the product (ARCHITECTURE.md: the module contract). `src/modules/index.ts` lists
+ * the modules; start-up and the schema builder iterate over that list and name none of them.
+ */
+export interface PlinthModule<Services = unknown> {
+  name: string;
+  /** Resolver classes of the one schema; each is constructed with this module's services. */
+  resolvers?: ResolverClass<Services>[];
+  /** Builds the module's services; `modules` gives the services of modules listed before it. */
+  create(platform: Platform, modules: ModuleServices): Services | Promise<Services>;
+  /** Thin Fastify routes, each with its JSON schemas. */
+  routes?(app: FastifyInstance, services: Services): void;
+  /** Engine-compatible action handlers, served under the actions route prefix. */
+  actions?(services: Services): ActionDefinition[];
+}
+
+/** A module of any services type, as the list holds them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyModule = PlinthModule<any>;
+
+/** The services of the modules created so far, looked up by module (so the type follows). */
+export class ModuleServices {
+  private readonly byModule = new Map<AnyModule, unknown>();
+
+  set<Services>(module: PlinthModule<Services>, services: Services): void {
+    this.byModule.set(module, services);
+  }
+
+  get<Services>(module: PlinthModule<Services>): Services {
+    if (!this.byModule.has(module)) {
+      throw new Error(`the ${module.name} module must be listed before the modules that use it (src/modules/index.ts)`);
+    }
+    return this.byModule.get(module) as Services;
+  }
+}
