@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
 import { withDevelopmentSecrets } from './config/dev-secrets';
@@ -11,6 +12,7 @@ import { PostgresPubSub } from './graphql/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { buildHttpApp } from './http/app';
 import { MODULES } from './modules';
+import { Metrics } from './platform/metrics';
 import { ModuleServices, type Platform } from './platform/module';
 
 export interface RunningServer {
@@ -54,8 +56,14 @@ export function createLogger(config: Config, destination?: DestinationStream): L
         censor: '[redacted]',
       },
     },
-    destination,
+    destination ?? (prettyLogs(config) ? pinoPretty({ colorize: process.stdout.isTTY, sync: true }) : undefined),
   );
+}
+
+/** LOG_FORMAT: `auto` is pretty for a person at a terminal in development, JSON for machines. */
+function prettyLogs(config: Config): boolean {
+  if (config.logFormat !== 'auto') return config.logFormat === 'pretty';
+  return config.env === 'development' && process.stdout.isTTY === true;
 }
 
 /**
@@ -65,7 +73,9 @@ export function createLogger(config: Config, destination?: DestinationStream): L
 export async function startServer(baseConfig: Config, logger: Logger = createLogger(baseConfig)): Promise<RunningServer> {
   const config = withDevelopmentSecrets(baseConfig, (text) => process.stderr.write(`${text}\n`));
   const cleanup: (() => Promise<unknown>)[] = [];
+  const shutdown = new AbortController();
   const close = async () => {
+    shutdown.abort();
     for (const step of cleanup.splice(0).reverse()) {
       await step().catch((error: unknown) => logger.error({ err: error }, 'error during shutdown'));
     }
@@ -84,11 +94,13 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       url: endpoint.url,
       query: (sql, parameters) => dataSource.query(sql, parameters),
       logger: logger.child({ component: 'pubsub' }),
+      shutdown: shutdown.signal,
     });
     await pubSub.start();
     cleanup.push(() => pubSub.close());
 
-    const platform: Platform = { config, dataSource, logger, pubSub };
+    const metrics = new Metrics();
+    const platform: Platform = { config, dataSource, logger, pubSub, metrics, shutdown: shutdown.signal };
     const services = new ModuleServices();
     const container = new ResolverContainer();
     for (const module of MODULES) {
@@ -119,6 +131,8 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       bodyLimit: graphql.bodyLimit,
       corsOrigins: graphql.corsOrigins,
       actionsRoute: config.actionsRoute,
+      metrics,
+      metricsAccess: config.metrics,
       actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
       routes: (routesApp) => {
         for (const module of MODULES) module.routes?.(routesApp, services.get(module));

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { ADMIN_SECRET, testEnvironment } from './support/server';
-import { runCli, spawnServer } from './support/spawn';
+import { spawn } from 'node:child_process';
+import { childEnvironment, CLI, runCli, spawnServer } from './support/spawn';
 
 const SCHEMA_FILE = path.resolve(__dirname, '..', '..', 'schema', 'schema.graphql');
 const STACK_TRACE = /\n\s+at \S+/;
@@ -121,5 +122,48 @@ describe('plinth', () => {
     expect(second.output()).not.toContain(secret);
     second.child.kill('SIGTERM');
     await second.exited;
+  });
+
+  describe('logs', () => {
+    /** Runs `plinth start` until it is ready, at a pseudo-terminal (util-linux `script`) or into a pipe. */
+    function startUntilReady(env: Record<string, string>, at: 'terminal' | 'pipe'): Promise<string> {
+      const [command, args] =
+        at === 'terminal' ? ['script', ['-qefc', `${process.execPath} ${CLI} start`, '/dev/null']] : [process.execPath, [CLI, 'start']];
+      return new Promise((resolve, reject) => {
+        const child = spawn(command, args, { env: childEnvironment(env), stdio: ['pipe', 'pipe', 'pipe'] });
+        let output = '';
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          if (output.includes('Plinth is ready')) child.kill('SIGTERM');
+        });
+        child.on('error', reject);
+        child.on('close', () => {
+          clearTimeout(timer);
+          resolve(output);
+        });
+      });
+    }
+    const env = () => ({ ...testEnvironment(database.url), LOG_LEVEL: 'info', PLINTH_DATA_DIR: folder });
+
+    it('are pretty at a terminal in development', async () => {
+      const output = await startUntilReady({ ...env(), NODE_ENV: 'development' }, 'terminal');
+      expect(output).toMatch(/INFO.*Plinth is ready/);
+      expect(output).not.toContain('{"level"');
+    });
+
+    it('are JSON at a terminal outside development, and wherever LOG_FORMAT=json says so', async () => {
+      for (const extra of [{ NODE_ENV: 'production' }, { NODE_ENV: 'development', LOG_FORMAT: 'json' }] as Record<string, string>[]) {
+        const output = await startUntilReady({ ...env(), ...extra }, 'terminal');
+        const ready = output.split(/\r?\n/).find((line) => line.includes('Plinth is ready'));
+        expect(JSON.parse(ready!)).toMatchObject({ level: 30, msg: 'Plinth is ready' });
+      }
+    });
+
+    it('are pretty when LOG_FORMAT=pretty, even into a pipe', async () => {
+      const output = await startUntilReady({ ...env(), LOG_FORMAT: 'pretty' }, 'pipe');
+      expect(output).toMatch(/INFO.*Plinth is ready/);
+      expect(output).not.toContain('{"level"');
+    });
   });
 });

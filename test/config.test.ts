@@ -68,6 +68,10 @@ describe('loadConfig', () => {
     ['GQL_GRAPHQL_JWT_SECRET', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32), algo: 'x' }) }],
     ['AUTH_PASSWORD_MIN_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '0' }],
     ['AUTH_PASSWORD_MAX_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '64', AUTH_PASSWORD_MAX_LENGTH: '32' }],
+    ['LOG_FORMAT', { LOG_FORMAT: 'xml' }],
+    ['PLINTH_METRICS', { PLINTH_METRICS: 'public' }],
+    ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token' }],
+    ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: 'short' }],
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],
@@ -84,6 +88,8 @@ describe('loadConfig', () => {
   it('never repeats a secret in its message', () => {
     const [problem] = problemsOf({ GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'hunter2-is-short' }) });
     expect(problem).not.toContain('hunter2');
+    const [token] = problemsOf({ PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: 'hunter3' });
+    expect(token).not.toContain('hunter3');
   });
 
   it('refuses to run in production without the admin secret and the JWT secret', () => {

@@ -46,8 +46,8 @@ function stopClusterIfRunning(): void {
   }
 }
 
-async function start(): Promise<SpawnedServer> {
-  const server = await spawnServer(environment);
+async function start(options: { processGroup?: boolean } = {}): Promise<SpawnedServer> {
+  const server = await spawnServer(environment, undefined, options);
   running.add(server);
   void server.exited.then(() => running.delete(server));
   return server;
@@ -124,5 +124,18 @@ describe('the embedded PostgreSQL', () => {
     expect((await register(owner, 'still-serving@example.com')).body.data!.registerUser.success).toBe(true);
     owner.child.kill('SIGTERM');
     expect((await owner.exited).code).toBe(0);
+  });
+
+  it('stops on Ctrl-C without an error or a stack trace, although the database gets the signal too', async () => {
+    const server = await start({ processGroup: true });
+    expect((await register(server, 'ctrl-c@example.com')).body.data!.registerUser.success).toBe(true);
+    // The terminal sends SIGINT to the whole group: the server and the embedded PostgreSQL.
+    process.kill(-server.child.pid!, 'SIGINT');
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const lines = server.output().split('\n').filter((line) => line.startsWith('{'));
+    const problems = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 40);
+    expect(problems).toEqual([]);
+    expect(server.output()).not.toMatch(/\n\s+at \S+/);
+    await until(() => !fs.existsSync(postmasterPid()));
   });
 });

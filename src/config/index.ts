@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
+import type { MetricsAccess } from '../platform/metrics';
 
 export type { JwtSecretConfig } from './jwt-secret';
 export type { CustomService } from './custom-services';
@@ -55,13 +56,22 @@ const environmentSchema = z.object({
   AUTH_PASSWORD_MAX_LENGTH: integer(8, 4096).default(256),
 
   PLINTH_SHUTDOWN_TIMEOUT_MS: integer(0, 600_000).default(10_000),
+
+  LOG_FORMAT: z.enum(['auto', 'pretty', 'json'], { error: 'must be auto, pretty or json' }).default('auto'),
+  PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),
+  PLINTH_METRICS_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
 });
+
+/** Variables whose values are never repeated in a message. */
+const SECRET_NAME = /SECRET|TOKEN|PASSWORD|KEY/;
 
 export interface Config {
   env: 'development' | 'production' | 'test';
   host: string;
   port: number;
   logLevel: string;
+  /** `auto`: pretty in a terminal in development, JSON otherwise. */
+  logFormat: 'auto' | 'pretty' | 'json';
   database: {
     /** Unset: the embedded PostgreSQL under `dataDir` is used. */
     url: string | undefined;
@@ -90,6 +100,7 @@ export interface Config {
   customServices: CustomService[];
   actionsRoute: string;
   shutdownTimeoutMs: number;
+  metrics: MetricsAccess;
 }
 
 export class ConfigError extends Error {
@@ -108,7 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const variable = String(issue.path[0]);
-      const shown = variable.includes('SECRET') ? '' : ` (got ${JSON.stringify(present[variable] ?? '')})`;
+      const shown = SECRET_NAME.test(variable) ? '' : ` (got ${JSON.stringify(present[variable] ?? '')})`;
       problems.push(`${issue.path.join('.')} ${issue.message}${shown}`);
     }
   }
@@ -121,6 +132,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!values.GQL_GRAPHQL_ADMIN_SECRET) problems.push('GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production');
     if (!values.GQL_GRAPHQL_JWT_SECRET) problems.push('GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production');
   }
+  if (values.PLINTH_METRICS === 'token' && !values.PLINTH_METRICS_TOKEN) {
+    problems.push('PLINTH_METRICS_TOKEN is required when PLINTH_METRICS=token');
+  }
   if (values.AUTH_PASSWORD_MAX_LENGTH < values.AUTH_PASSWORD_MIN_LENGTH) {
     problems.push('AUTH_PASSWORD_MAX_LENGTH must not be below AUTH_PASSWORD_MIN_LENGTH');
   }
@@ -132,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: values.HOST,
     port: values.PORT,
     logLevel: values.LOG_LEVEL,
+    logFormat: values.LOG_FORMAT,
     database: {
       url: values.DATABASE_URL,
       poolSize: values.DATABASE_POOL_SIZE,
@@ -157,5 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     customServices: services.services,
     actionsRoute: builtIn?.route ?? '/actions',
     shutdownTimeoutMs: values.PLINTH_SHUTDOWN_TIMEOUT_MS,
+    metrics:
+      values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
   };
 }

@@ -18,6 +18,7 @@ export function createApolloServer(
   settings: ApolloSettings,
   limits: QueryLimits,
   logger: Logger,
+  extraPlugins: ApolloServerPlugin<GraphQLContext>[] = [],
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
     schema,
@@ -38,6 +39,7 @@ export function createApolloServer(
       complexityLimit(limits),
       graphqlOverHttpStatus(),
       unexpectedErrorLogging(),
+      ...extraPlugins,
     ],
   });
 }

@@ -17,7 +17,12 @@ export interface PubSubOptions {
   /** Runs a statement on the shared pool (publishing needs no connection of its own). */
   query: (sql: string, parameters: unknown[]) => Promise<unknown[]>;
   logger: Logger;
+  /** Aborted when the process starts shutting down: a lost connection is then expected. */
+  shutdown: AbortSignal;
 }
+
+/** SQLSTATE of "terminating connection due to administrator command": the server is stopping. */
+const ADMIN_SHUTDOWN = '57P01';
 
 const CHANNEL = 'plinth_pubsub';
 /** NOTIFY payloads are limited to 8000 bytes; larger messages travel through pubsub_payloads. */
@@ -115,8 +120,12 @@ export class PostgresPubSub implements PubSub, EventPublisher {
         ),
       );
     });
-    client.on('error', (error) => {
-      this.options.logger.warn({ err: error }, 'the subscription listener lost its database connection');
+    client.on('error', (error: Error & { code?: string }) => {
+      // Ctrl-C reaches the embedded PostgreSQL too, which may close this connection before our
+      // own shutdown starts: an orderly stop of the database is news, not a fault.
+      if (this.options.shutdown.aborted) this.options.logger.debug('the subscription listener closed for shutdown');
+      else if (error.code === ADMIN_SHUTDOWN) this.options.logger.info('the database is shutting down; the subscription listener will reconnect');
+      else this.options.logger.warn({ err: error }, 'the subscription listener lost its database connection');
       this.connectionLost(client);
     });
     client.on('end', () => this.connectionLost(client));
@@ -136,7 +145,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
   }
 
   private connectionLost(client: pg.Client): void {
-    if (this.closed || this.listener !== client) return;
+    if (this.closed || this.options.shutdown.aborted || this.listener !== client) return;
     this.listener = undefined;
     client.end().catch(() => undefined);
     this.listenAgainLater();
@@ -147,7 +156,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     const delay = this.reconnectDelay;
     this.reconnectDelay = Math.min(delay * 2, 10_000);
     this.reconnectTimer = setTimeout(() => {
-      if (this.closed) return;
+      if (this.closed || this.options.shutdown.aborted) return;
       this.listen().catch((error: unknown) => {
         this.options.logger.warn({ err: error, retryInMs: this.reconnectDelay }, 'subscription listener reconnect failed');
         this.listenAgainLater();

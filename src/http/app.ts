@@ -6,6 +6,7 @@ import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
+import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
@@ -27,6 +28,8 @@ export interface HttpAppOptions {
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
+  metrics: Metrics;
+  metricsAccess: MetricsAccess;
   /** Registers the modules' own REST routes. */
   routes(app: FastifyInstance): void;
 }
@@ -80,6 +83,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     done(null, payload);
   });
   installCors(app, options.corsOrigins);
+  installHttpMetrics(app, options.metrics);
+  registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
@@ -93,7 +98,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   const limits = createQueryLimits(options.schema, options.limits);
-  const apollo = createApolloServer(options.schema, options.apollo, limits, logger);
+  const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [
+    graphqlMetricsPlugin(options.metrics),
+  ]);
   await apollo.start();
   // app.close() stops accepting and waits for in-flight requests; Apollo stops after them.
   app.addHook('onClose', async () => apollo.stop());

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
 import type { ActionDefinition } from '../http/actions';
+import type { Metrics } from './metrics';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -11,6 +12,9 @@ export interface Platform {
   dataSource: DataSource;
   logger: Logger;
   pubSub: PostgresPubSub;
+  metrics: Metrics;
+  /** Aborted as soon as the process starts shutting down. */
+  shutdown: AbortSignal;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */

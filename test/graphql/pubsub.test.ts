@@ -26,6 +26,7 @@ async function instance(): Promise<PostgresPubSub> {
     url: database.url,
     query: (sql, parameters) => dataSource.query(sql, parameters),
     logger: pino({ level: 'silent' }),
+    shutdown: new AbortController().signal,
   });
   await pubSub.start();
   opened.push(pubSub);

@@ -39,10 +39,20 @@ export function runCli(
 
 /**
  * Starts `plinth start` as a separate process and waits until it logs that it is ready (so it
- * always logs at level info, whatever `env` says).
+ * always logs at level info, whatever `env` says). With `processGroup`, the child leads a process
+ * group of its own, so `process.kill(-pid, signal)` signals it and its children as Ctrl-C would.
  */
-export function spawnServer(env: Record<string, string>, timeoutMs = 45_000): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, [CLI, 'start'], { env: childEnvironment({ ...env, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnServer(
+  env: Record<string, string>,
+  timeoutMs = 45_000,
+  options: { processGroup?: boolean } = {},
+): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, [CLI, 'start'], {
+    env: childEnvironment({ ...env, LOG_LEVEL: 'info' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // A group of its own, as a terminal gives `npm start`: Ctrl-C signals the whole group.
+    detached: options.processGroup ?? false,
+  });
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),

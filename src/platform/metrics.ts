@@ -1,0 +1,143 @@
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { secretsEqual } from '../common/secrets';
+
+/** Who may read /metrics (PLINTH_METRICS). */
+export type MetricsAccess = { mode: 'off' } | { mode: 'loopback' } | { mode: 'token'; token: string };
+
+/** Distinct operation names kept as label values; past this, names count as "(other)". */
+const OPERATION_NAME_LIMIT = 500;
+
+/** One sample of a gauge whose value is read when /metrics is scraped. */
+export interface GaugeSample<Label extends string> {
+  labels: Record<Label, string>;
+  value: number;
+}
+
+/**
+ * The process's Prometheus metrics, on a registry of its own (several servers can share a test
+ * process): process metrics, HTTP requests by route and status, GraphQL operations and errors by
+ * operation name, and gauges other platform services add (job counts by queue and state).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly graphqlOperations: Counter<'operation_name' | 'operation_type'>;
+  private readonly graphqlErrors: Counter<'operation_name' | 'code'>;
+  private readonly operationNames = new Set<string>();
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.httpDuration = new Histogram({
+      name: 'plinth_http_request_duration_seconds',
+      help: 'HTTP requests by method, route pattern and status',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    this.graphqlOperations = new Counter({
+      name: 'plinth_graphql_operations_total',
+      help: 'GraphQL operations answered, by operation name and type',
+      labelNames: ['operation_name', 'operation_type'],
+      registers: [this.registry],
+    });
+    this.graphqlErrors = new Counter({
+      name: 'plinth_graphql_errors_total',
+      help: 'GraphQL errors answered, by operation name and error code',
+      labelNames: ['operation_name', 'code'],
+      registers: [this.registry],
+    });
+  }
+
+  /** A gauge whose samples `collect` reads at each scrape (a failing read leaves it empty). */
+  addGauge<Label extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly Label[],
+    collect: () => Promise<GaugeSample<Label>[]>,
+  ): void {
+    new Gauge<Label>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const sample of await collect().catch(() => [])) this.set(sample.labels as Partial<Record<Label, string>>, sample.value);
+      },
+    });
+  }
+
+  observeHttp(method: string, route: string, statusCode: number, seconds: number): void {
+    this.httpDuration.observe({ method, route, status_code: String(statusCode) }, seconds);
+  }
+
+  /** Counts a GraphQL operation and its errors. Names come from clients, so their number is capped. */
+  observeGraphQL(operationName: string, operationType: string, errorCodes: readonly string[]): void {
+    const name = this.boundedName(operationName);
+    this.graphqlOperations.inc({ operation_name: name, operation_type: operationType });
+    for (const code of errorCodes) this.graphqlErrors.inc({ operation_name: name, code });
+  }
+
+  private boundedName(name: string): string {
+    if (this.operationNames.has(name)) return name;
+    if (this.operationNames.size >= OPERATION_NAME_LIMIT) return '(other)';
+    this.operationNames.add(name);
+    return name;
+  }
+}
+
+/** Apollo plugin counting operations and their error codes. */
+export function graphqlMetricsPlugin(metrics: Metrics): ApolloServerPlugin {
+  const listener: GraphQLRequestListener<never> = {
+    async willSendResponse({ operation, response }) {
+      // Only names of operations that parsed and resolved count, so garbage requests share one label.
+      const name = operation ? (operation.name?.value ?? '(anonymous)') : '(unresolved)';
+      const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
+      metrics.observeGraphQL(name, operation?.operation ?? 'unknown', errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN')));
+    },
+  };
+  return { requestDidStart: async () => listener };
+}
+
+/** Times every HTTP response by its route pattern (never the raw path, whose values are unbounded). */
+export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.observeHttp(request.method, request.routeOptions.url ?? '(unmatched)', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+}
+
+/**
+ * GET /metrics, as PLINTH_METRICS says: to loopback clients only (behind a trusted proxy, the
+ * client address it forwarded), to a bearer token, or not at all (no route).
+ */
+export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics, access: MetricsAccess): void {
+  if (access.mode === 'off') return;
+  app.get('/metrics', async (request, reply) => {
+    const refusal = metricsRefusal(request, access);
+    if (refusal) {
+      if (refusal.status === 401) reply.header('www-authenticate', 'Bearer realm="metrics"');
+      return reply.code(refusal.status).send({ error: refusal.status === 401 ? 'unauthorized' : 'forbidden', message: refusal.message });
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+}
+
+function metricsRefusal(request: FastifyRequest, access: MetricsAccess): { status: 401 | 403; message: string } | undefined {
+  if (access.mode === 'loopback') {
+    return isLoopback(request.ip) ? undefined : { status: 403, message: 'metrics are served to loopback clients only (PLINTH_METRICS=loopback)' };
+  }
+  if (access.mode === 'token') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    return match && secretsEqual(match[1], access.token)
+      ? undefined
+      : { status: 401, message: 'a bearer token (PLINTH_METRICS_TOKEN) is required' };
+  }
+  return undefined;
+}
+
+export function isLoopback(address: string): boolean {
+  return /^127\./.test(address) || address === '::1' || /^::ffff:127\./i.test(address);
+}

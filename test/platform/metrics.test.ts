@@ -1,0 +1,95 @@
+import { RegisterUserDocument, SessionDocument } from '../generated/graphql';
+import { graphql, postGraphQL } from '../support/graphql';
+import { parsePrometheus, sampleValue } from '../support/prometheus';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { isLoopback } from '../../src/platform/metrics';
+
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+let database: TestDatabase;
+const servers: TestServer[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const server of servers) await server.close();
+  await database.drop();
+});
+
+async function serverWith(environment: Record<string, string>): Promise<TestServer> {
+  const server = await startTestServer(environment, { database });
+  servers.push(server);
+  return server;
+}
+
+describe('GET /metrics', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await serverWith({});
+  });
+
+  it('serves process, HTTP and GraphQL metrics to a loopback client in the text format', async () => {
+    await graphql(server.graphqlUrl, RegisterUserDocument, { input: { email: 'metrics@example.com', password: 'password123', name: 'M' } });
+    await graphql(server.graphqlUrl, SessionDocument, {}, { 'x-gql-admin-secret': ADMIN_SECRET });
+    await graphql(server.graphqlUrl, SessionDocument, {}, { 'x-gql-admin-secret': 'not the secret' });
+    await postGraphQL(server.graphqlUrl, { query: '{ nope }' });
+    await fetch(`${server.url}/no/such/route/123`);
+
+    const response = await fetch(`${server.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const samples = parsePrometheus(await response.text());
+
+    expect(sampleValue(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    const operations = (labels: Record<string, string>) => sampleValue(samples, 'plinth_graphql_operations_total', labels);
+    expect(operations({ operation_name: 'RegisterUser', operation_type: 'mutation' })).toBe(1);
+    expect(operations({ operation_name: 'Session', operation_type: 'query' })).toBe(1);
+    // An invalid document has no name to trust; a refused session never became an operation
+    // (it shows as a 401 below).
+    expect(operations({ operation_name: '(unresolved)' })).toBe(1);
+    const errors = (labels: Record<string, string>) => sampleValue(samples, 'plinth_graphql_errors_total', labels);
+    expect(errors({ operation_name: '(unresolved)', code: 'GRAPHQL_VALIDATION_FAILED' })).toBe(1);
+
+    const requests = (labels: Record<string, string>) => sampleValue(samples, 'plinth_http_request_duration_seconds_count', labels);
+    expect(requests({ method: 'POST', route: '/v1/graphql', status_code: '200' })).toBe(3);
+    expect(requests({ method: 'POST', route: '/v1/graphql', status_code: '401' })).toBe(1);
+    // Unmatched paths share one label: a scanner cannot grow the metric without bound.
+    expect(requests({ route: '(unmatched)', status_code: '404' })).toBe(1);
+    expect(samples.some((sample) => sample.labels.route?.includes('/no/such'))).toBe(false);
+  });
+
+  it('ignores X-Forwarded-For when no proxy is trusted', async () => {
+    const response = await fetch(`${server.url}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect(response.status).toBe(200);
+  });
+
+  it('tells a loopback address from any other', () => {
+    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(isLoopback(address)).toBe(true);
+    for (const address of ['10.0.0.1', '203.0.113.9', '::ffff:10.0.0.1', '::2', '1127.0.0.1', 'fe80::1']) expect(isLoopback(address)).toBe(false);
+  });
+});
+
+describe('PLINTH_METRICS=token', () => {
+  it('answers 401 without the bearer token or with a wrong one, and the metrics with it', async () => {
+    const server = await serverWith({ PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: METRICS_TOKEN });
+    const missing = await fetch(`${server.url}/metrics`);
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('www-authenticate')).toContain('Bearer');
+    expect(await missing.json()).toEqual({ error: 'unauthorized', message: expect.stringContaining('PLINTH_METRICS_TOKEN') });
+    const wrong = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    const right = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(right.status).toBe(200);
+    expect(parsePrometheus(await right.text()).length).toBeGreaterThan(10);
+  });
+});
+
+describe('PLINTH_METRICS=off', () => {
+  it('has no /metrics route', async () => {
+    const server = await serverWith({ PLINTH_METRICS: 'off' });
+    const response = await fetch(`${server.url}/metrics`);
+    expect(response.status).toBe(404);
+  });
+});
