@@ -2,6 +2,7 @@ import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphq
 import { buildSchema, type ContainerType, type NonEmptyArray, type PubSub } from 'type-graphql';
 import { MODULES } from '../modules';
 import { authChecker } from './auth-checker';
+import { guardRootArgumentText } from './input-text';
 
 /** Every resolver class of the one schema, from the modules' declarations. */
 export function allResolvers(): NonEmptyArray<Function> {
@@ -10,8 +11,8 @@ export function allResolvers(): NonEmptyArray<Function> {
   return [first, ...rest];
 }
 
-export function buildPlinthSchema(options: { container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
-  return buildSchema({
+export async function buildPlinthSchema(options: { container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
+  const schema = await buildSchema({
     resolvers: allResolvers(),
     container: options.container,
     pubSub: options.pubSub,
@@ -22,6 +23,8 @@ export function buildPlinthSchema(options: { container: ContainerType; pubSub: P
     validate: false,
     emitSchemaFile: false,
   });
+  guardRootArgumentText(schema);
+  return schema;
 }
 
 /** The committed form of the schema: sorted, so that it changes only when the types do. */

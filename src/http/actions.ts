@@ -47,7 +47,8 @@ export function registerActionRoute(
   action: ActionDefinition,
 ): void {
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
-    config: { errorFormat: 'envelope' },
+    // Action services validate their input with fieldErrors, which reports unstorable text per field.
+    config: { errorFormat: 'envelope', checksOwnText: true },
     schema: {
       body: {
         type: 'object',

@@ -13,6 +13,7 @@ import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subsc
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling } from './errors';
+import { installInputTextCheck } from './input-text';
 import { resolveSession, SessionError } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -83,6 +84,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     done(null, payload);
   });
   installCors(app, options.corsOrigins);
+  installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
@@ -108,7 +110,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.route({
     method: ['GET', 'POST'],
     url: GRAPHQL_PATH,
-    config: { errorFormat: 'graphql' },
+    // Arguments are checked per root field (guardRootArgumentText), where the field is known.
+    config: { errorFormat: 'graphql', checksOwnText: true },
     handler: async (request, reply) => {
       const response = await apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: toGraphQLRequest(request),

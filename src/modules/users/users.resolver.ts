@@ -1,4 +1,5 @@
 import { Arg, Authorized, Mutation, Resolver, Root, Subscription } from 'type-graphql';
+import { ChecksOwnText } from '../../graphql/input-text';
 import { ADMIN_ROLE } from '../../http/session';
 import { USER_REGISTERED } from './users.service';
 import type { UsersServices } from '.';
@@ -9,6 +10,7 @@ export class UsersResolver {
   constructor(private readonly services: UsersServices) {}
 
   @Authorized(REGISTER_USER_ROLES)
+  @ChecksOwnText()
   @Mutation(() => RegisterUserOutput, { description: 'Creates an account; failures come back as success=false with errors' })
   registerUser(@Arg('input', () => RegisterUserInput) input: RegisterUserInput): Promise<RegisterUserOutput> {
     return this.services.users.registerUser(input);
