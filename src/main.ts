@@ -126,7 +126,6 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
         ...sessionSettings,
         initTimeoutMs: graphql.wsInitTimeoutMs,
         maxPayload: graphql.bodyLimit,
-        devMode: graphql.devMode,
       },
       bodyLimit: graphql.bodyLimit,
       corsOrigins: graphql.corsOrigins,

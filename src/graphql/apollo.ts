@@ -7,6 +7,7 @@ import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
+import { SUBSCRIPTIONS_PATH } from './subscriptions';
 
 export interface ApolloSettings {
   introspection: boolean;
@@ -36,6 +37,7 @@ export function createApolloServer(
       ApolloServerPluginLandingPageDisabled(),
       // No field sets cache hints; without this Apollo wraps every resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
+      subscriptionsOverWebSocketOnly(),
       complexityLimit(limits),
       graphqlOverHttpStatus(),
       unexpectedErrorLogging(),
@@ -52,6 +54,7 @@ export function createApolloServer(
 function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMode: boolean): GraphQLFormattedError {
   if (formatted.extensions?.code !== 'INTERNAL_SERVER_ERROR') return formatted;
   const original = unwrapResolverError(error);
+  if (isUncodedClientError(original)) return { message: formatted.message, extensions: { code: 'BAD_REQUEST' } };
   return {
     message: INTERNAL_ERROR_MESSAGE,
     locations: formatted.locations,
@@ -65,6 +68,17 @@ function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMod
   };
 }
 
+/**
+ * Apollo refuses some requests with a GraphQLError that has an HTTP 4xx status but no code (an
+ * unsupported persisted-query version, a hash that does not match the query): the client's
+ * mistake, to be told as it is and not logged as the server's fault.
+ */
+function isUncodedClientError(error: unknown): error is GraphQLError {
+  if (!(error instanceof GraphQLError) || error.extensions.code) return false;
+  const status = (error.extensions.http as { status?: number } | undefined)?.status;
+  return status !== undefined && status >= 400 && status < 500;
+}
+
 // The plugins keep no per-request state, so each builds its listener once rather than per request.
 
 function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
@@ -74,11 +88,31 @@ function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
         const original = unwrapResolverError(error);
         if (original instanceof GraphQLError && original.extensions.code) continue;
         if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
+        if (isUncodedClientError(original)) {
+          contextValue?.logger.debug({ reason: original.message }, 'GraphQL request refused');
+          continue;
+        }
         // The request's logger carries its id; Apollo's own serves calls made without HTTP.
         const requestLogger = contextValue?.logger;
         if (requestLogger) requestLogger.error({ err: original, operationName, path: error.path }, 'unexpected GraphQL error');
         else logger.error(`unexpected GraphQL error in ${operationName ?? 'an operation'}: ${(original as Error)?.message}`);
       }
+    },
+  };
+  return { requestDidStart: async () => listener };
+}
+
+export const SUBSCRIPTION_OVER_HTTP = 'SUBSCRIPTION_OVER_HTTP';
+
+/** A subscription sent over HTTP is a request error pointing at the WebSocket endpoint. */
+function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<GraphQLContext> {
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async didResolveOperation({ operation }) {
+      if (operation?.operation !== 'subscription') return;
+      throw new GraphQLError(
+        `Subscriptions are served over WebSocket (graphql-transport-ws) at ${SUBSCRIPTIONS_PATH}, not over HTTP`,
+        { extensions: { code: SUBSCRIPTION_OVER_HTTP, http: { status: 400 } } },
+      );
     },
   };
   return { requestDidStart: async () => listener };
@@ -101,6 +135,7 @@ const GRAPHQL_REQUEST_ERROR_CODES = new Set([
   'GRAPHQL_VALIDATION_FAILED',
   'BAD_USER_INPUT',
   'OPERATION_RESOLUTION_FAILURE',
+  SUBSCRIPTION_OVER_HTTP,
 ]);
 
 /**

@@ -3,19 +3,18 @@ import type { Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
+import { serveGraphQLWs } from './ws-server';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 
 export interface SubscriptionSettings extends SessionSettings {
   initTimeoutMs: number;
   maxPayload: number;
-  devMode: boolean;
 }
 
 interface ConnectionState {
@@ -48,10 +47,9 @@ export function attachSubscriptions(
     return state;
   };
 
-  const disposable = useServer<Record<string, unknown> | undefined>(
+  const disposable = serveGraphQLWs<Record<string, unknown> | undefined>(
     {
       schema,
-      isProd: !settings.devMode,
       connectionInitWaitTimeout: settings.initTimeoutMs,
       // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
       onSubscribe: (_ctx, _id, payload) => {
@@ -107,6 +105,7 @@ export function attachSubscriptions(
       },
     },
     wss,
+    logger,
   );
 
   return { close: async () => disposable.dispose() };

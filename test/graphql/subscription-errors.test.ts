@@ -64,7 +64,6 @@ beforeAll(async () => {
       unauthorizedRole: 'anonymous',
       initTimeoutMs: 3000,
       maxPayload: 1024 * 1024,
-      devMode: false,
     },
     createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
@@ -124,5 +123,31 @@ describe('operations over graphql-ws', () => {
   it('keep an error a resolver means to show', async () => {
     const answer = (await firstAnswer('subscription { refusedTicks }')) as { payload: { errors: unknown[] } };
     expect(answer.payload.errors[0]).toMatchObject({ message: 'Not for you', extensions: { code: 'FORBIDDEN' } });
+  });
+});
+
+describe('protocol violations', () => {
+  const init = { type: 'connection_init' };
+  it.each([
+    ['a server message (next) after the handshake', [init, { id: '1', type: 'next', payload: { data: {} } }]],
+    ['a connection_ack from the client', [init, { type: 'connection_ack' }]],
+    ['an error message from the client', [init, { id: '1', type: 'error', payload: [] }]],
+    ['an unknown type', [init, { type: 'hello' }]],
+    ['a subscribe without a payload', [init, { id: '1', type: 'subscribe' }]],
+    ['a subscribe whose query is not a string', [init, { id: '1', type: 'subscribe', payload: { query: 42 } }]],
+    ['a message that is not an object', [init, ['connection_init']]],
+    ['a message without a type', [init, { id: '1' }]],
+    ['a server message before the handshake', [{ type: 'next', id: '1', payload: {} }]],
+  ])('close with 4400 for %s, and log no error', async (_case, messages) => {
+    const before = logLines.length;
+    const { code, reason } = await rawSocket(url, messages);
+    expect(code).toBe(4400);
+    expect(reason).toBe('Invalid message received');
+    expect(logLines.slice(before)).toEqual([]);
+  });
+
+  it('still close with their own 44xx codes for a second connection_init and a subscribe before the ack', async () => {
+    expect((await rawSocket(url, [init, init])).code).toBe(4429);
+    expect((await rawSocket(url, [{ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks { n } }' } }])).code).toBe(4401);
   });
 });
