@@ -120,8 +120,15 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       logger,
       schema,
       dataSource,
-      apollo: { introspection: graphql.introspection, devMode: graphql.devMode },
-      limits: { maxDepth: graphql.maxDepth, maxComplexity: graphql.maxComplexity },
+      apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes },
+      limits: {
+        maxDepth: graphql.maxDepth,
+        maxComplexity: graphql.maxComplexity,
+        maxTokens: graphql.maxTokens,
+        maxDocumentBytes: graphql.maxDocumentBytes,
+        maxAliases: graphql.maxAliases,
+        maxRootFields: graphql.maxRootFields,
+      },
       subscriptions: {
         ...sessionSettings,
         initTimeoutMs: graphql.wsInitTimeoutMs,

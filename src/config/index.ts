@@ -41,6 +41,11 @@ const environmentSchema = z.object({
   GQL_GRAPHQL_INTROSPECTION: boolean.default(true),
   GQL_GRAPHQL_MAX_DEPTH: integer(1, 1000).default(15),
   GQL_GRAPHQL_MAX_COMPLEXITY: integer(1, 1_000_000).default(1000),
+  GQL_GRAPHQL_MAX_TOKENS: integer(100, 1_000_000).default(2000),
+  GQL_GRAPHQL_MAX_DOCUMENT_BYTES: integer(1024, 100 * 1024 * 1024).default(100 * 1024),
+  GQL_GRAPHQL_MAX_ALIASES: integer(0, 100_000).default(100),
+  GQL_GRAPHQL_MAX_ROOT_FIELDS: integer(1, 100_000).default(50),
+  GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024).default(16 * 1024 * 1024),
   GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024).default(1024 * 1024),
   GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: integer(100, 600_000).default(3000),
   GQL_GRAPHQL_CORS_DOMAIN: z
@@ -88,6 +93,11 @@ export interface Config {
     introspection: boolean;
     maxDepth: number;
     maxComplexity: number;
+    maxTokens: number;
+    maxDocumentBytes: number;
+    maxAliases: number;
+    maxRootFields: number;
+    documentCacheBytes: number;
     bodyLimit: number;
     wsInitTimeoutMs: number;
     corsOrigins: string[] | '*';
@@ -161,6 +171,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       introspection: values.GQL_GRAPHQL_INTROSPECTION,
       maxDepth: values.GQL_GRAPHQL_MAX_DEPTH,
       maxComplexity: values.GQL_GRAPHQL_MAX_COMPLEXITY,
+      maxTokens: values.GQL_GRAPHQL_MAX_TOKENS,
+      maxDocumentBytes: values.GQL_GRAPHQL_MAX_DOCUMENT_BYTES,
+      maxAliases: values.GQL_GRAPHQL_MAX_ALIASES,
+      maxRootFields: values.GQL_GRAPHQL_MAX_ROOT_FIELDS,
+      documentCacheBytes: values.GQL_GRAPHQL_DOCUMENT_CACHE_BYTES,
       bodyLimit: values.GQL_GRAPHQL_BODY_LIMIT,
       wsInitTimeoutMs: values.GQL_GRAPHQL_WS_INIT_TIMEOUT_MS,
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,

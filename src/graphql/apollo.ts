@@ -1,7 +1,8 @@
 import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
+import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
@@ -12,6 +13,8 @@ import { SUBSCRIPTIONS_PATH } from './subscriptions';
 export interface ApolloSettings {
   introspection: boolean;
   devMode: boolean;
+  /** Bytes of parsed, validated documents kept so that repeated queries skip both. */
+  documentCacheBytes: number;
 }
 
 export function createApolloServer(
@@ -30,7 +33,10 @@ export function createApolloServer(
     // The CLI owns signal handling and shuts down in order (src/cli/main.ts).
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: settings.devMode,
-    validationRules: [limits.depthRule],
+    validationRules: limits.rules,
+    parseOptions: limits.parseOptions,
+    // Apollo's own store is bounded at 30 MiB by an estimate of each document's size; ours is a setting.
+    documentStore: new InMemoryLRUCache<DocumentNode>({ maxSize: settings.documentCacheBytes }),
     logger: logger.child({ component: 'apollo' }),
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [

@@ -1,16 +1,39 @@
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { GraphQLError, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  type ASTVisitor,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ParseOptions,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 
 export interface QueryLimitSettings {
   maxDepth: number;
   maxComplexity: number;
+  /** Lexical tokens a document may have; parsing stops past them (graphql-js maxTokens). */
+  maxTokens: number;
+  /** Bytes of query text; longer documents are refused before parsing. */
+  maxDocumentBytes: number;
+  maxAliases: number;
+  maxRootFields: number;
 }
 
-/** The limits every operation passes, over HTTP (Apollo) and over WebSocket (graphql-ws) alike. */
+/**
+ * The limits every operation passes, over HTTP (Apollo) and over WebSocket (graphql-ws) alike.
+ * Together they bound the work and memory one document can cost: its size and token count bound
+ * parsing, and validation then runs over a bounded tree.
+ */
 export interface QueryLimits {
-  /** A validation rule: deeper operations fail validation. */
-  depthRule: ValidationRule;
+  parseOptions: ParseOptions;
+  maxDocumentBytes: number;
+  /** Validation rules added to graphql-js's own: depth, aliases, root fields. */
+  rules: ValidationRule[];
   /** The error for an operation costlier than the limit, or undefined when it is within it. */
   complexityError(document: DocumentNode, operationName: string | null | undefined, variables?: Record<string, unknown>): GraphQLError | undefined;
 }
@@ -47,8 +70,16 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
     return computed;
   };
 
+  const aliasesRule = maxAliasesRule({
+    n: settings.maxAliases,
+    propagateOnRejection: false,
+    onReject: [(context, error) => context?.reportError(new GraphQLError(error.message.replace(/^Syntax Error: /, '')))],
+  });
+
   return {
-    depthRule: depthRule as ValidationRule,
+    parseOptions: { maxTokens: settings.maxTokens },
+    maxDocumentBytes: settings.maxDocumentBytes,
+    rules: [depthRule as ValidationRule, aliasesRule as ValidationRule, maxRootFieldsRule(settings.maxRootFields)],
     complexityError(document, operationName, variables) {
       let complexity: number;
       try {
@@ -64,4 +95,46 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
       });
     },
   };
+}
+
+export const DOCUMENT_TOO_LARGE = 'DOCUMENT_TOO_LARGE';
+
+/** The error for query text longer than the limit, before any of it is parsed. */
+export function documentSizeError(query: string, limits: QueryLimits): GraphQLError | undefined {
+  // A character takes at most 3 bytes in UTF-8 (a surrogate pair 4 for 2): skip counting short texts.
+  if (query.length * 3 <= limits.maxDocumentBytes) return undefined;
+  const bytes = Buffer.byteLength(query);
+  if (bytes <= limits.maxDocumentBytes) return undefined;
+  return new GraphQLError(`The document is ${bytes} bytes; the limit is ${limits.maxDocumentBytes} (GQL_GRAPHQL_MAX_DOCUMENT_BYTES)`, {
+    extensions: { code: DOCUMENT_TOO_LARGE },
+  });
+}
+
+/** Operations may select at most `limit` root fields (fragments at the root count by their fields). */
+function maxRootFieldsRule(limit: number): ValidationRule {
+  return (context: ValidationContext): ASTVisitor => ({
+    OperationDefinition(operation) {
+      const count = countFields(context, operation.selectionSet, new Set());
+      if (count > limit) {
+        context.reportError(
+          new GraphQLError(`Operation selects ${count} root fields; the limit is ${limit}`, { nodes: [operation] }),
+        );
+      }
+    },
+  });
+}
+
+function countFields(context: ValidationContext, selectionSet: SelectionSetNode, seenFragments: Set<string>): number {
+  let count = 0;
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) count += 1;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += countFields(context, selection.selectionSet, seenFragments);
+    else if (!seenFragments.has(selection.name.value)) {
+      // A fragment spread twice at the root selects its fields once; a cycle is another rule's error.
+      seenFragments.add(selection.name.value);
+      const fragment = context.getFragment(selection.name.value);
+      if (fragment) count += countFields(context, fragment.selectionSet, seenFragments);
+    }
+  }
+  return count;
 }

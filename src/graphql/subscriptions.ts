@@ -7,7 +7,7 @@ import { WebSocketServer } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
 import type { GraphQLContext } from './context';
-import type { QueryLimits } from './limits';
+import { documentSizeError, type QueryLimits } from './limits';
 import { serveGraphQLWs } from './ws-server';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
@@ -53,13 +53,15 @@ export function attachSubscriptions(
       connectionInitWaitTimeout: settings.initTimeoutMs,
       // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
       onSubscribe: (_ctx, _id, payload) => {
+        const tooLarge = documentSizeError(payload.query, limits);
+        if (tooLarge) return [tooLarge];
         let document: DocumentNode;
         try {
-          document = parse(payload.query);
+          document = parse(payload.query, limits.parseOptions);
         } catch (error) {
           return [withCode(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
         }
-        const invalid = validate(schema, document, [...specifiedRules, limits.depthRule]);
+        const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
         if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
         const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined);
         if (tooComplex) return [tooComplex];

@@ -8,11 +8,11 @@ import type { DataSource } from 'typeorm';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
-import { createQueryLimits, type QueryLimitSettings } from '../graphql/limits';
+import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
-import { installErrorHandling } from './errors';
+import { installErrorHandling, sendError } from './errors';
 import { installInputTextCheck } from './input-text';
 import { resolveSession, SessionError } from './session';
 
@@ -113,6 +113,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Arguments are checked per root field (guardRootArgumentText), where the field is known.
     config: { errorFormat: 'graphql', checksOwnText: true },
     handler: async (request, reply) => {
+      const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
+      const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
+      if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
       const response = await apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: toGraphQLRequest(request),
         context: async (): Promise<GraphQLContext> => {

@@ -65,7 +65,7 @@ beforeAll(async () => {
       initTimeoutMs: 3000,
       maxPayload: 1024 * 1024,
     },
-    createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4 }),
+    createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -7,7 +7,7 @@ import { rawSocket, subscribe, subscriptionClient, type Subscription } from '../
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startTestServer({ GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: '800' });
+  server = await startTestServer({ GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: '800', GQL_GRAPHQL_MAX_TOKENS: '10000', GQL_GRAPHQL_MAX_ALIASES: '2000' });
 });
 afterAll(async () => {
   await server.close();
