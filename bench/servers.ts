@@ -170,7 +170,13 @@ function startGraphqlJs(
 
     let contextValue: GraphQLContext;
     try {
-      contextValue = { session: resolveSession(request.headers, sessionSettings), requestId: randomUUID(), logger };
+      contextValue = {
+        session: resolveSession(request.headers, sessionSettings),
+        requestId: randomUUID(),
+        logger,
+        clientIp: request.socket.remoteAddress ?? '',
+        rateLimits: undefined,
+      };
     } catch (error) {
       if (!(error instanceof SessionError)) throw error;
       return reply(response, error.status, { errors: [{ message: error.message, extensions: { code: error.code } }] });
@@ -203,7 +209,13 @@ async function startApolloExpress({ schema, sessionSettings, logger }: BaselineP
     expressMiddleware(apollo, {
       context: async ({ req }): Promise<GraphQLContext> => {
         try {
-          return { session: resolveSession(req.headers, sessionSettings), requestId: randomUUID(), logger };
+          return {
+            session: resolveSession(req.headers, sessionSettings),
+            requestId: randomUUID(),
+            logger,
+            clientIp: req.socket.remoteAddress ?? '',
+            rateLimits: undefined,
+          };
         } catch (error) {
           if (!(error instanceof SessionError)) throw error;
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });

@@ -5,10 +5,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import type { TrustProxy } from '../config';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
+import { clientAddress, trustFunction } from '../platform/client-address';
+import type { RateLimits } from '../platform/rate-limits';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling } from './errors';
@@ -27,6 +30,10 @@ export interface HttpAppOptions {
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
+  /** TRUST_PROXY; unset: X-Forwarded-For is ignored. */
+  trustProxy?: TrustProxy;
+  /** The named limits for resolvers and action routes; unset: nothing is rate-limited. */
+  rateLimits?: RateLimits;
 }
 
 /**
@@ -57,12 +64,14 @@ function requestId(header: string | string[] | undefined): string {
  * /v1/graphql/subscriptions, the engine-compatible action routes, and the health probes.
  */
 export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
-  const { logger, subscriptions: sessionSettings } = options;
+  const { logger, subscriptions: sessionSettings, rateLimits } = options;
+  const trust = trustFunction(options.trustProxy ?? false);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit,
     genReqId: (request) => requestId(request.headers['x-request-id']),
     routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: trust,
   });
   installErrorHandling(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose
@@ -105,7 +114,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         httpGraphQLRequest: toGraphQLRequest(request),
         context: async (): Promise<GraphQLContext> => {
           try {
-            return { session: resolveSession(request.headers, sessionSettings), requestId: request.id, logger: request.log };
+            return {
+              session: resolveSession(request.headers, sessionSettings),
+              requestId: request.id,
+              logger: request.log,
+              clientIp: request.ip,
+              rateLimits,
+            };
           } catch (error) {
             if (!(error instanceof SessionError)) throw error;
             throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
@@ -120,10 +135,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   for (const action of options.actions) {
-    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret }, action);
+    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits }, action);
   }
 
-  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger);
+  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger, {
+    clientIp: (request) => clientAddress(request, trust),
+    rateLimits,
+  });
   app.addHook('preClose', async () => ws.close());
   return app;
 }

@@ -68,6 +68,7 @@ beforeAll(async () => {
     },
     createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
+    { clientIp: (request) => request.socket.remoteAddress ?? '', rateLimits: undefined },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/graphql/subscriptions`;
