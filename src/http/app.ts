@@ -12,6 +12,7 @@ import { createQueryLimits, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
+import { installRawBodyParser } from '../platform/signatures';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling } from './errors';
@@ -74,6 +75,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     trustProxy: trust,
   });
   installErrorHandling(app);
+  installRawBodyParser(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose
   // request is still in flight would stay open after its response and hold shutdown up.
   let closing = false;
