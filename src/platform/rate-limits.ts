@@ -31,7 +31,7 @@ export interface RateLimitCaller {
 /** Every named limit of the server; each takes its numbers from src/config. */
 export type RateLimitName = 'registration';
 
-export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
+function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
     // Spec 1 §8: the reference handler allows 5 registrations per 60 seconds per user.
     registration: { ...config.rateLimit.registration, key: 'user' },
