@@ -39,7 +39,7 @@ function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
 }
 
 /** The table of the PostgreSQL store, created by a migration (not by the library). */
-export const RATE_LIMIT_TABLE = 'rate_limits';
+const RATE_LIMIT_TABLE = 'rate_limits';
 
 export type RateLimitStore = { kind: 'memory' } | { kind: 'postgres'; pool: pg.Pool };
 
@@ -159,7 +159,7 @@ export function createRateLimits(config: Config, dataSource: DataSource, logger:
  * Answers 429 with Retry-After and `{error: "rate-limited", message}`; on the handler routes
  * (envelope format) the body is also the envelope of spec 1 §2.3.
  */
-export function sendRateLimited(reply: FastifyReply, exceeded: RateLimitExceeded): FastifyReply {
+function sendRateLimited(reply: FastifyReply, exceeded: RateLimitExceeded): FastifyReply {
   const envelope = reply.request.routeOptions.config?.errorFormat === 'envelope';
   return reply
     .code(429)
