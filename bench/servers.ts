@@ -14,6 +14,7 @@ import type { GraphQLContext } from '../src/graphql/context';
 import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
 import { resolveSession, SessionError, type SessionSettings } from '../src/http/session';
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
+import { RateLimits, rateLimitRules } from '../src/platform/rate-limits';
 import { AuthService } from '../src/modules/auth/auth.service';
 import { GRAPHQL_PATH, serverEnvironment, type ChildMessage, type ParentMessage, type Target } from './shared';
 
@@ -28,6 +29,7 @@ interface BaselineParts {
   schema: GraphQLSchema;
   sessionSettings: SessionSettings;
   logger: FastifyBaseLogger;
+  rateLimits: RateLimits;
 }
 
 /**
@@ -100,7 +102,9 @@ async function schemaFromPlinthResolvers(): Promise<GraphQLSchema> {
 
 /** Same configuration path as Plinth (loadConfig of the same environment), so JWT checks are identical. */
 async function baselineParts(logLevel: string): Promise<BaselineParts> {
-  const { graphql: settings } = loadConfig(serverEnvironment(logLevel));
+  const config = loadConfig(serverEnvironment(logLevel));
+  const settings = config.graphql;
+  const logger = pino({ level: logLevel });
   return {
     schema: await schemaFromPlinthResolvers(),
     sessionSettings: {
@@ -108,7 +112,8 @@ async function baselineParts(logLevel: string): Promise<BaselineParts> {
       jwtSecret: settings.jwtSecret!,
       unauthorizedRole: settings.unauthorizedRole,
     },
-    logger: pino({ level: logLevel }) as FastifyBaseLogger,
+    logger: logger as FastifyBaseLogger,
+    rateLimits: new RateLimits({ kind: 'memory' }, rateLimitRules(config), logger),
   };
 }
 
@@ -148,7 +153,7 @@ function documentPreparer(schema: GraphQLSchema): (query: string) => PreparedDoc
  * a ceiling without a target.
  */
 function startGraphqlJs(
-  { schema, sessionSettings, logger }: BaselineParts,
+  { schema, sessionSettings, logger, rateLimits }: BaselineParts,
   { cacheDocuments }: { cacheDocuments: boolean },
 ): Promise<BenchServer> {
   const prepare = documentPreparer(schema);
@@ -170,7 +175,13 @@ function startGraphqlJs(
 
     let contextValue: GraphQLContext;
     try {
-      contextValue = { session: resolveSession(request.headers, sessionSettings), requestId: randomUUID(), logger };
+      contextValue = {
+        session: resolveSession(request.headers, sessionSettings),
+        requestId: randomUUID(),
+        logger,
+        clientIp: request.socket.remoteAddress ?? '',
+        rateLimits,
+      };
     } catch (error) {
       if (!(error instanceof SessionError)) throw error;
       return reply(response, error.status, { errors: [{ message: error.message, extensions: { code: error.code } }] });
@@ -192,7 +203,7 @@ function startGraphqlJs(
 }
 
 /** Baseline (b): stock Apollo Server 5 (default options) on Express 5, same context as Plinth builds. */
-async function startApolloExpress({ schema, sessionSettings, logger }: BaselineParts): Promise<BenchServer> {
+async function startApolloExpress({ schema, sessionSettings, logger, rateLimits }: BaselineParts): Promise<BenchServer> {
   const apollo = new ApolloServer<GraphQLContext>({ schema });
   await apollo.start();
 
@@ -203,7 +214,13 @@ async function startApolloExpress({ schema, sessionSettings, logger }: BaselineP
     expressMiddleware(apollo, {
       context: async ({ req }): Promise<GraphQLContext> => {
         try {
-          return { session: resolveSession(req.headers, sessionSettings), requestId: randomUUID(), logger };
+          return {
+            session: resolveSession(req.headers, sessionSettings),
+            requestId: randomUUID(),
+            logger,
+            clientIp: req.socket.remoteAddress ?? '',
+            rateLimits,
+          };
         } catch (error) {
           if (!(error instanceof SessionError)) throw error;
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });

@@ -13,6 +13,8 @@ import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { buildHttpApp } from './http/app';
 import { MODULES } from './modules';
 import { Metrics } from './platform/metrics';
+import { createOutboundHttp } from './platform/outbound-http';
+import { createRateLimits } from './platform/rate-limits';
 import { ModuleServices, type Platform } from './platform/module';
 
 export interface RunningServer {
@@ -100,7 +102,10 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
     cleanup.push(() => pubSub.close());
 
     const metrics = new Metrics();
-    const platform: Platform = { config, dataSource, logger, pubSub, metrics, shutdown: shutdown.signal };
+    const rateLimits = createRateLimits(config, dataSource, logger);
+    const http = createOutboundHttp(config.outboundHttp);
+    cleanup.push(() => http.close());
+    const platform: Platform = { config, dataSource, logger, pubSub, metrics, rateLimits, http, shutdown: shutdown.signal };
     const services = new ModuleServices();
     const container = new ResolverContainer();
     for (const module of MODULES) {
@@ -139,6 +144,8 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       actionsRoute: config.actionsRoute,
       metrics,
       metricsAccess: config.metrics,
+      trustProxy: config.trustProxy,
+      rateLimits,
       actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
       routes: (routesApp) => {
         for (const module of MODULES) module.routes?.(routesApp, services.get(module));

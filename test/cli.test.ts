@@ -80,17 +80,17 @@ describe('plinth', () => {
     it('applies the migrations, reports an up-to-date database, reverts and re-applies', async () => {
       const first = await runCli(['migrate'], env());
       expect(first.code).toBe(0);
-      expect(first.stdout).toBe('applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001\n');
+      expect(first.stdout).toBe('applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001, CreateRateLimits1795270000000\n');
       expect((await runCli(['migrate'], env())).stdout).toBe('the database is up to date\n');
       expect((await runCli(['migrate', '--check'], env())).code).toBe(0);
 
       expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
-      expect(await database.query("SELECT to_regclass('pubsub_payloads') AS t")).toEqual([{ t: null }]);
+      expect(await database.query("SELECT to_regclass('rate_limits') AS t")).toEqual([{ t: null }]);
       const pending = await runCli(['migrate', '--check'], env());
       expect(pending.code).toBe(2);
       expect(pending.stdout).toBe('migrations are pending\n');
 
-      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreatePubSubPayloads1763700000001\n');
+      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreateRateLimits1795270000000\n');
     });
 
     it('fails with a clear message when the database cannot be reached', async () => {

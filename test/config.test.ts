@@ -28,7 +28,21 @@ describe('loadConfig', () => {
       database: { url: undefined, poolSize: 10, embeddedPort: 5433, dataDir: path.resolve('.data') },
       graphql: { unauthorizedRole: 'anonymous', introspection: true, devMode: false, maxDepth: 15, maxComplexity: 1000, bodyLimit: 1048576, corsOrigins: '*' },
       auth: { passwordMinLength: 8 },
+      trustProxy: false,
+      rateLimit: { store: 'memory', registration: { points: 5, durationSeconds: 60 } },
+      outboundHttp: { connectTimeoutMs: 5000, timeoutMs: 30000, maxResponseBytes: 10485760, maxConnectionsPerOrigin: 32 },
     });
+  });
+
+  it.each([
+    ['true', true],
+    ['false', false],
+    ['2', 2],
+    ['0', 0],
+    ['10.0.0.1', ['10.0.0.1']],
+    ['10.0.0.0/8, loopback,fd00::/8', ['10.0.0.0/8', 'loopback', 'fd00::/8']],
+  ])('reads TRUST_PROXY=%s as %j', (value, expected) => {
+    expect(loadConfig({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
   });
 
   it('reads GQL_GRAPHQL_JWT_SECRET as the engine does, with a default claims namespace', () => {
@@ -72,6 +86,17 @@ describe('loadConfig', () => {
     ['PLINTH_METRICS', { PLINTH_METRICS: 'public' }],
     ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token' }],
     ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: 'short' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'yes' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.0/33' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.1,' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '101' }],
+    ['RATE_LIMIT_STORE', { RATE_LIMIT_STORE: 'redis' }],
+    ['RATE_LIMIT_REGISTRATION_POINTS', { RATE_LIMIT_REGISTRATION_POINTS: '0' }],
+    ['RATE_LIMIT_REGISTRATION_DURATION_SECONDS', { RATE_LIMIT_REGISTRATION_DURATION_SECONDS: '1.5' }],
+    ['OUTBOUND_HTTP_CONNECT_TIMEOUT_MS', { OUTBOUND_HTTP_CONNECT_TIMEOUT_MS: '0' }],
+    ['OUTBOUND_HTTP_TIMEOUT_MS', { OUTBOUND_HTTP_TIMEOUT_MS: 'soon' }],
+    ['OUTBOUND_HTTP_MAX_RESPONSE_BYTES', { OUTBOUND_HTTP_MAX_RESPONSE_BYTES: '-1' }],
+    ['OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN', { OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: '0' }],
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],

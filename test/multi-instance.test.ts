@@ -34,7 +34,7 @@ describe('several server processes on one database', () => {
   it('start together, migrating the database once', async () => {
     [a, b] = await Promise.all([start(), start()]);
     const migrations = await database.query<{ name: string }>('SELECT name FROM plinth_migrations ORDER BY id');
-    expect(migrations.map((row) => row.name)).toEqual(['CreateUsers1763700000000', 'CreatePubSubPayloads1763700000001']);
+    expect(migrations.map((row) => row.name)).toEqual(['CreateUsers1763700000000', 'CreatePubSubPayloads1763700000001', 'CreateRateLimits1795270000000']);
   });
 
   it('deliver a registration made on one process to a subscriber on the other', async () => {

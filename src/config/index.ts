@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
@@ -19,6 +20,37 @@ const boolean = z
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
 const nonEmpty = z.string().trim().min(1, { error: 'must not be empty' });
+
+/**
+ * Which peers may set X-Forwarded-For: `true` (every peer), a hop count (that many proxies in
+ * front, whatever their address), or a comma-separated list of addresses, CIDR ranges and the
+ * names loopback, linklocal and uniquelocal. Off by default: the client address is the peer's.
+ */
+export type TrustProxy = boolean | number | string[];
+
+export const TRUSTED_PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'] as const;
+
+function isAddressOrRange(entry: string): boolean {
+  if ((TRUSTED_PROXY_NAMES as readonly string[]).includes(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = net.isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+const trustProxy = z
+  .string()
+  .trim()
+  .transform((value): TrustProxy => {
+    if (value === 'true' || value === 'false') return value === 'true';
+    if (/^\d+$/.test(value)) return Number(value);
+    return value.split(',').map((entry) => entry.trim());
+  })
+  .refine((value) => typeof value !== 'number' || value <= 100, { error: 'must be at most 100 hops' })
+  .refine((value) => !Array.isArray(value) || value.every(isAddressOrRange), {
+    error: 'must be true, false, a hop count, or a comma-separated list of addresses and CIDR ranges such as 10.0.0.0/8 (or loopback, linklocal, uniquelocal)',
+  });
 
 /** Every environment variable Plinth reads, with its default and its validation. */
 const environmentSchema = z.object({
@@ -65,6 +97,14 @@ const environmentSchema = z.object({
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json'], { error: 'must be auto, pretty or json' }).default('auto'),
   PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),
   PLINTH_METRICS_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+  TRUST_PROXY: trustProxy.default(false),
+  RATE_LIMIT_STORE: z.enum(['memory', 'postgres'], { error: 'must be memory or postgres' }).default('memory'),
+  RATE_LIMIT_REGISTRATION_POINTS: integer(1, 1_000_000).default(5),
+  RATE_LIMIT_REGISTRATION_DURATION_SECONDS: integer(1, 86_400).default(60),
+  OUTBOUND_HTTP_CONNECT_TIMEOUT_MS: integer(1, 600_000).default(5_000),
+  OUTBOUND_HTTP_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
+  OUTBOUND_HTTP_MAX_RESPONSE_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: integer(1, 10_000).default(32),
 });
 
 /** Variables whose values are never repeated in a message. */
@@ -111,6 +151,19 @@ export interface Config {
   actionsRoute: string;
   shutdownTimeoutMs: number;
   metrics: MetricsAccess;
+  /** TRUST_PROXY, for Fastify's trustProxy and the WebSocket upgrade (platform/client-address.ts). */
+  trustProxy: TrustProxy;
+  rateLimit: {
+    /** memory: each process counts alone; postgres: processes on one database share the counts. */
+    store: 'memory' | 'postgres';
+    registration: { points: number; durationSeconds: number };
+  };
+  outboundHttp: {
+    connectTimeoutMs: number;
+    timeoutMs: number;
+    maxResponseBytes: number;
+    maxConnectionsPerOrigin: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -189,5 +242,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: values.PLINTH_SHUTDOWN_TIMEOUT_MS,
     metrics:
       values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
+    trustProxy: values.TRUST_PROXY,
+    rateLimit: {
+      store: values.RATE_LIMIT_STORE,
+      registration: {
+        points: values.RATE_LIMIT_REGISTRATION_POINTS,
+        durationSeconds: values.RATE_LIMIT_REGISTRATION_DURATION_SECONDS,
+      },
+    },
+    outboundHttp: {
+      connectTimeoutMs: values.OUTBOUND_HTTP_CONNECT_TIMEOUT_MS,
+      timeoutMs: values.OUTBOUND_HTTP_TIMEOUT_MS,
+      maxResponseBytes: values.OUTBOUND_HTTP_MAX_RESPONSE_BYTES,
+      maxConnectionsPerOrigin: values.OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN,
+    },
   };
 }

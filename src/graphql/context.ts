@@ -1,9 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Session } from '../http/session';
+import type { RateLimits } from '../platform/rate-limits';
 
 /** What every resolver receives: the caller's session, and a logger bound to the request. */
 export interface GraphQLContext {
   session: Session;
   requestId: string;
   logger: FastifyBaseLogger;
+  /** The client's address (X-Forwarded-For counts only from TRUST_PROXY peers). */
+  clientIp: string;
+  /** The server's named limits, for enforceRateLimit (platform/rate-limits.ts). */
+  rateLimits: RateLimits;
 }

@@ -75,9 +75,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     const [topic, payload] = args.length >= 2 ? [`${routingKey}:${String(args[0])}`, args[1]] : [routingKey, args[0]];
     // One NOTIFY at a time: on separate pool connections they could commit out of order.
     this.sending = this.sending.then(() =>
-      this.send(topic, payload ?? null).catch((error: unknown) =>
-        this.options.logger.error({ err: error, topic }, 'could not publish a subscription event'),
-      ),
+      this.send(topic, payload ?? null).catch((error: unknown) => this.report(error, 'error', `could not publish a ${topic} event`)),
     );
   }
 
@@ -115,17 +113,11 @@ export class PostgresPubSub implements PubSub, EventPublisher {
       const text = message.payload;
       // One chain keeps events in publication order, spilled ones included.
       this.delivery = this.delivery.then(() =>
-        this.deliver(text).catch((error: unknown) =>
-          this.options.logger.error({ err: error }, 'could not deliver a subscription event'),
-        ),
+        this.deliver(text).catch((error: unknown) => this.report(error, 'error', 'could not deliver a subscription event')),
       );
     });
-    client.on('error', (error: Error & { code?: string }) => {
-      // Ctrl-C reaches the embedded PostgreSQL too, which may close this connection before our
-      // own shutdown starts: an orderly stop of the database is news, not a fault.
-      if (this.options.shutdown.aborted) this.options.logger.debug('the subscription listener closed for shutdown');
-      else if (error.code === ADMIN_SHUTDOWN) this.options.logger.info('the database is shutting down; the subscription listener will reconnect');
-      else this.options.logger.warn({ err: error }, 'the subscription listener lost its database connection');
+    client.on('error', (error) => {
+      this.report(error, 'warn', 'the subscription listener lost its database connection');
       this.connectionLost(client);
     });
     client.on('end', () => this.connectionLost(client));
@@ -142,6 +134,17 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     }
     this.listener = client;
     this.reconnectDelay = 250;
+  }
+
+  /**
+   * Logs a database failure. Ctrl-C reaches the embedded PostgreSQL too, which may close our
+   * connections before our own shutdown starts: an orderly stop of the database is news (info,
+   * no stack), not a fault.
+   */
+  private report(error: unknown, level: 'warn' | 'error', message: string): void {
+    const stopping = this.options.shutdown.aborted || (error as { code?: string } | null)?.code === ADMIN_SHUTDOWN;
+    if (stopping) this.options.logger.info(`${message}: the database is shutting down`);
+    else this.options.logger[level]({ err: error }, message);
   }
 
   private connectionLost(client: pg.Client): void {

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { WebSocketServer } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
+import type { RateLimits } from '../platform/rate-limits';
 import type { GraphQLContext } from './context';
 import { documentSizeError, type QueryLimits } from './limits';
 import { serveGraphQLWs } from './ws-server';
@@ -15,6 +16,13 @@ export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 export interface SubscriptionSettings extends SessionSettings {
   initTimeoutMs: number;
   maxPayload: number;
+}
+
+/** What the context of every operation on a connection takes from the HTTP server. */
+export interface ConnectionContext {
+  /** The client's address from the upgrade request, read as Fastify reads request.ip. */
+  clientIp(request: IncomingMessage): string;
+  rateLimits: RateLimits;
 }
 
 interface ConnectionState {
@@ -38,6 +46,7 @@ export function attachSubscriptions(
   settings: SubscriptionSettings,
   limits: QueryLimits,
   logger: FastifyBaseLogger,
+  connection: ConnectionContext,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
   const states = new WeakMap<object, ConnectionState>();
@@ -91,6 +100,8 @@ export function attachSubscriptions(
           session: state.session!,
           requestId: state.requestId!,
           logger: logger.child({ reqId: state.requestId, transport: 'ws' }),
+          clientIp: connection.clientIp(ctx.extra.request),
+          rateLimits: connection.rateLimits,
         };
       },
       onNext: (ctx, _id, _payload, _args, result) => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../common/secrets';
+import { admitRequest, type RateLimitName, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, isRoleAllowed, variablesFromHeaders, type Session } from './session';
 import { sendError } from './errors';
 
@@ -24,6 +25,8 @@ export interface ActionDefinition {
   roles: readonly string[];
   /** JSON schema of the action's arguments (the envelope's `input`). */
   argumentsSchema: Record<string, unknown>;
+  /** A named limit the route applies once the session is known: per user id, else per client address. */
+  rateLimit?: RateLimitName;
   /** Calls the service; its answer (with `success`) is the response envelope. */
   handle(argumentsValue: Record<string, unknown>, session: Session): Promise<{ success: boolean }>;
 }
@@ -43,9 +46,10 @@ interface ActionEnvelope {
  */
 export function registerActionRoute(
   app: FastifyInstance,
-  settings: { prefix: string; adminSecret: string },
+  settings: { prefix: string; adminSecret: string; rateLimits: RateLimits },
   action: ActionDefinition,
 ): void {
+  const limiter = action.rateLimit ? settings.rateLimits.get(action.rateLimit) : undefined;
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
     // Action services validate their input with fieldErrors, which reports unstorable text per field.
     config: { errorFormat: 'envelope', checksOwnText: true },
@@ -81,6 +85,7 @@ export function registerActionRoute(
       if (!isRoleAllowed(session, action.roles)) {
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }
+      if (limiter && !(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
       const result = await action.handle(request.body.input, session);
       return reply.code(200).send(result);
     },

@@ -5,11 +5,15 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import type { TrustProxy } from '../config';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
+import { clientAddress, trustFunction } from '../platform/client-address';
+import type { RateLimits } from '../platform/rate-limits';
+import { installRawBodyParser } from '../platform/signatures';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
@@ -33,6 +37,10 @@ export interface HttpAppOptions {
   metricsAccess: MetricsAccess;
   /** Registers the modules' own REST routes. */
   routes(app: FastifyInstance): void;
+  /** TRUST_PROXY: which proxies' X-Forwarded-For gives the client address. */
+  trustProxy: TrustProxy;
+  /** The named limits for resolvers and action routes. */
+  rateLimits: RateLimits;
 }
 
 /**
@@ -63,14 +71,17 @@ function requestId(header: string | string[] | undefined): string {
  * /v1/graphql/subscriptions, the engine-compatible action routes, and the health probes.
  */
 export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
-  const { logger, subscriptions: sessionSettings } = options;
+  const { logger, subscriptions: sessionSettings, rateLimits } = options;
+  const trust = trustFunction(options.trustProxy ?? false);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit,
     genReqId: (request) => requestId(request.headers['x-request-id']),
     routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: trust,
   });
   installErrorHandling(app);
+  installRawBodyParser(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose
   // request is still in flight would stay open after its response and hold shutdown up.
   let closing = false;
@@ -120,7 +131,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         httpGraphQLRequest: toGraphQLRequest(request),
         context: async (): Promise<GraphQLContext> => {
           try {
-            return { session: resolveSession(request.headers, sessionSettings), requestId: request.id, logger: request.log };
+            return {
+              session: resolveSession(request.headers, sessionSettings),
+              requestId: request.id,
+              logger: request.log,
+              clientIp: request.ip,
+              rateLimits,
+            };
           } catch (error) {
             if (!(error instanceof SessionError)) throw error;
             throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
@@ -135,12 +152,15 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   for (const action of options.actions) {
-    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret }, action);
+    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits }, action);
   }
 
   options.routes(app);
 
-  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger);
+  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger, {
+    clientIp: (request) => clientAddress(request, trust),
+    rateLimits,
+  });
   app.addHook('preClose', async () => ws.close());
   return app;
 }

@@ -5,6 +5,8 @@ import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
 import type { ActionDefinition } from '../http/actions';
 import type { Metrics } from './metrics';
+import type { OutboundHttp } from './outbound-http';
+import type { RateLimits } from './rate-limits';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -13,6 +15,10 @@ export interface Platform {
   logger: Logger;
   pubSub: PostgresPubSub;
   metrics: Metrics;
+  /** Named rate limits (routes and resolvers). */
+  rateLimits: RateLimits;
+  /** The one client for calls to handlers, webhooks, providers and hooks. */
+  http: OutboundHttp;
   /** Aborted as soon as the process starts shutting down. */
   shutdown: AbortSignal;
 }

@@ -6,6 +6,7 @@ import { buildSchema, Field, Int, ObjectType, Query, Resolver, Root, Subscriptio
 import { authChecker } from '../../src/graphql/auth-checker';
 import { createQueryLimits } from '../../src/graphql/limits';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
+import { RateLimits } from '../../src/platform/rate-limits';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY } from '../support/server';
 import { rawSocket } from '../support/ws';
 
@@ -67,6 +68,10 @@ beforeAll(async () => {
     },
     createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
+    {
+      clientIp: (request) => request.socket.remoteAddress ?? '',
+      rateLimits: new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' })),
+    },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/graphql/subscriptions`;

@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { registerActionRoute } from '../../src/http/actions';
 import { installErrorHandling } from '../../src/http/errors';
 import type { Session } from '../../src/http/session';
+import pino from 'pino';
+import { RateLimits } from '../../src/platform/rate-limits';
 
 const SECRET = 'route-test-admin-secret';
 let app: FastifyInstance;
@@ -11,7 +13,8 @@ let baseUrl: string;
 beforeAll(async () => {
   app = Fastify({ logger: false });
   installErrorHandling(app);
-  const settings = { prefix: '/actions', adminSecret: SECRET };
+  const rateLimits = new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' }));
+  const settings = { prefix: '/actions', adminSecret: SECRET, rateLimits };
   registerActionRoute(app, settings, {
     name: 'echoSession',
     roles: ['user', 'moderator'],

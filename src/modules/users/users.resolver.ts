@@ -1,6 +1,8 @@
-import { Arg, Authorized, Mutation, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, Authorized, Ctx, Mutation, Resolver, Root, Subscription } from 'type-graphql';
+import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { ADMIN_ROLE } from '../../http/session';
+import { enforceRateLimit } from '../../platform/rate-limits';
 import { USER_REGISTERED } from './users.service';
 import type { UsersServices } from '.';
 import { REGISTER_USER_ROLES, RegisterUserInput, RegisterUserOutput, UserInfo } from './users.types';
@@ -12,7 +14,11 @@ export class UsersResolver {
   @Authorized(REGISTER_USER_ROLES)
   @ChecksOwnText()
   @Mutation(() => RegisterUserOutput, { description: 'Creates an account; failures come back as success=false with errors' })
-  registerUser(@Arg('input', () => RegisterUserInput) input: RegisterUserInput): Promise<RegisterUserOutput> {
+  async registerUser(
+    @Arg('input', () => RegisterUserInput) input: RegisterUserInput,
+    @Ctx() context: GraphQLContext,
+  ): Promise<RegisterUserOutput> {
+    await enforceRateLimit(context, 'registration');
     return this.services.users.registerUser(input);
   }
 

@@ -10,6 +10,7 @@ export function usersActions(users: UsersService): ActionDefinition[] {
       roles: REGISTER_USER_ROLES,
       // The fields themselves are checked by the service, which answers success=false per field.
       argumentsSchema: { type: 'object', required: ['input'], properties: { input: { type: 'object' } } },
+      rateLimit: 'registration',
       handle: (args) => users.registerUser(args.input),
     },
   ];
