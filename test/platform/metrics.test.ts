@@ -71,6 +71,17 @@ describe('GET /metrics', () => {
   });
 });
 
+describe('behind a trusted proxy (TRUST_PROXY)', () => {
+  it('answers 403 to the client address the proxy forwarded when it is not loopback', async () => {
+    const server = await serverWith({ TRUST_PROXY: '127.0.0.1' });
+    const outside = await fetch(`${server.url}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect(outside.status).toBe(403);
+    expect(await outside.json()).toEqual({ error: 'forbidden', message: expect.stringContaining('PLINTH_METRICS=loopback') });
+    const inside = await fetch(`${server.url}/metrics`, { headers: { 'x-forwarded-for': '127.0.0.1' } });
+    expect(inside.status).toBe(200);
+  });
+});
+
 describe('PLINTH_METRICS=token', () => {
   it('answers 401 without the bearer token or with a wrong one, and the metrics with it', async () => {
     const server = await serverWith({ PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: METRICS_TOKEN });
