@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -21,6 +21,13 @@ import { installInputTextCheck } from './input-text';
 import { resolveSession, SessionError } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The routes registered on this app, in order, as Fastify's onRoute hook saw them. */
+    routeTable: readonly RouteOptions[];
+  }
+}
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -80,6 +87,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
   });
+  // Every route as registered, with its schemas: the route-coverage and fuzz tests walk it.
+  const routeTable: RouteOptions[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (route) => void routeTable.push(route));
   installErrorHandling(app);
   installRawBodyParser(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose

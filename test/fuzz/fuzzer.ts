@@ -1,0 +1,282 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import type { RouteOptions } from 'fastify';
+import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from 'graphql';
+import WebSocket from 'ws';
+import { ADMIN_SECRET } from '../support/server';
+import { signToken, unsignedToken } from '../support/tokens';
+import { graphqlCases, type GraphQLCase } from './graphql-cases';
+import { restCases, type RestCase } from './rest-cases';
+import { webSocketCases, type WebSocketCase } from './ws-cases';
+
+/** The server under test, as the fuzzer reaches and watches it. */
+export interface FuzzTarget {
+  url: string;
+  routes: readonly RouteOptions[];
+  /** Every log line at error level or above so far. */
+  errorLines(): readonly string[];
+  residentBytes(): number;
+}
+
+export interface FuzzOptions {
+  seed: number;
+  seconds: number;
+  /** fast-check's path of a failing case, to replay it alone. */
+  path?: string;
+}
+
+export interface FuzzReport {
+  seed: number;
+  cases: number;
+  requests: number;
+  statuses: Record<string, number>;
+  webSocketCloses: Record<string, number>;
+  rss: { warm: number; peak: number; after: number };
+  slowest: { ms: number; case: string };
+  failure?: { message: string; counterexample: string; path: string };
+}
+
+type FuzzCase = GraphQLCase | RestCase | WebSocketCase;
+
+const GRAPHQL_PATH = '/v1/graphql';
+const REQUEST_TIMEOUT_MS = 10_000;
+/** Resident memory may grow to this multiple of its warmed-up size (issue: hardening, point 5). */
+const MEMORY_BOUND = 2;
+const STACK_TRACE = /\n\s+at \S+|\bat .+:\d+:\d+\)|"stack"/;
+const INTERNAL_CODES = /"(INTERNAL_SERVER_ERROR|INTERNAL_ERROR)"/;
+
+/** Who the case claims to be, as request headers. */
+function credentialHeaders(name: string): Record<string, string> {
+  switch (name) {
+    case 'admin':
+      return { 'x-gql-admin-secret': ADMIN_SECRET };
+    case 'admin-as-user':
+      return { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-role': 'user', 'x-gql-user-id': randomUUID() };
+    case 'user':
+      return { authorization: `Bearer ${signToken()}` };
+    case 'user-other-role':
+      return { authorization: `Bearer ${signToken({ roles: ['user', 'editor'] })}`, 'x-gql-role': 'editor' };
+    case 'wrong-role':
+      return { authorization: `Bearer ${signToken()}`, 'x-gql-role': 'admin' };
+    case 'wrong-secret':
+      return { 'x-gql-admin-secret': 'not-the-secret' };
+    case 'expired':
+      return { authorization: `Bearer ${signToken({ expiresIn: -60 })}` };
+    case 'alg-none':
+      return { authorization: `Bearer ${unsignedToken()}` };
+    case 'garbage-token':
+      return { authorization: 'Bearer abc.def.ghi' };
+    case 'basic':
+      return { authorization: 'Basic Zm9vOmJhcg==' };
+    default:
+      return {};
+  }
+}
+
+const CREDENTIALS = fc.constantFrom('admin', 'admin-as-user', 'user', 'user-other-role', 'anonymous', 'anonymous', 'wrong-role', 'wrong-secret', 'expired', 'alg-none', 'garbage-token', 'basic');
+
+/** What is wrong with an HTTP answer, or undefined when it is a proper answer. */
+function httpProblem(status: number, text: string): string | undefined {
+  if (status >= 500) return `answered ${status}: ${text.slice(0, 300)}`;
+  if (INTERNAL_CODES.test(text)) return `answered an internal error: ${text.slice(0, 300)}`;
+  if (STACK_TRACE.test(text)) return `answered a stack trace: ${text.slice(0, 300)}`;
+  return undefined;
+}
+
+async function sendHttp(url: string, init: RequestInit): Promise<{ status: number; text: string } | { problem: string }> {
+  try {
+    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    return { status: response.status, text: await response.text() };
+  } catch (error) {
+    const name = (error as Error).name;
+    if (name === 'TimeoutError') return { problem: `no answer within ${REQUEST_TIMEOUT_MS} ms` };
+    // A request fetch itself refuses to send (an invalid header value) never reached the server.
+    if (error instanceof TypeError && !(error as { cause?: unknown }).cause) return { status: 0, text: '' };
+    return { problem: `the connection failed: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}` };
+  }
+}
+
+function graphqlRequest(base: string, c: GraphQLCase): [string, RequestInit] {
+  const headers: Record<string, string> = { ...credentialHeaders(c.credentials) };
+  if (c.accept !== undefined) headers.accept = c.accept;
+  if (c.method === 'GET') {
+    const body = (c.body && typeof c.body === 'object' && !Array.isArray(c.body) ? c.body : { query: c.body }) as Record<string, unknown>;
+    const search = new URLSearchParams();
+    for (const [key, value] of Object.entries(body)) search.set(key, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
+    return [`${base}${GRAPHQL_PATH}?${search}`, { method: 'GET', headers }];
+  }
+  headers['content-type'] = c.contentType ?? 'application/json';
+  return [`${base}${GRAPHQL_PATH}`, { method: 'POST', headers, body: JSON.stringify(c.body) ?? 'null' }];
+}
+
+function restRequest(base: string, c: RestCase): [string, RequestInit] {
+  const headers: Record<string, string> = { ...credentialHeaders(c.credentials), ...c.headers };
+  if (c.contentType) headers['content-type'] = c.contentType;
+  const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : (JSON.stringify(c.body) ?? 'null');
+  return [`${base}${c.path}`, { method: c.method, headers, body }];
+}
+
+/** Plays a graphql-ws conversation; the server may close only with a 44xx code. */
+function playWebSocket(base: string, c: WebSocketCase): Promise<{ closedBy: 'server' | 'client'; code: number } | { problem: string }> {
+  return new Promise((resolve) => {
+    const url = `${base.replace(/^http/, 'ws')}${GRAPHQL_PATH}/subscriptions`;
+    const socket = c.protocol === null ? new WebSocket(url) : new WebSocket(url, c.protocol);
+    let clientClosing = false;
+    // The ws client itself aborts when the server picks none of the subprotocols it offered.
+    let clientAborted = false;
+    const hung = setTimeout(() => {
+      socket.terminate();
+      resolve({ problem: `the WebSocket conversation did not end within ${REQUEST_TIMEOUT_MS} ms` });
+    }, REQUEST_TIMEOUT_MS);
+    socket.on('open', async () => {
+      for (const frame of c.frames) {
+        if (socket.readyState !== WebSocket.OPEN) break;
+        socket.send(frame);
+        await new Promise((next) => setTimeout(next, 5));
+      }
+      setTimeout(() => {
+        clientClosing = true;
+        if (socket.readyState === WebSocket.OPEN) socket.close(1000, 'fuzz case done');
+      }, 120);
+    });
+    socket.on('message', (data) => {
+      const text = String(data);
+      if (STACK_TRACE.test(text) || INTERNAL_CODES.test(text)) {
+        clearTimeout(hung);
+        socket.terminate();
+        resolve({ problem: `sent ${text.slice(0, 300)}` });
+      }
+    });
+    socket.on('unexpected-response', (_request, response) => {
+      clearTimeout(hung);
+      resolve(response.statusCode && response.statusCode >= 500 ? { problem: `refused the upgrade with ${response.statusCode}` } : { closedBy: 'server', code: response.statusCode ?? 0 });
+      socket.terminate();
+    });
+    socket.on('error', (error) => {
+      if (/subprotocol/i.test(error.message)) clientAborted = true;
+    });
+    socket.on('close', (code) => {
+      clearTimeout(hung);
+      resolve({ closedBy: clientClosing || clientAborted ? 'client' : 'server', code });
+    });
+  });
+}
+
+/** Fetches the schema by introspection, as an explorer would. */
+async function introspect(base: string) {
+  const response = await fetch(`${base}${GRAPHQL_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
+    body: JSON.stringify({ query: getIntrospectionQuery() }),
+  });
+  const { data } = (await response.json()) as { data: IntrospectionQuery };
+  return buildClientSchema(data);
+}
+
+/**
+ * Sends random, boundary and malformed requests to every surface the server has, discovered at
+ * run time (root fields by introspection, REST routes from the route table, graphql-ws), and
+ * stops at the first case the server answers badly: a 5xx, an internal error, a stack trace, an
+ * error-level log line, no answer, a WebSocket close outside 44xx. Then checks memory.
+ */
+export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<FuzzReport> {
+  const schema = await introspect(target.url);
+  const subscriptionFields = Object.keys(schema.getSubscriptionType()?.getFields() ?? {});
+  const subscriptionQueries = fc.oneof(
+    fc.constantFrom(...subscriptionFields.map((name) => `subscription { ${name} { __typename } }`), 'subscription { nope }', '{ session { role } }', 'subscription {'),
+    fc.string(),
+  );
+  const wsCredentials = fc.constantFrom(
+    { headers: credentialHeaders('admin') },
+    { headers: credentialHeaders('user') },
+    credentialHeaders('expired'),
+    {},
+    { headers: 'not an object' },
+  );
+  const cases: fc.Arbitrary<FuzzCase> = fc.oneof(
+    { weight: 5, arbitrary: graphqlCases(schema, CREDENTIALS) },
+    { weight: 3, arbitrary: restCases(target.routes, CREDENTIALS, (url) => url === GRAPHQL_PATH) },
+    { weight: 1, arbitrary: webSocketCases(wsCredentials, subscriptionQueries) },
+  );
+
+  const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, slowest: { ms: 0, case: '' } };
+  // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
+  for (let i = 0; i < 200; i++) await sendHttp(`${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
+  report.rss.warm = report.rss.peak = target.residentBytes();
+
+  const problemOf = async (c: FuzzCase): Promise<string | undefined> => {
+    report.cases += 1;
+    if (report.cases % 25 === 0) report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
+    const errorsBefore = target.errorLines().length;
+    const started = performance.now();
+    let problem: string | undefined;
+    if (c.kind === 'ws') {
+      const outcome = await playWebSocket(target.url, c);
+      if ('problem' in outcome) problem = outcome.problem;
+      else {
+        const key = `${outcome.closedBy} ${outcome.code}`;
+        report.webSocketCloses[key] = (report.webSocketCloses[key] ?? 0) + 1;
+        const fine = outcome.closedBy === 'client' || (outcome.code >= 4400 && outcome.code <= 4499) || (outcome.code >= 400 && outcome.code < 500);
+        if (!fine) problem = `the server closed the WebSocket with ${outcome.code}`;
+      }
+    } else {
+      const [url, init] = c.kind === 'graphql' ? graphqlRequest(target.url, c) : restRequest(target.url, c);
+      report.requests += 1;
+      const outcome = await sendHttp(url, init);
+      if ('problem' in outcome) problem = outcome.problem;
+      else {
+        report.statuses[outcome.status] = (report.statuses[outcome.status] ?? 0) + 1;
+        problem = httpProblem(outcome.status, outcome.text);
+      }
+    }
+    const ms = performance.now() - started;
+    if (ms > report.slowest.ms) report.slowest = { ms, case: fc.stringify(c).slice(0, 300) };
+    const newErrors = target.errorLines().slice(errorsBefore);
+    if (!problem && newErrors.length > 0) problem = `logged at error level: ${newErrors[0].slice(0, 500)}`;
+    return problem;
+  };
+
+  const details = await fc.check(
+    fc.asyncProperty(cases, async (c) => {
+      const problem = await problemOf(c);
+      if (problem) throw new Error(problem);
+    }),
+    {
+      seed: options.seed,
+      path: options.path,
+      numRuns: options.path ? 1 : 100_000_000,
+      interruptAfterTimeLimit: options.seconds * 1000,
+      markInterruptAsFailure: false,
+      endOnFailure: true,
+    },
+  );
+  report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
+  report.rss.after = target.residentBytes();
+  if (details.failed) {
+    report.failure = {
+      message: String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance),
+      counterexample: fc.stringify(details.counterexample),
+      path: details.counterexamplePath ?? '',
+    };
+  } else if (report.rss.peak > MEMORY_BOUND * report.rss.warm) {
+    report.failure = { message: `resident memory grew from ${report.rss.warm} to ${report.rss.peak} bytes (bound: ${MEMORY_BOUND}x)`, counterexample: '', path: '' };
+  }
+  return report;
+}
+
+/** The report as a person reads it, with the command that replays a failure. */
+export function describeReport(report: FuzzReport): string {
+  const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+  const lines = [
+    `fuzz seed ${report.seed}: ${report.cases} cases, ${report.requests} HTTP requests`,
+    `  statuses: ${JSON.stringify(report.statuses)}`,
+    `  WebSocket closes: ${JSON.stringify(report.webSocketCloses)}`,
+    `  resident memory: ${mb(report.rss.warm)} warm, ${mb(report.rss.peak)} peak, ${mb(report.rss.after)} after`,
+    `  slowest case: ${report.slowest.ms.toFixed(0)} ms: ${report.slowest.case}`,
+  ];
+  if (report.failure) {
+    lines.push(`  FAILED: ${report.failure.message}`, `  case: ${report.failure.counterexample.slice(0, 2000)}`);
+    if (report.failure.path) lines.push(`  replay: npm run fuzz -- --seed ${report.seed} --path ${report.failure.path}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,46 @@
+import 'reflect-metadata';
+import { Command, InvalidArgumentError } from 'commander';
+import globalSetup from '../support/global-setup';
+import globalTeardown from '../support/global-teardown';
+import { describeReport, fuzz } from './fuzzer';
+import { startFuzzTarget } from './target';
+
+const whole = (value: string) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number');
+  return Number(value);
+};
+
+/** `npm run fuzz -- --seconds N --seed S [--path P]`: the fuzz test, as long as you like. */
+const options = new Command()
+  .name('fuzz')
+  .option('--seconds <n>', 'how long to run', whole, 60)
+  .option('--seed <n>', 'seed of the random cases (printed; the same seed replays the same cases)', whole, Date.now() % 2 ** 31)
+  .option('--path <path>', "fast-check's path of a failing case, to replay only it")
+  .parse()
+  .opts<{ seconds: number; seed: number; path?: string }>();
+
+async function main(): Promise<number> {
+  // The test set-up: DATABASE_URL when set, otherwise an embedded PostgreSQL under .data-test/.
+  await globalSetup();
+  try {
+    const { target, server } = await startFuzzTarget();
+    try {
+      process.stdout.write(`fuzzing ${target.url} for ${options.seconds} s with seed ${options.seed}\n`);
+      const report = await fuzz(target, options);
+      process.stdout.write(`${describeReport(report)}\n`);
+      return report.failure ? 1 : 0;
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await globalTeardown();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`fuzz: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);
