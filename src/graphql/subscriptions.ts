@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { WebSocketServer } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
@@ -72,6 +72,10 @@ export function attachSubscriptions(
         }
         const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
         if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
+        if (!getOperationAST(document, payload.operationName ?? undefined)) {
+          const name = payload.operationName ? `named "${payload.operationName}"` : 'to run (name one with operationName)';
+          return [new GraphQLError(`The document has no single operation ${name}`, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })];
+        }
         const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined);
         if (tooComplex) return [tooComplex];
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables };

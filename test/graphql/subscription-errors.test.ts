@@ -156,3 +156,16 @@ describe('protocol violations', () => {
     expect((await rawSocket(url, [{ id: '1', type: 'subscribe', payload: { query: 'subscription { ticks { n } }' } }])).code).toBe(4401);
   });
 });
+
+describe('operation selection', () => {
+  it.each([
+    ['an operationName the document does not have', 'subscription A { ticks { n } }', 'B'],
+    ['no operationName for a document with two operations', 'subscription A { ticks { n } } subscription B { ticks { n } }', null],
+  ])('answers OPERATION_RESOLUTION_FAILURE for %s, and keeps the connection', async (_case, query, operationName) => {
+    const before = logLines.length;
+    const { code, received } = await rawSocket(url, [{ type: 'connection_init' }, { id: '1', type: 'subscribe', payload: { query, operationName } }], { closeAfterMs: 300 });
+    expect(received[1]).toMatchObject({ id: '1', type: 'error', payload: [{ extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }] });
+    expect(code).toBe(1000);
+    expect(logLines.slice(before)).toEqual([]);
+  });
+});
