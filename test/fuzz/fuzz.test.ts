@@ -6,7 +6,7 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 60);
 
 it(`answers ${SECONDS} s of random and malformed requests on every surface without a fault (seed ${SEED})`, async () => {
-  const { target, server } = await startFuzzTarget();
+  const { target, stop } = await startFuzzTarget();
   try {
     const report = await fuzz(target, { seed: SEED, seconds: SECONDS });
     process.stdout.write(`${describeReport(report)}\n`);
@@ -15,6 +15,6 @@ it(`answers ${SECONDS} s of random and malformed requests on every surface witho
     expect(report.requests).toBeGreaterThan(SECONDS * 20);
     expect(Object.keys(report.webSocketCloses).length).toBeGreaterThan(0);
   } finally {
-    await server.close();
+    await stop();
   }
 }, (SECONDS + 120) * 1000);

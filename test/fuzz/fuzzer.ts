@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import type { RouteOptions } from 'fastify';
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from 'graphql';
 import WebSocket from 'ws';
 import { ADMIN_SECRET } from '../support/server';
 import { signToken, unsignedToken } from '../support/tokens';
 import { graphqlCases, type GraphQLCase } from './graphql-cases';
-import { restCases, type RestCase } from './rest-cases';
+import { restCases, type RestCase, type RouteSummary } from './rest-cases';
 import { webSocketCases, type WebSocketCase } from './ws-cases';
 
 /** The server under test, as the fuzzer reaches and watches it. */
 export interface FuzzTarget {
   url: string;
-  routes: readonly RouteOptions[];
+  routes: readonly RouteSummary[];
   /** Every log line at error level or above so far. */
   errorLines(): readonly string[];
   residentBytes(): number;
@@ -252,12 +251,16 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
   );
   report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
   report.rss.after = target.residentBytes();
+  // Log lines travel separately from answers: one written just after its answer arrives late.
+  await new Promise((resolve) => setTimeout(resolve, 200));
   if (details.failed) {
     report.failure = {
       message: String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance),
       counterexample: fc.stringify(details.counterexample),
       path: details.counterexamplePath ?? '',
     };
+  } else if (target.errorLines().length > 0) {
+    report.failure = { message: `logged at error level: ${target.errorLines()[0].slice(0, 500)}`, counterexample: '', path: '' };
   } else if (report.rss.peak > MEMORY_BOUND * report.rss.warm) {
     report.failure = { message: `resident memory grew from ${report.rss.warm} to ${report.rss.peak} bytes (bound: ${MEMORY_BOUND}x)`, counterexample: '', path: '' };
   }

@@ -23,14 +23,14 @@ async function main(): Promise<number> {
   // The test set-up: DATABASE_URL when set, otherwise an embedded PostgreSQL under .data-test/.
   await globalSetup();
   try {
-    const { target, server } = await startFuzzTarget();
+    const { target, stop } = await startFuzzTarget();
     try {
       process.stdout.write(`fuzzing ${target.url} for ${options.seconds} s with seed ${options.seed}\n`);
       const report = await fuzz(target, options);
       process.stdout.write(`${describeReport(report)}\n`);
       return report.failure ? 1 : 0;
     } finally {
-      await server.close();
+      await stop();
     }
   } finally {
     await globalTeardown();

@@ -1,20 +1,36 @@
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
-import { startTestServer, type TestServer } from '../support/server';
+import path from 'node:path';
 import type { FuzzTarget } from './fuzzer';
+import type { ServerProcessMessage } from './server-process';
 
-/** The real server in this process, its error-level log lines kept, as the fuzzer's target. */
-export async function startFuzzTarget(): Promise<{ target: FuzzTarget; server: TestServer }> {
+/**
+ * Starts the real server in a child process (test/fuzz/server-process.ts) on a database of its
+ * own, and describes it to the fuzzer: its URL, its route table, its error-level log lines as
+ * they arrive, and its resident memory.
+ */
+export function startFuzzTarget(): Promise<{ target: FuzzTarget; stop(): Promise<void> }> {
+  const child = fork(path.join(__dirname, 'server-process.js'), [], { env: process.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const errorLines: string[] = [];
-  const server = await startTestServer(
-    // Client mistakes log below error level; only the server's own faults reach these lines.
-    { LOG_LEVEL: 'error' },
-    { logTo: { write: (line: string) => void errorLines.push(line) } },
-  );
-  const target: FuzzTarget = {
-    url: server.url,
-    routes: server.server.app.routeTable,
-    errorLines: () => errorLines,
-    residentBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'))![1]) * 1024,
-  };
-  return { target, server };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    child.on('message', (message: ServerProcessMessage) => {
+      if (message.type === 'log') errorLines.push(message.line);
+      else if (message.type === 'failed') reject(new Error(`the server did not start: ${message.error}`));
+      else
+        resolve({
+          target: {
+            url: message.url,
+            routes: message.routes,
+            errorLines: () => errorLines,
+            residentBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
+          },
+          stop: async () => {
+            child.send({ type: 'stop' });
+            await exited;
+          },
+        });
+    });
+    child.once('exit', (code) => reject(new Error(`the server process exited with ${code} before it was ready`)));
+  });
 }

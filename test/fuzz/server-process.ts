@@ -1,0 +1,34 @@
+import 'reflect-metadata';
+import { startTestServer } from '../support/server';
+import type { RouteSummary } from './rest-cases';
+
+/** Messages between the fuzzer and the server process it starts (test/fuzz/target.ts). */
+export type ServerProcessMessage =
+  | { type: 'ready'; url: string; routes: RouteSummary[] }
+  | { type: 'log'; line: string }
+  | { type: 'failed'; error: string };
+
+const send = (message: ServerProcessMessage) => process.send?.(message);
+
+/**
+ * The real server in a process of its own, so that the fuzzer measures the server's memory and
+ * nothing of its own. Log lines at error level go to the parent as they are written.
+ */
+async function main(): Promise<void> {
+  const server = await startTestServer({ LOG_LEVEL: 'error' }, { logTo: { write: (line: string) => void send({ type: 'log', line }) } });
+  const routes = server.server.app.routeTable.map(({ method, url, schema }) => ({ method, url, schema }));
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    server.close().finally(() => process.exit(0));
+  };
+  process.on('message', (message: { type: string }) => message.type === 'stop' && stop());
+  process.on('disconnect', stop);
+  send({ type: 'ready', url: server.url, routes });
+}
+
+main().catch((error: unknown) => {
+  send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  process.exit(1);
+});
