@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/global-setup';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { selfSignedCertificate, SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
@@ -77,6 +77,35 @@ describe('plinth mail send-test', () => {
     expect(mail.parsed.from?.value).toEqual([{ name: 'Plinth', address: 'plinth@example.com' }]);
     expect(mail.parsed.subject).toBe('Test mail from Plinth');
     expect(mail.parsed.text).toContain('Mail delivery works');
+  });
+
+  describe.each([
+    ['STARTTLS (the default)', 'starttls', false],
+    ['TLS from the start', 'tls', true],
+  ])('over %s', (_case, secure, implicit) => {
+    let tlsReceiver: SmtpReceiver;
+    let certFile: string;
+    beforeEach(async () => {
+      const certificate = selfSignedCertificate(folder);
+      certFile = certificate.certFile;
+      tlsReceiver = await startSmtpReceiver({ tls: { ...certificate, implicit } });
+    });
+    afterEach(() => tlsReceiver.close());
+    const env = () => ({ ...smtp(tlsReceiver.port), SMTP_SECURE: secure });
+
+    it('sends the test mail to a server whose certificate it trusts', async () => {
+      const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...env(), NODE_EXTRA_CA_CERTS: certFile }, folder);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect((await tlsReceiver.next()).parsed.subject).toBe('Test mail from Plinth');
+    });
+
+    it('refuses a server whose certificate it does not trust', async () => {
+      const result = await runCli(['mail', 'send-test', 'ops@example.com'], env(), folder);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^plinth: the test mail to ops@example\.com was not sent through smtp:\/\/127\.0\.0\.1:\d+: .*self-signed certificate/);
+      expect(tlsReceiver.received).toHaveLength(0);
+    });
   });
 
   it('fails with a clear message, without a stack trace, when the SMTP server is down', async () => {

@@ -152,11 +152,11 @@ describe('the mailer over SMTP', () => {
     let revived: SmtpReceiver | undefined;
     await queue.drain(async (attempt) => {
       // Two failed attempts against a closed port, then the server comes up.
-      if (attempt === 2) revived = await startSmtpReceiver(port);
+      if (attempt === 2) revived = await startSmtpReceiver({ port });
     });
     try {
       expect(queue.failures).toHaveLength(2);
-      expect(queue.failures.map((error) => (error as { code?: string }).code)).toEqual(['ESOCKET', 'ESOCKET']);
+      expect(queue.failures.map((error) => (error as { code?: string }).code)).toEqual(['ECONNREFUSED', 'ECONNREFUSED']);
       const mail = await revived!.next();
       expect(mail.parsed.subject).toBe('Verify your e-mail address');
       expect(mail.recipients).toEqual(['ada@example.com']);

@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
@@ -21,17 +24,22 @@ export interface SmtpReceiver {
   close(): Promise<void>;
 }
 
+export interface ReceiverOptions {
+  port?: number;
+  /** With a certificate: STARTTLS offered (`implicit` false) or TLS from the first byte. Without: no TLS at all. */
+  tls?: { key: string; cert: string; implicit: boolean };
+}
+
 /**
  * A real SMTP server on loopback (smtp-server) that requires AUTH PLAIN/LOGIN with
- * SMTP_USER/SMTP_PASSWORD, offers no STARTTLS, and parses what it receives with mailparser.
+ * SMTP_USER/SMTP_PASSWORD and parses what it receives with mailparser.
  */
-export async function startSmtpReceiver(port = 0): Promise<SmtpReceiver> {
+export async function startSmtpReceiver({ port = 0, tls }: ReceiverOptions = {}): Promise<SmtpReceiver> {
   const received: ReceivedMail[] = [];
   const taken = { count: 0 };
   const waiting: (() => void)[] = [];
   const server = new SMTPServer({
-    disabledCommands: ['STARTTLS'],
-    allowInsecureAuth: true,
+    ...(tls ? { key: tls.key, cert: tls.cert, secure: tls.implicit } : { disabledCommands: ['STARTTLS'], allowInsecureAuth: true }),
     logger: false,
     onAuth(auth, _session, callback) {
       if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: auth.username });
@@ -67,4 +75,12 @@ export async function startSmtpReceiver(port = 0): Promise<SmtpReceiver> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A self-signed certificate for 127.0.0.1, made now with openssl; trust it with NODE_EXTRA_CA_CERTS=<certFile>. */
+export function selfSignedCertificate(folder: string): { key: string; cert: string; certFile: string } {
+  const keyFile = path.join(folder, 'smtp-key.pem');
+  const certFile = path.join(folder, 'smtp-cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  return { key: fs.readFileSync(keyFile, 'utf8'), cert: fs.readFileSync(certFile, 'utf8'), certFile };
 }
