@@ -1,7 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { compile as htmlToTextConverter } from 'html-to-text';
-import mjml2html from 'mjml';
 
 /**
  * The templates Plinth ships, read from the sources at run time (nothing to copy at build time).
@@ -64,6 +63,10 @@ const toText = htmlToTextConverter({
   ],
 });
 const titleToText = htmlToTextConverter({ wordwrap: false });
+
+// MJML takes half a second and 50 MB to load: it is required when the first template compiles,
+// not by every `plinth` command and server start. (A dynamic import() would break under jest.)
+let mjml2html: typeof import('mjml') | undefined;
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (character) => HTML_ESCAPES[character]);
@@ -146,6 +149,7 @@ async function compile(name: string, file: string, source: string): Promise<Comp
     try {
       // No web fonts (no request to a font host when a mail is opened); includes stay off, so
       // a template reads no other file.
+      mjml2html ??= require('mjml') as typeof import('mjml');
       html = (await mjml2html(normalized, { validationLevel: 'strict', filePath: file, keepComments: false, fonts: {}, ignoreIncludes: true })).html;
     } catch (error) {
       throw new MailError(`mail template "${name}" (${file}) is not valid MJML: ${(error as Error).message.trim()}`);
