@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
@@ -181,6 +182,22 @@ describe('the mailer over SMTP', () => {
     expect(log).toContain('"msg":"mail sent"');
     expect(log).toContain('"code":"EAUTH"');
     for (const secret of [SMTP_PASSWORD, 'wrong-password-1a2b3c', 'otp:0b1c', 'Ada Lovelace', 'finish signing up']) expect(log).not.toContain(secret);
+  });
+
+  it('gives up on a server that accepts the connection but never greets, after SMTP_GREETING_TIMEOUT_MS', async () => {
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (silent.address() as net.AddressInfo).port;
+      const { mailer, queue } = mailerWith({ ...smtpEnvironment(port), SMTP_GREETING_TIMEOUT_MS: '300', MAIL_RETRY_LIMIT: '0' });
+      await mailer.send(VERIFY);
+      const started = Date.now();
+      await expect(queue.drain()).rejects.toMatchObject({ code: 'ETIMEDOUT', message: expect.stringContaining('Greeting never received') });
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      closeMailers();
+      silent.close();
+    }
   });
 
   it('refuses to send in the clear when STARTTLS (the default) is not offered', async () => {
