@@ -27,11 +27,45 @@ describe('loadConfig', () => {
       actionsRoute: '/actions',
       database: { url: undefined, poolSize: 10, embeddedPort: 5433, dataDir: path.resolve('.data') },
       graphql: { unauthorizedRole: 'anonymous', introspection: true, devMode: false, maxDepth: 15, maxComplexity: 1000, bodyLimit: 1048576, corsOrigins: '*' },
-      auth: { passwordMinLength: 8 },
+      auth: { passwordMinLength: 8, serverUrl: 'http://localhost:8080/auth' },
       trustProxy: false,
       rateLimit: { store: 'memory', registration: { points: 5, durationSeconds: 60 } },
       outboundHttp: { connectTimeoutMs: 5000, timeoutMs: 30000, maxResponseBytes: 10485760, maxConnectionsPerOrigin: 32 },
+      publicUrl: 'http://localhost:8080',
+      mail: {
+        smtp: undefined,
+        from: { address: 'noreply@localhost', name: 'Plinth' },
+        templatesDir: path.resolve('email-templates'),
+        templateCacheSize: 100,
+        retryLimit: 10,
+        retryDelaySeconds: 30,
+      },
     });
+  });
+
+  it('builds the public addresses from PORT, PLINTH_PUBLIC_URL and AUTH_SERVER_URL', () => {
+    expect(loadConfig({ PORT: '9000' })).toMatchObject({ publicUrl: 'http://localhost:9000', auth: { serverUrl: 'http://localhost:9000/auth' } });
+    expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com/plinth' })).toMatchObject({
+      publicUrl: 'https://api.example.com/plinth',
+      auth: { serverUrl: 'https://api.example.com/plinth/auth' },
+    });
+    expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com', AUTH_SERVER_URL: 'https://auth.example.com' }).auth.serverUrl).toBe('https://auth.example.com');
+  });
+
+  it('reads the SMTP settings when SMTP_HOST is set, with their defaults', () => {
+    expect(loadConfig({ SMTP_HOST: 'smtp.example.com' }).mail.smtp).toEqual({
+      host: 'smtp.example.com',
+      port: 587,
+      user: undefined,
+      password: undefined,
+      secure: 'starttls',
+      connectionTimeoutMs: 10_000,
+      greetingTimeoutMs: 10_000,
+      socketTimeoutMs: 60_000,
+      poolSize: 5,
+    });
+    const smtp = loadConfig({ SMTP_HOST: 'mail', SMTP_PORT: '465', SMTP_SECURE: 'tls', SMTP_USER: 'u', SMTP_PASSWORD: ' p w ' }).mail.smtp;
+    expect(smtp).toMatchObject({ port: 465, secure: 'tls', user: 'u', password: ' p w ' });
   });
 
   it.each([
@@ -97,6 +131,28 @@ describe('loadConfig', () => {
     ['OUTBOUND_HTTP_TIMEOUT_MS', { OUTBOUND_HTTP_TIMEOUT_MS: 'soon' }],
     ['OUTBOUND_HTTP_MAX_RESPONSE_BYTES', { OUTBOUND_HTTP_MAX_RESPONSE_BYTES: '-1' }],
     ['OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN', { OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: '0' }],
+    ['PLINTH_PUBLIC_URL', { PLINTH_PUBLIC_URL: 'api.example.com' }],
+    ['PLINTH_PUBLIC_URL', { PLINTH_PUBLIC_URL: 'https://api.example.com/' }],
+    ['PLINTH_PUBLIC_URL', { PLINTH_PUBLIC_URL: 'ftp://api.example.com' }],
+    ['PLINTH_PUBLIC_URL', { PLINTH_PUBLIC_URL: 'https://api.example.com?x=1' }],
+    ['PLINTH_PUBLIC_URL', { PLINTH_PUBLIC_URL: 'https://user:pw@api.example.com' }],
+    ['AUTH_SERVER_URL', { AUTH_SERVER_URL: 'https://auth.example.com/#top' }],
+    ['SMTP_HOST', { SMTP_HOST: '   ' }],
+    ['SMTP_PORT', { SMTP_PORT: '0' }],
+    ['SMTP_USER', { SMTP_USER: 'someone' }],
+    ['SMTP_USER', { SMTP_PASSWORD: 'a-password' }],
+    ['SMTP_SECURE', { SMTP_SECURE: 'ssl' }],
+    ['SMTP_CONNECTION_TIMEOUT_MS', { SMTP_CONNECTION_TIMEOUT_MS: '10s' }],
+    ['SMTP_GREETING_TIMEOUT_MS', { SMTP_GREETING_TIMEOUT_MS: '0' }],
+    ['SMTP_SOCKET_TIMEOUT_MS', { SMTP_SOCKET_TIMEOUT_MS: '-5' }],
+    ['SMTP_POOL_SIZE', { SMTP_POOL_SIZE: '0' }],
+    ['AUTH_EMAIL_FROM', { AUTH_EMAIL_FROM: 'noreply' }],
+    ['AUTH_EMAIL_FROM', { AUTH_EMAIL_FROM: 'Plinth <noreply@example.com>' }],
+    ['AUTH_EMAIL_FROM_NAME', { AUTH_EMAIL_FROM_NAME: 'Plinth\r\nBcc: eve@example.com' }],
+    ['AUTH_EMAIL_TEMPLATES_DIR', { AUTH_EMAIL_TEMPLATES_DIR: ' ' }],
+    ['MAIL_TEMPLATE_CACHE_SIZE', { MAIL_TEMPLATE_CACHE_SIZE: '0' }],
+    ['MAIL_RETRY_LIMIT', { MAIL_RETRY_LIMIT: 'many' }],
+    ['MAIL_RETRY_DELAY_SECONDS', { MAIL_RETRY_DELAY_SECONDS: '0' }],
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],
@@ -115,6 +171,7 @@ describe('loadConfig', () => {
     expect(problem).not.toContain('hunter2');
     const [token] = problemsOf({ PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: 'hunter3' });
     expect(token).not.toContain('hunter3');
+    expect(problemsOf({ SMTP_PASSWORD: 'hunter2' })).toEqual(['SMTP_USER and SMTP_PASSWORD must be set together']);
   });
 
   it('refuses to run in production without the admin secret and the JWT secret', () => {

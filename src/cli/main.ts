@@ -9,6 +9,7 @@ import { createDataSource, pendingMigrations, revertLastMigration, runMigrations
 import { openDatabaseEndpoint } from '../db/database';
 import { buildPlinthSchema, printPlinthSchema, ResolverContainer } from '../graphql/schema';
 import { createLogger, startServer } from '../main';
+import { registerMailCommands } from './mail';
 
 const packageJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
   version: string;
@@ -116,6 +117,8 @@ program
       process.stdout.write(sdl);
     }
   });
+
+registerMailCommands(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`plinth: ${error instanceof Error ? error.message : String(error)}\n`);

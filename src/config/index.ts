@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
 import type { MetricsAccess } from '../platform/metrics';
+import { MAIL_ADDRESS } from '../common/mail-address';
 
 export type { JwtSecretConfig } from './jwt-secret';
 export type { CustomService } from './custom-services';
@@ -52,6 +53,20 @@ const trustProxy = z
     error: 'must be true, false, a hop count, or a comma-separated list of addresses and CIDR ranges such as 10.0.0.0/8 (or loopback, linklocal, uniquelocal)',
   });
 
+/** Where people reach a service: links in mails are built on it, so it must be absolute and end without a slash. */
+const baseUrl = nonEmpty.refine(
+  (value) => {
+    if (!URL.canParse(value)) return false;
+    const url = new URL(value);
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      !url.username && !url.password && !url.search && !url.hash && !value.includes('?') && !value.includes('#') &&
+      !value.endsWith('/')
+    );
+  },
+  { error: 'must be an absolute http(s) URL without a trailing slash, query or fragment, such as https://api.example.com' },
+);
+
 /** Every environment variable Plinth reads, with its default and its validation. */
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -89,8 +104,34 @@ const environmentSchema = z.object({
       error: 'must be * or a comma-separated list of origins such as https://app.example.com',
     }),
 
+  PLINTH_PUBLIC_URL: baseUrl.optional(),
+  AUTH_SERVER_URL: baseUrl.optional(),
+
   AUTH_PASSWORD_MIN_LENGTH: integer(1, 1024).default(8),
   AUTH_PASSWORD_MAX_LENGTH: integer(8, 4096).default(256),
+
+  SMTP_HOST: nonEmpty.optional(),
+  SMTP_PORT: integer(1, 65535).default(587),
+  SMTP_USER: nonEmpty.optional(),
+  // Taken exactly as given: spaces may be part of a password.
+  SMTP_PASSWORD: z.string().optional(),
+  SMTP_SECURE: z.enum(['starttls', 'tls', 'none'], { error: 'must be starttls, tls or none' }).default('starttls'),
+  SMTP_CONNECTION_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  SMTP_GREETING_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  SMTP_SOCKET_TIMEOUT_MS: integer(100, 3_600_000).default(60_000),
+  SMTP_POOL_SIZE: integer(1, 100).default(5),
+  AUTH_EMAIL_FROM: z
+    .string()
+    .trim()
+    .regex(MAIL_ADDRESS, { error: 'must be an e-mail address such as noreply@example.com' })
+    .default('noreply@localhost'),
+  AUTH_EMAIL_FROM_NAME: nonEmpty
+    .refine((value) => !/[\r\n]/.test(value), { error: 'must be one line' })
+    .default('Plinth'),
+  AUTH_EMAIL_TEMPLATES_DIR: nonEmpty.default('./email-templates'),
+  MAIL_TEMPLATE_CACHE_SIZE: integer(1, 10_000).default(100),
+  MAIL_RETRY_LIMIT: integer(0, 1000).default(10),
+  MAIL_RETRY_DELAY_SECONDS: integer(1, 86_400).default(30),
 
   PLINTH_SHUTDOWN_TIMEOUT_MS: integer(0, 600_000).default(10_000),
 
@@ -142,9 +183,23 @@ export interface Config {
     wsInitTimeoutMs: number;
     corsOrigins: string[] | '*';
   };
+  /** PLINTH_PUBLIC_URL: where users reach this server; every link Plinth sends is under it or `auth.serverUrl`. */
+  publicUrl: string;
   auth: {
     passwordMinLength: number;
     passwordMaxLength: number;
+    /** AUTH_SERVER_URL, the spec's `{auth_url}`. */
+    serverUrl: string;
+  };
+  mail: {
+    /** Unset without SMTP_HOST: mail is written to .eml files outside production, refused in it. */
+    smtp: SmtpSettings | undefined;
+    from: { address: string; name: string };
+    /** Templates here replace the built-in ones of the same name. */
+    templatesDir: string;
+    templateCacheSize: number;
+    retryLimit: number;
+    retryDelaySeconds: number;
   };
   /** `CS_<N>` declarations; `actionsRoute` is the route of the built-in one (template `plinth`). */
   customServices: CustomService[];
@@ -164,6 +219,20 @@ export interface Config {
     maxResponseBytes: number;
     maxConnectionsPerOrigin: number;
   };
+}
+
+export interface SmtpSettings {
+  host: string;
+  port: number;
+  /** Both or neither. */
+  user: string | undefined;
+  password: string | undefined;
+  /** starttls: plain connection upgraded, refused when the server cannot; tls: TLS from the start; none: no encryption. */
+  secure: 'starttls' | 'tls' | 'none';
+  connectionTimeoutMs: number;
+  greetingTimeoutMs: number;
+  socketTimeoutMs: number;
+  poolSize: number;
 }
 
 export class ConfigError extends Error {
@@ -201,8 +270,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.AUTH_PASSWORD_MAX_LENGTH < values.AUTH_PASSWORD_MIN_LENGTH) {
     problems.push('AUTH_PASSWORD_MAX_LENGTH must not be below AUTH_PASSWORD_MIN_LENGTH');
   }
+  if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
+    problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
+  const publicUrl = values.PLINTH_PUBLIC_URL ?? `http://localhost:${values.PORT}`;
   const builtIn = services.services.find((service) => service.template === 'plinth');
   return {
     env: values.NODE_ENV,
@@ -233,9 +306,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       wsInitTimeoutMs: values.GQL_GRAPHQL_WS_INIT_TIMEOUT_MS,
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
     },
+    publicUrl,
     auth: {
       passwordMinLength: values.AUTH_PASSWORD_MIN_LENGTH,
       passwordMaxLength: values.AUTH_PASSWORD_MAX_LENGTH,
+      serverUrl: values.AUTH_SERVER_URL ?? `${publicUrl}/auth`,
+    },
+    mail: {
+      smtp: values.SMTP_HOST
+        ? {
+            host: values.SMTP_HOST,
+            port: values.SMTP_PORT,
+            user: values.SMTP_USER,
+            password: values.SMTP_PASSWORD,
+            secure: values.SMTP_SECURE,
+            connectionTimeoutMs: values.SMTP_CONNECTION_TIMEOUT_MS,
+            greetingTimeoutMs: values.SMTP_GREETING_TIMEOUT_MS,
+            socketTimeoutMs: values.SMTP_SOCKET_TIMEOUT_MS,
+            poolSize: values.SMTP_POOL_SIZE,
+          }
+        : undefined,
+      from: { address: values.AUTH_EMAIL_FROM, name: values.AUTH_EMAIL_FROM_NAME },
+      templatesDir: path.resolve(values.AUTH_EMAIL_TEMPLATES_DIR),
+      templateCacheSize: values.MAIL_TEMPLATE_CACHE_SIZE,
+      retryLimit: values.MAIL_RETRY_LIMIT,
+      retryDelaySeconds: values.MAIL_RETRY_DELAY_SECONDS,
     },
     customServices: services.services,
     actionsRoute: builtIn?.route ?? '/actions',
