@@ -40,7 +40,53 @@ describe('loadConfig', () => {
         retryLimit: 10,
         retryDelaySeconds: 30,
       },
+      projectName: 'Plinth',
+      pluginsDir: path.resolve('plugins'),
+      servicesDir: path.resolve('services'),
+      build: { distDir: path.resolve('.nself/dist'), proxyConfDir: path.resolve('nginx/conf.d') },
+      apiDocs: {
+        enabled: true,
+        path: '/docs',
+        title: 'Plinth API',
+        theme: 'default',
+        bearerToken: undefined,
+        graphql: { enabled: true, endpoint: '/v1/graphql' },
+        hiddenPrefixes: [],
+      },
     });
+  });
+
+  it('reads the API reference settings (spec 1 §2.7)', () => {
+    const token = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm9uIn0.c2lnbmF0dXJl';
+    const config = loadConfig({
+      PLINTH_PROJECT_NAME: 'Acme',
+      API_DOCS_ENABLED: 'false',
+      API_DOCS_PATH: '/reference/v1',
+      API_DOCS_THEME: 'solarized',
+      API_DOCS_AUTH_ENV_VAR: 'DOCS_ANON_JWT',
+      DOCS_ANON_JWT: token,
+      API_DOCS_GRAPHQL_ENABLED: 'false',
+      API_DOCS_GRAPHQL_ENDPOINT: '/graphql',
+      API_DOCS_HIDE_ENDPOINTS: '/admin/, /internal,/metrics',
+      PLINTH_DIST_DIR: 'out/dist',
+      PLINTH_PROXY_CONF_DIR: '/etc/nginx/conf.d',
+    });
+    expect(config.apiDocs).toEqual({
+      enabled: false,
+      path: '/reference/v1',
+      title: 'Acme API',
+      theme: 'solarized',
+      bearerToken: token,
+      graphql: { enabled: false, endpoint: '/graphql' },
+      hiddenPrefixes: ['/admin', '/internal', '/metrics'],
+    });
+    expect(config.build).toEqual({ distDir: path.resolve('out/dist'), proxyConfDir: '/etc/nginx/conf.d' });
+    expect(loadConfig({ PLINTH_PROJECT_NAME: 'Acme', API_DOCS_TITLE: 'Acme reference' }).apiDocs.title).toBe('Acme reference');
+    expect(loadConfig({ API_DOCS_PATH: '/' }).apiDocs.path).toBe('/');
+  });
+
+  it('never repeats the token API_DOCS_AUTH_ENV_VAR names', () => {
+    expect(problemsOf({ API_DOCS_AUTH_ENV_VAR: 'DOCS_JWT', DOCS_JWT: 'hunter2 is not a jwt' })).toEqual(['DOCS_JWT (named by API_DOCS_AUTH_ENV_VAR) must be a JWT']);
   });
 
   it('builds the public addresses from PORT, PLINTH_PUBLIC_URL and AUTH_SERVER_URL', () => {
@@ -153,6 +199,24 @@ describe('loadConfig', () => {
     ['MAIL_TEMPLATE_CACHE_SIZE', { MAIL_TEMPLATE_CACHE_SIZE: '0' }],
     ['MAIL_RETRY_LIMIT', { MAIL_RETRY_LIMIT: 'many' }],
     ['MAIL_RETRY_DELAY_SECONDS', { MAIL_RETRY_DELAY_SECONDS: '0' }],
+    ['PLINTH_PROJECT_NAME', { PLINTH_PROJECT_NAME: 'Acme\nInc' }],
+    ['PLINTH_PLUGINS_DIR', { PLINTH_PLUGINS_DIR: ' ' }],
+    ['PLINTH_SERVICES_DIR', { PLINTH_SERVICES_DIR: ' ' }],
+    ['PLINTH_DIST_DIR', { PLINTH_DIST_DIR: ' ' }],
+    ['PLINTH_PROXY_CONF_DIR', { PLINTH_PROXY_CONF_DIR: ' ' }],
+    ['API_DOCS_ENABLED', { API_DOCS_ENABLED: 'sometimes' }],
+    ['API_DOCS_PATH', { API_DOCS_PATH: 'docs' }],
+    ['API_DOCS_PATH', { API_DOCS_PATH: '/docs/' }],
+    ['API_DOCS_PATH', { API_DOCS_PATH: '/api-docs' }],
+    ['API_DOCS_PATH', { API_DOCS_PATH: '/v1/graphql/docs' }],
+    ['API_DOCS_TITLE', { API_DOCS_TITLE: 'Two\nlines' }],
+    ['API_DOCS_THEME', { API_DOCS_THEME: 'dark' }],
+    ['API_DOCS_AUTH_ENV_VAR', { API_DOCS_AUTH_ENV_VAR: 'not a name' }],
+    ['API_DOCS_AUTH_ENV_VAR', { API_DOCS_AUTH_ENV_VAR: 'DOCS_JWT' }],
+    ['API_DOCS_GRAPHQL_ENABLED', { API_DOCS_GRAPHQL_ENABLED: 'on' }],
+    ['API_DOCS_GRAPHQL_ENDPOINT', { API_DOCS_GRAPHQL_ENDPOINT: 'graphql' }],
+    ['API_DOCS_HIDE_ENDPOINTS', { API_DOCS_HIDE_ENDPOINTS: 'admin' }],
+    ['API_DOCS_HIDE_ENDPOINTS', { API_DOCS_HIDE_ENDPOINTS: '/admin,' }],
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],

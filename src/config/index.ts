@@ -67,6 +67,20 @@ const baseUrl = nonEmpty.refine(
   { error: 'must be an absolute http(s) URL without a trailing slash, query or fragment, such as https://api.example.com' },
 );
 
+/** A URL path such as /docs: a slash, then letters, digits and . _ ~ - /, no trailing slash. */
+const urlPath = nonEmpty.regex(/^\/([A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*)?$/, {
+  error: 'must be a path such as /docs: a leading slash, letters, digits and . _ ~ - /, no trailing slash',
+});
+
+/** API_DOCS_THEME (spec 1 §2.7): default follows the system's light or dark mode; moon and purple are dark; solarized is light. */
+export const API_DOCS_THEMES = ['default', 'moon', 'purple', 'solarized'] as const;
+export type ApiDocsTheme = (typeof API_DOCS_THEMES)[number];
+
+/** Paths the server itself answers; the reference page cannot take one of them. */
+const RESERVED_PATHS = ['/api-docs', '/healthz', '/readyz', '/metrics', '/v1/graphql'];
+
+const oneLine = nonEmpty.refine((value) => !/[\r\n]/.test(value), { error: 'must be one line' });
+
 /** Every environment variable Plinth reads, with its default and its validation. */
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -146,6 +160,36 @@ const environmentSchema = z.object({
   OUTBOUND_HTTP_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
   OUTBOUND_HTTP_MAX_RESPONSE_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
   OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: integer(1, 10_000).default(32),
+
+  PLINTH_PROJECT_NAME: oneLine.default('Plinth'),
+  PLINTH_PLUGINS_DIR: nonEmpty.default('plugins'),
+  PLINTH_SERVICES_DIR: nonEmpty.default('services'),
+  PLINTH_DIST_DIR: nonEmpty.default('.nself/dist'),
+  PLINTH_PROXY_CONF_DIR: nonEmpty.default('nginx/conf.d'),
+  API_DOCS_ENABLED: boolean.default(true),
+  API_DOCS_PATH: urlPath
+    .refine((value) => !RESERVED_PATHS.some((reserved) => value === reserved || value.startsWith(`${reserved}/`)), {
+      error: `must not be one of the server's own paths (${RESERVED_PATHS.join(', ')})`,
+    })
+    .default('/docs'),
+  API_DOCS_TITLE: oneLine.optional(),
+  API_DOCS_THEME: z.enum(API_DOCS_THEMES, { error: `must be one of ${API_DOCS_THEMES.join(', ')}` }).default('default'),
+  API_DOCS_AUTH_ENV_VAR: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be the name of an environment variable, such as DOCS_ANON_JWT' })
+    .optional(),
+  API_DOCS_GRAPHQL_ENABLED: boolean.default(true),
+  API_DOCS_GRAPHQL_ENDPOINT: urlPath.default('/v1/graphql'),
+  API_DOCS_HIDE_ENDPOINTS: z
+    .string()
+    .transform((value) => value.split(',').map((prefix) => prefix.trim()))
+    .refine((prefixes) => prefixes.every((prefix) => /^\/[A-Za-z0-9._~\-/{}:]*$/.test(prefix)), {
+      error: 'must be a comma-separated list of path prefixes, each starting with /, such as /admin,/internal',
+    })
+    // A prefix names a path and everything under it, with or without its trailing slash.
+    .transform((prefixes) => prefixes.map((prefix) => (prefix.length > 1 ? prefix.replace(/\/+$/, '') : prefix)))
+    .optional(),
 });
 
 /** Variables whose values are never repeated in a message. */
@@ -219,6 +263,34 @@ export interface Config {
     maxResponseBytes: number;
     maxConnectionsPerOrigin: number;
   };
+  /** PLINTH_PROJECT_NAME: names the project in the API reference. */
+  projectName: string;
+  /** PLINTH_PLUGINS_DIR: one folder per installed plugin, each with its plugin.json. */
+  pluginsDir: string;
+  /** PLINTH_SERVICES_DIR: one folder per custom service (CS_<N>), named as the service. */
+  servicesDir: string;
+  /** What `plinth build` writes: the API reference files and the proxy's serving block. */
+  build: {
+    /** PLINTH_DIST_DIR: openapi.json and scalar.html, served by the proxy and by `plinth start`. */
+    distDir: string;
+    /** PLINTH_PROXY_CONF_DIR: the proxy's hand-managed configuration folder, where api-docs.conf goes. */
+    proxyConfDir: string;
+  };
+  /** The API reference (spec 1 §2.7). */
+  apiDocs: {
+    /** false: no /api-docs, no page, no GraphiQL, no serving block. */
+    enabled: boolean;
+    /** Path of the reference page. */
+    path: string;
+    title: string;
+    theme: ApiDocsTheme;
+    /** The value of the variable API_DOCS_AUTH_ENV_VAR names (a JWT), pre-filled as the bearer token. */
+    bearerToken: string | undefined;
+    /** Whether the spec documents GraphQL, and at which path. */
+    graphql: { enabled: boolean; endpoint: string };
+    /** API_DOCS_HIDE_ENDPOINTS: paths equal to or under one of these prefixes are left out of the spec. */
+    hiddenPrefixes: string[];
+  };
 }
 
 export interface SmtpSettings {
@@ -272,6 +344,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
+  }
+  const tokenVariable = values.API_DOCS_AUTH_ENV_VAR;
+  const bearerToken = tokenVariable === undefined ? undefined : present[tokenVariable]?.trim();
+  if (tokenVariable !== undefined && !bearerToken) {
+    problems.push(`API_DOCS_AUTH_ENV_VAR names ${tokenVariable}, which is not set`);
+  } else if (tokenVariable !== undefined && !/^[\w-]+\.[\w-]+\.[\w-]*$/.test(bearerToken!)) {
+    // The value is a credential: the message names the variable only.
+    problems.push(`${tokenVariable} (named by API_DOCS_AUTH_ENV_VAR) must be a JWT`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -350,6 +430,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: values.OUTBOUND_HTTP_TIMEOUT_MS,
       maxResponseBytes: values.OUTBOUND_HTTP_MAX_RESPONSE_BYTES,
       maxConnectionsPerOrigin: values.OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN,
+    },
+    projectName: values.PLINTH_PROJECT_NAME,
+    pluginsDir: path.resolve(values.PLINTH_PLUGINS_DIR),
+    servicesDir: path.resolve(values.PLINTH_SERVICES_DIR),
+    build: {
+      distDir: path.resolve(values.PLINTH_DIST_DIR),
+      proxyConfDir: path.resolve(values.PLINTH_PROXY_CONF_DIR),
+    },
+    apiDocs: {
+      enabled: values.API_DOCS_ENABLED,
+      path: values.API_DOCS_PATH,
+      title: values.API_DOCS_TITLE ?? `${values.PLINTH_PROJECT_NAME} API`,
+      theme: values.API_DOCS_THEME,
+      bearerToken,
+      graphql: { enabled: values.API_DOCS_GRAPHQL_ENABLED, endpoint: values.API_DOCS_GRAPHQL_ENDPOINT },
+      hiddenPrefixes: values.API_DOCS_HIDE_ENDPOINTS ?? [],
     },
   };
 }
