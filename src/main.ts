@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import pinoPretty from 'pino-pretty';
 import type { DataSource } from 'typeorm';
+import { apiReferenceOptions } from './apidocs/routes';
 import type { Config } from './config';
 import { withDevelopmentSecrets } from './config/dev-secrets';
 import { createDataSource, runMigrations } from './db/data-source';
@@ -146,6 +147,7 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
       metricsAccess: config.metrics,
       trustProxy: config.trustProxy,
       rateLimits,
+      apiDocs: apiReferenceOptions(config),
       actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
       routes: (routesApp) => {
         for (const module of MODULES) module.routes?.(routesApp, services.get(module));

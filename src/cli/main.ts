@@ -1,19 +1,15 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import fs from 'node:fs';
-import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { PLINTH_VERSION } from '../common/package-version';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
 import { createDataSource, pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { openDatabaseEndpoint } from '../db/database';
-import { buildPlinthSchema, printPlinthSchema, ResolverContainer } from '../graphql/schema';
+import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
 import { createLogger, startServer } from '../main';
 import { registerMailCommands } from './mail';
-
-const packageJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
-  version: string;
-};
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -35,7 +31,7 @@ function port(value: string): string {
 const program = new Command()
   .name('plinth')
   .description('Plinth: a GraphQL-first backend server (actions, auth, events, error tracking on one schema)')
-  .version(packageJson.version);
+  .version(PLINTH_VERSION);
 
 program
   .command('start')
@@ -101,9 +97,7 @@ program
   .option('-o, --output <file>', 'write it to a file instead of standard output')
   .option('--check <file>', 'exit 1 when <file> differs from what the resolvers emit')
   .action(async (options: { output?: string; check?: string }) => {
-    // Building the schema resolves no resolver and publishes nothing.
-    const inert = { publish: () => undefined, subscribe: () => (async function* () {})() };
-    const sdl = printPlinthSchema(await buildPlinthSchema({ container: new ResolverContainer(), pubSub: inert }));
+    const sdl = printPlinthSchema(await buildDeclaredSchema());
     if (options.check) {
       const committed = fs.existsSync(options.check) ? fs.readFileSync(options.check, 'utf8') : '';
       if (committed !== sdl) {

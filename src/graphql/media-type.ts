@@ -22,3 +22,15 @@ export function chooseGraphQLMediaType(accept: string | undefined): string | nul
   return chosen;
 }
 
+
+/**
+ * Whether a request comes from a browser opening the URL: its Accept ranks text/html above both
+ * JSON types (API clients that accept anything get JSON).
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  return (
+    accept !== undefined &&
+    accept.includes('text/html') &&
+    new Negotiator({ headers: { accept } }).mediaType([APPLICATION_JSON, GRAPHQL_RESPONSE_JSON, 'text/html']) === 'text/html'
+  );
+}

@@ -27,6 +27,12 @@ export async function buildPlinthSchema(options: { container: ContainerType; pub
   return schema;
 }
 
+/** The schema the resolvers declare, built without any service: to print or document it (no resolver runs, nothing is published). */
+export function buildDeclaredSchema(): Promise<GraphQLSchema> {
+  const inert = { publish: () => undefined, subscribe: () => (async function* () {})() };
+  return buildPlinthSchema({ container: new ResolverContainer(), pubSub: inert });
+}
+
 /** The committed form of the schema: sorted, so that it changes only when the types do. */
 export function printPlinthSchema(schema: GraphQLSchema): string {
   return `${printSchema(lexicographicSortSchema(schema))}\n`;

@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
+import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
 import { admitRequest, type RateLimitName, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, isRoleAllowed, variablesFromHeaders, type Session } from './session';
-import { sendError } from './errors';
+import { ENVELOPE_ERROR_SCHEMA, sendError } from './errors';
+import { requires } from './security-schemes';
 
 /** The path segment of an action: its name in kebab case (spec 1 §2.1: registerUser gives register-user). */
 export function actionPath(actionName: string): string {
@@ -42,18 +45,28 @@ interface ActionEnvelope {
  * Registers the engine-compatible handler route of an action: `POST <prefix>/<kebab-name>`
  * with Hasura's envelope {action:{name}, input, session_variables, request_query}. The caller
  * must present the admin secret; the session comes from the X-Gql-* headers (and the body's
- * session_variables, which the headers override).
+ * session_variables, which the headers override). The answer is the action's GraphQL output
+ * type (from `schema`) plus the envelope's `error_code`.
  */
 export function registerActionRoute(
   app: FastifyInstance,
-  settings: { prefix: string; adminSecret: string; rateLimits: RateLimits },
+  settings: { prefix: string; adminSecret: string; rateLimits: RateLimits; schema: GraphQLSchema },
   action: ActionDefinition,
 ): void {
   const limiter = action.rateLimit ? settings.rateLimits.get(action.rateLimit) : undefined;
+  const output = outputJsonSchema(rootFieldType(settings.schema, action.name));
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
     // Action services validate their input with fieldErrors, which reports unstorable text per field.
     config: { errorFormat: 'envelope', checksOwnText: true },
     schema: {
+      tags: ['actions'],
+      summary: `${action.name} (action handler)`,
+      description:
+        `The engine-compatible handler of the \`${action.name}\` GraphQL operation (spec 1 §2.3): the engine's envelope in, ` +
+        `the operation's result out, with \`success: false\` and per-field \`errors\` for invalid input. ` +
+        `Roles: ${action.roles.join(', ')} (X-Gql-Role; admin when none is given).` +
+        (action.rateLimit ? ` Rate limit: ${action.rateLimit}.` : ''),
+      security: requires('adminSecret'),
       body: {
         type: 'object',
         required: ['input'],
@@ -69,6 +82,35 @@ export function registerActionRoute(
             additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] },
           },
           request_query: { type: 'string' },
+        },
+      },
+      response: {
+        200: {
+          ...output,
+          description: 'The result, or success=false with the reason',
+          properties: {
+            ...(output.properties as object),
+            error_code: { type: 'string', description: 'Why the action failed (with success=false), such as VALIDATION_ERROR' },
+          },
+        },
+        400: { ...ENVELOPE_ERROR_SCHEMA, description: 'A malformed envelope or session headers (VALIDATION_ERROR)' },
+        401: {
+          description: 'No admin secret, or a wrong one',
+          type: 'object',
+          properties: { status: { type: 'string', const: 'unauthorized' }, message: { type: 'string' } },
+          required: ['status', 'message'],
+        },
+        403: { ...ENVELOPE_ERROR_SCHEMA, description: 'The session role may not call this action (FORBIDDEN)' },
+        429: {
+          description: 'Too many calls from this user (or address); Retry-After says when to try again',
+          type: 'object',
+          properties: {
+            success: { type: 'boolean', const: false },
+            error: { type: 'string', const: 'rate-limited' },
+            message: { type: 'string' },
+            error_code: { type: 'string', const: 'RATE_LIMITED' },
+          },
+          required: ['success', 'error', 'message', 'error_code'],
         },
       },
     },

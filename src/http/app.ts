@@ -5,16 +5,19 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { OPENAPI_PATH } from '../apidocs/openapi';
+import { graphiqlResponder, installApiReference, type ApiReferenceOptions } from '../apidocs/routes';
 import type { TrustProxy } from '../config';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
+import { prefersHtml } from '../graphql/media-type';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
 import { installRawBodyParser } from '../platform/signatures';
-import { registerActionRoute, type ActionDefinition } from './actions';
+import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
 import { installInputTextCheck } from './input-text';
@@ -48,6 +51,8 @@ export interface HttpAppOptions {
   trustProxy: TrustProxy;
   /** The named limits for resolvers and action routes. */
   rateLimits: RateLimits;
+  /** The API reference (/api-docs, the page, GraphiQL), when API_DOCS_ENABLED. */
+  apiDocs: ApiReferenceOptions;
 }
 
 /**
@@ -91,6 +96,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const routeTable: RouteOptions[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => void routeTable.push(route));
+  const apiDocs = options.apiDocs.settings.enabled;
+  // First: it documents the routes registered after it.
+  if (apiDocs) {
+    const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
+    await installApiReference(app, options.apiDocs, { schema: options.schema, actions, logger });
+  }
+  const graphiql = apiDocs ? graphiqlResponder(options.apiDocs.settings) : undefined;
   installErrorHandling(app);
   installRawBodyParser(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose
@@ -105,13 +117,36 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  installCors(app, options.corsOrigins);
+  installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
   installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  const status = (value: string, description: string) => ({
+    description,
+    type: 'object',
+    properties: { status: { type: 'string', const: value }, database: { type: 'string', const: value === 'ready' ? 'ok' : 'unreachable' } },
+    required: ['status', 'database'],
+  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Liveness',
+        response: {
+          200: { description: 'The process serves requests', type: 'object', properties: { status: { type: 'string', const: 'ok' } }, required: ['status'] },
+        },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
+  const readiness = {
+    tags: ['health'],
+    summary: 'Readiness',
+    response: { 200: status('ready', 'The database answers'), 503: status('unavailable', 'The database does not answer') },
+  };
+  app.get('/readyz', { schema: readiness }, async (_request, reply) => {
     try {
       await options.dataSource.query('SELECT 1');
       return { status: 'ready', database: 'ok' };
@@ -134,7 +169,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     url: GRAPHQL_PATH,
     // Arguments are checked per root field (guardRootArgumentText), where the field is known.
     config: { errorFormat: 'graphql', checksOwnText: true },
+    // Any GraphQL body goes: the API reference documents this route by hand, from the schema.
+    schema: { hide: true },
     handler: async (request, reply) => {
+      if (graphiql && request.method === 'GET' && prefersHtml(request.headers.accept)) return graphiql(request, reply);
       const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
       const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
       if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
@@ -163,7 +201,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   for (const action of options.actions) {
-    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits }, action);
+    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema }, action);
   }
 
   options.routes(app);

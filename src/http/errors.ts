@@ -27,6 +27,25 @@ const CODES: Record<number, string> = {
   429: 'RATE_LIMITED',
 };
 
+/** The body `sendError` answers with on REST routes (the handler envelope of spec 1 §2.3), for route schemas. */
+export const ENVELOPE_ERROR_SCHEMA = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean', const: false },
+    message: { type: 'string' },
+    error_code: { type: 'string' },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { field: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+        required: ['field', 'message', 'code'],
+      },
+    },
+  },
+  required: ['success', 'message', 'error_code'],
+} as const;
+
 /** Answers with an error in the route's format; never with a stack trace. */
 export function sendError(
   reply: FastifyReply,

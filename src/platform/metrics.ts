@@ -1,7 +1,8 @@
 import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { secretsEqual } from '../common/secrets';
+import { requires } from '../http/security-schemes';
 
 /** Who may read /metrics (PLINTH_METRICS). */
 export type MetricsAccess = { mode: 'off' } | { mode: 'loopback' } | { mode: 'token'; token: string };
@@ -115,7 +116,30 @@ export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void
  */
 export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics, access: MetricsAccess): void {
   if (access.mode === 'off') return;
-  app.get('/metrics', async (request, reply) => {
+  const refusal = {
+    type: 'object',
+    properties: { error: { type: 'string' }, message: { type: 'string' } },
+    required: ['error', 'message'],
+  };
+  const schema: FastifySchema = {
+    tags: ['health'],
+    summary: 'Prometheus metrics',
+    description:
+      access.mode === 'loopback'
+        ? 'Answered to loopback clients only (`PLINTH_METRICS=loopback`); behind a trusted proxy, the forwarded client address decides.'
+        : 'Answered to callers with the bearer token `PLINTH_METRICS_TOKEN` (`PLINTH_METRICS=token`).',
+    ...(access.mode === 'token' ? { security: requires('metricsToken') } : {}),
+    response: {
+      200: {
+        description: 'The Prometheus text exposition format',
+        content: { [metrics.registry.contentType]: { schema: { type: 'string' } } },
+      },
+      ...(access.mode === 'token'
+        ? { 401: { ...refusal, description: 'No token, or a wrong one' } }
+        : { 403: { ...refusal, description: 'The client is not on the loopback interface' } }),
+    },
+  };
+  app.get('/metrics', { schema }, async (request, reply) => {
     const refusal = metricsRefusal(request, access);
     if (refusal) {
       if (refusal.status === 401) reply.header('www-authenticate', 'Bearer realm="metrics"');

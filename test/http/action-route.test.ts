@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { buildSchema } from 'graphql';
 import { registerActionRoute } from '../../src/http/actions';
 import { installErrorHandling } from '../../src/http/errors';
 import type { Session } from '../../src/http/session';
@@ -7,6 +8,14 @@ import pino from 'pino';
 import { RateLimits } from '../../src/platform/rate-limits';
 
 const SECRET = 'route-test-admin-secret';
+// A handler route answers with its action's GraphQL output type.
+const SCHEMA = buildSchema(`
+  scalar JSONObject
+  type Query { alwaysFails: Outcome! }
+  type Mutation { echoSession: EchoedSession! }
+  type Outcome { success: Boolean! }
+  type EchoedSession { success: Boolean! role: String! userId: String variables: JSONObject! }
+`);
 let app: FastifyInstance;
 let baseUrl: string;
 
@@ -14,7 +23,7 @@ beforeAll(async () => {
   app = Fastify({ logger: false });
   installErrorHandling(app);
   const rateLimits = new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' }));
-  const settings = { prefix: '/actions', adminSecret: SECRET, rateLimits };
+  const settings = { prefix: '/actions', adminSecret: SECRET, rateLimits, schema: SCHEMA };
   registerActionRoute(app, settings, {
     name: 'echoSession',
     roles: ['user', 'moderator'],

@@ -1,0 +1,235 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import fastifySwagger from '@fastify/swagger';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
+import type { Logger } from 'pino';
+import { PLINTH_VERSION } from '../common/package-version';
+import type { Config } from '../config';
+import { SECURITY_SCHEMES } from '../http/security-schemes';
+import { readDeclarations, type DeclarationSources } from './declarations';
+import type { ActionRoute } from './graphql-reference';
+import { OPENAPI_PATH, openApiDocument } from './openapi';
+import { graphiqlPage, referencePage } from './pages';
+
+/** The files `plinth build` writes into PLINTH_DIST_DIR, and `plinth start` serves when they are there. */
+export const SPEC_FILE = 'openapi.json';
+export const PAGE_FILE = 'scalar.html';
+
+export interface ApiReferenceOptions extends DeclarationSources {
+  settings: Config['apiDocs'];
+  publicUrl: string;
+  /** Where `plinth build` wrote the files, served when both are there; unset: always generate them (the build itself). */
+  builtDir: string | undefined;
+}
+
+/** The reference as a server started from `config` serves it. */
+export function apiReferenceOptions(config: Config): ApiReferenceOptions {
+  return {
+    settings: config.apiDocs,
+    publicUrl: config.publicUrl,
+    customServices: config.customServices,
+    pluginsDir: config.pluginsDir,
+    servicesDir: config.servicesDir,
+    builtDir: config.build.distDir,
+  };
+}
+
+/** A response body with its validator. */
+export interface Served {
+  body: string;
+  etag: string;
+}
+
+export function served(body: string): Served {
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
+}
+
+/**
+ * Answers with a body the browser may keep and revalidate (304 when its copy is current): the
+ * pages are megabytes, and they change only with a build or a restart.
+ */
+export function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {
+  reply.header('etag', file.etag).header('cache-control', 'no-cache').headers(headers);
+  const known = request.headers['if-none-match']?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+  if (known?.includes(file.etag)) return reply.code(304).send();
+  return reply.type(type).send(file.body);
+}
+
+/**
+ * The page's Content-Security-Policy: scripts and styles only from the page itself, and requests
+ * only to this origin and the servers the spec names (custom services), so nothing in the bundle
+ * can reach another host.
+ */
+export function pageSecurityPolicy(document: { servers?: { url: string }[]; paths?: Record<string, { servers?: { url: string }[] }> }): string {
+  const origins = new Set<string>();
+  for (const server of [...(document.servers ?? []), ...Object.values(document.paths ?? {}).flatMap((item) => item.servers ?? [])]) {
+    if (URL.canParse(server.url)) origins.add(new URL(server.url).origin);
+  }
+  return [
+    "default-src 'none'",
+    "script-src 'unsafe-inline' 'unsafe-eval'",
+    "style-src 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    `connect-src 'self' ${[...origins].sort().join(' ')}`.trim(),
+    "worker-src 'self' blob:",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join('; ');
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The API reference of this app's routes, as generated now (what `plinth build` writes). */
+    apiReference: { generate(): Promise<GeneratedReference> };
+  }
+}
+
+export interface GeneratedReference {
+  document: Record<string, unknown>;
+  /** The document as served and written: indented JSON. */
+  spec: string;
+  /** The page, with the document inside. */
+  page: string;
+  /** The page's Content-Security-Policy. */
+  policy: string;
+  /** Plugin or service paths left out because the path was already documented. */
+  problems: string[];
+}
+
+interface ReferenceFiles {
+  spec: Served;
+  page: Served;
+  /** The page's Content-Security-Policy. */
+  policy: string;
+}
+
+const notModified = { description: 'Not Modified: the copy named in If-None-Match is current', type: 'null' };
+
+/**
+ * The API reference on `app`: @fastify/swagger collects every route registered after it (so this
+ * runs before any route), and `GET /api-docs` and `GET <API_DOCS_PATH>` serve the spec and the
+ * page: the files `plinth build` wrote when both are there, otherwise generated from the
+ * running app's routes on the first request. Malformed plugin manifests and service documents are
+ * logged and left out.
+ */
+export async function installApiReference(
+  app: FastifyInstance,
+  options: ApiReferenceOptions,
+  context: { schema: GraphQLSchema; actions: readonly ActionRoute[]; logger: Logger },
+): Promise<void> {
+  const { settings } = options;
+  // Routes name the security schemes they accept; @fastify/swagger needs to know them.
+  await app.register(fastifySwagger, {
+    openapi: { openapi: '3.1.0', info: { title: settings.title, version: PLINTH_VERSION }, components: { securitySchemes: SECURITY_SCHEMES } },
+  });
+
+  const built = options.builtDir ? builtFiles(options.builtDir, context.logger) : undefined;
+  const declared = built ? undefined : readDeclarations(options);
+  for (const problem of declared?.problems ?? []) context.logger.warn({ problem }, 'left out of the API reference');
+
+  const generate = async (): Promise<GeneratedReference> => {
+    const problems: string[] = [];
+    const document = openApiDocument(
+      {
+        routes: app.swagger() as unknown as Record<string, unknown>,
+        schema: context.schema,
+        actions: context.actions,
+        declarations: (declared ?? readDeclarations(options)).declarations,
+        title: settings.title,
+        version: PLINTH_VERSION,
+        publicUrl: options.publicUrl,
+        graphql: settings.graphql,
+        hiddenPrefixes: settings.hiddenPrefixes,
+      },
+      problems,
+    );
+    return {
+      document,
+      spec: `${JSON.stringify(document, null, 2)}\n`,
+      page: referencePage(document, settings),
+      policy: pageSecurityPolicy(document),
+      problems,
+    };
+  };
+  app.decorate('apiReference', { generate });
+
+  let generated: Promise<ReferenceFiles> | undefined;
+  const files = () => {
+    generated ??= generate().then(
+      (reference) => {
+        for (const problem of reference.problems) context.logger.warn({ problem }, 'left out of the API reference');
+        return { spec: served(reference.spec), page: served(reference.page), policy: reference.policy };
+      },
+      (error: unknown) => {
+        generated = undefined;
+        throw error;
+      },
+    );
+    return generated;
+  };
+
+  app.get(OPENAPI_PATH, {
+    schema: {
+      tags: ['docs'],
+      summary: 'The OpenAPI 3.1 document',
+      description: 'This document. Any origin may read it (CORS).',
+      response: {
+        200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } },
+        304: notModified,
+      },
+    },
+    handler: async (request, reply) => sendServed(request, reply, built?.spec ?? (await files()).spec, 'application/json; charset=utf-8'),
+  });
+  app.get(settings.path, {
+    schema: {
+      tags: ['docs'],
+      summary: 'The API reference page',
+      description: 'This page: Scalar, with the OpenAPI document inside, served as one file that makes no request to another host.',
+      response: {
+        200: { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } },
+        304: notModified,
+      },
+    },
+    handler: async (request, reply) => {
+      const { page, policy } = built ?? (await files());
+      return sendServed(request, reply, page, 'text/html; charset=utf-8', { 'content-security-policy': policy });
+    },
+  });
+}
+
+/** What `plinth build` wrote, when both files are there. */
+function builtFiles(dir: string, logger: Logger): ReferenceFiles | undefined {
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(path.join(dir, file), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  };
+  const [spec, page] = [read(SPEC_FILE), read(PAGE_FILE)];
+  if (spec === undefined || page === undefined) {
+    if (spec !== page) logger.warn({ dir }, `only one of ${SPEC_FILE} and ${PAGE_FILE} is there: serving a reference generated now (run plinth build)`);
+    return undefined;
+  }
+  let document: Parameters<typeof pageSecurityPolicy>[0];
+  try {
+    document = JSON.parse(spec) as typeof document;
+  } catch {
+    throw new Error(`${path.join(dir, SPEC_FILE)} is not the JSON plinth build writes: run plinth build again`);
+  }
+  logger.info({ dir }, 'serving the API reference plinth build wrote');
+  return { spec: served(spec), page: served(page), policy: pageSecurityPolicy(document) };
+}
+
+/** GraphiQL for browsers at the GraphQL endpoint, with the bearer token pre-filled; built on first use. */
+export function graphiqlResponder(settings: Config['apiDocs']): (request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  let page: Served | undefined;
+  return (request, reply) => {
+    page ??= served(graphiqlPage({ title: settings.title, bearerToken: settings.bearerToken }));
+    return sendServed(request, reply, page, 'text/html; charset=utf-8', { 'content-security-policy': pageSecurityPolicy({}) });
+  };
+}
