@@ -9,6 +9,7 @@ import { createDataSource, pendingMigrations, revertLastMigration, runMigrations
 import { openDatabaseEndpoint } from '../db/database';
 import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
 import { createLogger, startServer } from '../main';
+import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
@@ -113,6 +114,7 @@ program
   });
 
 registerMailCommands(program, configuration);
+registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`plinth: ${error instanceof Error ? error.message : String(error)}\n`);
