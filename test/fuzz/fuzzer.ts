@@ -75,22 +75,27 @@ function credentialHeaders(name: string): Record<string, string> {
 const CREDENTIALS = fc.constantFrom('admin', 'admin-as-user', 'user', 'user-other-role', 'anonymous', 'anonymous', 'wrong-role', 'wrong-secret', 'expired', 'alg-none', 'garbage-token', 'basic');
 
 /** What is wrong with an HTTP answer, or undefined when it is a proper answer. */
-function httpProblem(status: number, text: string): string | undefined {
+/**
+ * What is wrong with an answer. The only HTML the server sends is its vendored pages (the API
+ * reference, GraphiQL), whose scripts mention stacks and error codes: only their status counts.
+ */
+function httpProblem(status: number, text: string, contentType: string | null): string | undefined {
   if (status >= 500) return `answered ${status}: ${text.slice(0, 300)}`;
+  if (contentType?.startsWith('text/html')) return undefined;
   if (INTERNAL_CODES.test(text)) return `answered an internal error: ${text.slice(0, 300)}`;
   if (STACK_TRACE.test(text)) return `answered a stack trace: ${text.slice(0, 300)}`;
   return undefined;
 }
 
-async function sendHttp(url: string, init: RequestInit): Promise<{ status: number; text: string } | { problem: string }> {
+async function sendHttp(url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
     const response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    return { status: response.status, text: await response.text() };
+    return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   } catch (error) {
     const name = (error as Error).name;
     if (name === 'TimeoutError') return { problem: `no answer within ${REQUEST_TIMEOUT_MS} ms` };
     // A request fetch itself refuses to send (an invalid header value) never reached the server.
-    if (error instanceof TypeError && !(error as { cause?: unknown }).cause) return { status: 0, text: '' };
+    if (error instanceof TypeError && !(error as { cause?: unknown }).cause) return { status: 0, text: '', contentType: null };
     return { problem: `the connection failed: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}` };
   }
 }
@@ -111,7 +116,9 @@ function graphqlRequest(base: string, c: GraphQLCase): [string, RequestInit] {
 function restRequest(base: string, c: RestCase): [string, RequestInit] {
   const headers: Record<string, string> = { ...credentialHeaders(c.credentials), ...c.headers };
   if (c.contentType) headers['content-type'] = c.contentType;
-  const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : (JSON.stringify(c.body) ?? 'null');
+  // fetch refuses to send a body with GET or HEAD.
+  const bodyless = c.body === undefined || c.method === 'GET' || c.method === 'HEAD';
+  const body = bodyless ? undefined : typeof c.body === 'string' ? c.body : (JSON.stringify(c.body) ?? 'null');
   return [`${base}${c.path}`, { method: c.method, headers, body }];
 }
 
@@ -225,7 +232,7 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
       if ('problem' in outcome) problem = outcome.problem;
       else {
         report.statuses[outcome.status] = (report.statuses[outcome.status] ?? 0) + 1;
-        problem = httpProblem(outcome.status, outcome.text);
+        problem = httpProblem(outcome.status, outcome.text, outcome.contentType);
       }
     }
     const ms = performance.now() - started;
