@@ -21,18 +21,14 @@ function packageFile(name: string, file: string): string {
   throw new Error(`${name}/${file} is not installed (run npm ci)`);
 }
 
-const vendoredText = new Map<keyof typeof VENDORED, string>();
-
-/** A vendored file's text, read once per process (several megabytes: only pages that are asked for read theirs). */
+/**
+ * A vendored file's text. Not kept: each server builds each page once, on its first request, and
+ * several megabytes of source would otherwise stay in memory for good.
+ */
 function vendored(name: keyof typeof VENDORED): string {
-  let text = vendoredText.get(name);
-  if (text === undefined) {
-    // A source map comment would make the browser's developer tools ask our server for a file it does not have.
-    const [packageName, file] = VENDORED[name];
-    text = fs.readFileSync(packageFile(packageName, file), 'utf8').replace(/\n\/[/*]# sourceMappingURL=\S+\s*(\*\/)?\s*$/, '\n');
-    vendoredText.set(name, text);
-  }
-  return text;
+  const [packageName, file] = VENDORED[name];
+  // A source map comment would make the browser's developer tools ask our server for a file it does not have.
+  return fs.readFileSync(packageFile(packageName, file), 'utf8').replace(/\n\/[/*]# sourceMappingURL=\S+\s*(\*\/)?\s*$/, '\n');
 }
 
 /**
@@ -104,6 +100,8 @@ export function referencePage(document: unknown, settings: ReferencePageSettings
     showDeveloperTools: 'never',
     documentDownloadType: 'json',
     defaultOpenFirstTag: true,
+    // Fields in the order the schemas declare them (success, then the result, then errors), not alphabetical.
+    orderSchemaPropertiesBy: 'preserve',
     ...(settings.bearerToken
       ? { authentication: { preferredSecurityScheme: 'bearerAuth', securitySchemes: { bearerAuth: { token: settings.bearerToken } } } }
       : {}),

@@ -36,13 +36,14 @@ export function apiReferenceOptions(config: Config): ApiReferenceOptions {
   };
 }
 
-/** A response body with its validator. */
+/** A response body, encoded once (the pages are megabytes), with its validator. */
 export interface Served {
-  body: string;
+  body: Buffer;
   etag: string;
 }
 
-export function served(body: string): Served {
+export function served(text: string): Served {
+  const body = Buffer.from(text);
   return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
 }
 
