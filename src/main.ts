@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config';
@@ -10,8 +11,10 @@ import { openDatabaseEndpoint } from './db/database';
 import { PostgresPubSub } from './graphql/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { buildHttpApp } from './http/app';
+import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
-import { ModuleServices, type Platform } from './platform/module';
+import { JobQueue } from './platform/job-queue';
+import { ModuleServices, type AnyModule, type Platform } from './platform/module';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -19,6 +22,7 @@ export interface RunningServer {
   port: number;
   app: FastifyInstance;
   dataSource: DataSource;
+  jobs: JobQueue;
   logger: Logger;
   /** Drains requests and subscriptions, then releases the database (and stops the embedded one). */
   close(): Promise<void>;
@@ -60,10 +64,21 @@ export function createLogger(config: Config, destination?: DestinationStream): L
 
 /**
  * Starts Plinth: database (DATABASE_URL or the embedded one), migrations, the cross-instance
- * PubSub, the services, the schema and the HTTP/WebSocket server.
+ * PubSub, the job queue, the services, then by PLINTH_PROCESS_ROLES the schema and the
+ * HTTP/WebSocket server (api) and the job workers (worker). A process without the api role
+ * still listens, for the health probes only.
+ *
+ * `modules` is the product's list; tests add modules of their own (a queue to exercise the
+ * workers with). The GraphQL schema always comes from MODULES.
  */
-export async function startServer(baseConfig: Config, logger: Logger = createLogger(baseConfig)): Promise<RunningServer> {
+export async function startServer(
+  baseConfig: Config,
+  logger: Logger = createLogger(baseConfig),
+  modules: readonly AnyModule[] = MODULES,
+): Promise<RunningServer> {
   const config = withDevelopmentSecrets(baseConfig, (text) => process.stderr.write(`${text}\n`));
+  const serveApi = config.processRoles.includes('api');
+  const runWorkers = config.processRoles.includes('worker');
   const cleanup: (() => Promise<unknown>)[] = [];
   const close = async () => {
     for (const step of cleanup.splice(0).reverse()) {
@@ -88,52 +103,86 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
     await pubSub.start();
     cleanup.push(() => pubSub.close());
 
-    const platform: Platform = { config, dataSource, logger, pubSub };
+    const jobs = new JobQueue({
+      dataSource,
+      url: endpoint.url,
+      config: config.jobs,
+      logger: logger.child({ component: 'jobs' }),
+      supervise: runWorkers,
+    });
+    await jobs.start();
+    // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
+    cleanup.push(() => jobs.stop());
+
+    const platform: Platform = { config, dataSource, logger, pubSub, jobs };
     const services = new ModuleServices();
     const container = new ResolverContainer();
-    for (const module of MODULES) {
+    for (const module of modules) {
       const created = await module.create(platform, services);
       services.set(module, created);
       container.add(...(module.resolvers ?? []).map((Resolver) => new Resolver(created)));
     }
-    const schema = await buildPlinthSchema({ container, pubSub });
+    await jobs.declare(modules.flatMap((module) => module.jobs?.(services.get(module)) ?? []));
+    if (runWorkers) await jobs.work();
 
-    const graphql = config.graphql;
-    const sessionSettings = {
-      adminSecret: graphql.adminSecret!,
-      jwtSecret: graphql.jwtSecret!,
-      unauthorizedRole: graphql.unauthorizedRole,
-    };
-    const app = await buildHttpApp({
-      logger,
-      schema,
-      dataSource,
-      apollo: { introspection: graphql.introspection, devMode: graphql.devMode },
-      limits: { maxDepth: graphql.maxDepth, maxComplexity: graphql.maxComplexity },
-      subscriptions: {
-        ...sessionSettings,
-        initTimeoutMs: graphql.wsInitTimeoutMs,
-        maxPayload: graphql.bodyLimit,
-        devMode: graphql.devMode,
-      },
-      bodyLimit: graphql.bodyLimit,
-      corsOrigins: graphql.corsOrigins,
-      actionsRoute: config.actionsRoute,
-      actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
-      routes: (routesApp) => {
-        for (const module of MODULES) module.routes?.(routesApp, services.get(module));
-      },
-    });
+    const app = serveApi
+      ? await buildApiApp(config, logger, dataSource, await buildPlinthSchema({ container, pubSub }), modules, services)
+      : buildProbeApp({ logger, dataSource });
     cleanup.push(() => app.close());
     await app.listen({ host: config.host, port: config.port });
 
     const port = (app.server.address() as AddressInfo).port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    logger.info({ url, graphql: `${url}/v1/graphql`, database: endpoint.embedded ? 'embedded' : 'DATABASE_URL' }, 'Plinth is ready');
-    return { url, port, app, dataSource, logger, close };
+    logger.info(
+      {
+        url,
+        ...(serveApi ? { graphql: `${url}/v1/graphql` } : {}),
+        roles: config.processRoles,
+        database: endpoint.embedded ? 'embedded' : 'DATABASE_URL',
+      },
+      'Plinth is ready',
+    );
+    return { url, port, app, dataSource, jobs, logger, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/** The full HTTP server of the api role: GraphQL, subscriptions, actions, the modules' routes. */
+function buildApiApp(
+  config: Config,
+  logger: Logger,
+  dataSource: DataSource,
+  schema: GraphQLSchema,
+  modules: readonly AnyModule[],
+  services: ModuleServices,
+): Promise<FastifyInstance> {
+  const graphql = config.graphql;
+  const sessionSettings = {
+    adminSecret: graphql.adminSecret!,
+    jwtSecret: graphql.jwtSecret!,
+    unauthorizedRole: graphql.unauthorizedRole,
+  };
+  return buildHttpApp({
+    logger,
+    schema,
+    dataSource,
+    apollo: { introspection: graphql.introspection, devMode: graphql.devMode },
+    limits: { maxDepth: graphql.maxDepth, maxComplexity: graphql.maxComplexity },
+    subscriptions: {
+      ...sessionSettings,
+      initTimeoutMs: graphql.wsInitTimeoutMs,
+      maxPayload: graphql.bodyLimit,
+      devMode: graphql.devMode,
+    },
+    bodyLimit: graphql.bodyLimit,
+    corsOrigins: graphql.corsOrigins,
+    actionsRoute: config.actionsRoute,
+    actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
+    routes: (routesApp) => {
+      for (const module of modules) module.routes?.(routesApp, services.get(module));
+    },
+  });
 }

@@ -12,6 +12,7 @@ import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subsc
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling } from './errors';
+import { registerHealthRoutes } from './health';
 import { resolveSession, SessionError } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -81,16 +82,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
   installCors(app, options.corsOrigins);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    try {
-      await options.dataSource.query('SELECT 1');
-      return { status: 'ready', database: 'ok' };
-    } catch (error) {
-      reply.log.warn({ err: error }, 'readiness check: database unreachable');
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
-  });
+  registerHealthRoutes(app, options.dataSource);
 
   const limits = createQueryLimits(options.schema, options.limits);
   const apollo = createApolloServer(options.schema, options.apollo, limits, logger);

@@ -4,6 +4,8 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
 import type { ActionDefinition } from '../http/actions';
+import type { JobQueue } from './job-queue';
+import type { JobDefinition } from './jobs';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -11,6 +13,11 @@ export interface Platform {
   dataSource: DataSource;
   logger: Logger;
   pubSub: PostgresPubSub;
+  /**
+   * Background jobs. Services that only send take it as a `JobSender`; the admin API and
+   * metrics use the rest (find, retry, cancel, counts).
+   */
+  jobs: JobQueue;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */
@@ -30,6 +37,11 @@ export interface PlinthModule<Services = unknown> {
   routes?(app: FastifyInstance, services: Services): void;
   /** Engine-compatible action handlers, served under the actions route prefix. */
   actions?(services: Services): ActionDefinition[];
+  /**
+   * The module's job queues and their workers. Every process declares them (so any process can
+   * send); only processes with the worker role (PLINTH_PROCESS_ROLES) run the workers.
+   */
+  jobs?(services: Services): JobDefinition[];
 }
 
 /** A module of any services type, as the list holds them. */

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.js');
+/** The real server with the recorder module's job queue added (job-server.ts). */
+export const JOB_SERVER = path.join(__dirname, 'job-server.js');
 
 export interface SpawnedServer {
   url: string;
@@ -38,11 +40,11 @@ export function runCli(
 }
 
 /**
- * Starts `plinth start` as a separate process and waits until it logs that it is ready (so it
- * always logs at level info, whatever `env` says).
+ * Starts `plinth start` (or another script that starts the server) as a separate process and
+ * waits until it logs that it is ready (so it always logs at level info, whatever `env` says).
  */
-export function spawnServer(env: Record<string, string>, timeoutMs = 45_000): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, [CLI, 'start'], { env: childEnvironment({ ...env, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnServer(env: Record<string, string>, timeoutMs = 45_000, args = [CLI, 'start']): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, args, { env: childEnvironment({ ...env, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
