@@ -103,3 +103,25 @@ describe('the job queue', () => {
     expect(failed).toBe(1);
   });
 });
+
+describe('declaring queues', () => {
+  const refused = (overrides: Record<string, string>, modules: ReturnType<typeof recorderModule>[]) =>
+    startTestServer(overrides, { database, modules });
+
+  it('stops start-up on settings for a queue no module declares (a misspelt name)', async () => {
+    await expect(refused({ JOBS_TEST_RECORDS_CONCURRENCY: '2' }, [recorderModule()])).rejects.toThrow(
+      'JOBS_TEST_RECORDS_* is set, but no module declares that job queue (queues: test_record)',
+    );
+  });
+
+  it("stops start-up on a module's invalid settings or queue name", async () => {
+    await expect(refused({}, [recorderModule({ concurrency: 0 })])).rejects.toThrow('job queue "test_record": concurrency must be at least 1 (got 0)');
+    await expect(refused({}, [recorderModule({ retryDelaySeconds: 1.5 })])).rejects.toThrow(
+      'job queue "test_record": retryDelaySeconds must be a whole number (got 1.5)',
+    );
+    const badName = { ...recorderModule(), jobs: () => [{ queue: 'Mail Out', work: async () => undefined }] };
+    await expect(refused({}, [badName])).rejects.toThrow('job queue "Mail Out": a name is a lower-case letter');
+    const twice = { ...recorderModule(), name: 'second', jobs: () => [{ queue: 'test-record', work: async () => undefined }] };
+    await expect(refused({}, [recorderModule(), twice])).rejects.toThrow('job queues "test_record" and "test-record" would share the settings JOBS_TEST_RECORD_*');
+  });
+});
