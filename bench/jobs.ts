@@ -75,7 +75,11 @@ interface TargetResult {
 interface Sender {
   send(data: BenchJob): Promise<unknown>;
   completed(): Promise<number>;
-  /** Removes the target's jobs, so that each measurement counts its own. */
+  /**
+   * Removes the target's jobs, so that each measurement counts its own, and vacuums its table:
+   * every target starts without the dead rows of the previous measurement, whatever autovacuum
+   * has managed by then.
+   */
   clear(): Promise<void>;
   close(): Promise<void>;
 }
@@ -124,7 +128,10 @@ async function createSender(target: JobTarget, url: string): Promise<Sender> {
       return {
         send: (data) => queue.send(PLINTH_QUEUE, data),
         completed: count.completed,
-        clear: async () => void (await dataSource.query(`DELETE FROM ${JOBS_SCHEMA}.job WHERE name = $1`, [PLINTH_QUEUE])),
+        clear: async () => {
+          await dataSource.query(`DELETE FROM ${JOBS_SCHEMA}.job WHERE name = $1`, [PLINTH_QUEUE]);
+          await dataSource.query(`VACUUM ANALYZE ${JOBS_SCHEMA}.job`);
+        },
         close: async () => {
           await count.close();
           await queue.stop();
@@ -140,7 +147,10 @@ async function createSender(target: JobTarget, url: string): Promise<Sender> {
       return {
         send: (data) => boss.send(STOCK_QUEUE, data),
         completed: count.completed,
-        clear: async () => void (await boss.getDb().executeSql('DELETE FROM pgboss.job WHERE name = $1', [STOCK_QUEUE])),
+        clear: async () => {
+          await boss.getDb().executeSql('DELETE FROM pgboss.job WHERE name = $1', [STOCK_QUEUE]);
+          await boss.getDb().executeSql('VACUUM ANALYZE pgboss.job', []);
+        },
         close: async () => {
           await count.close();
           await boss.stop({ graceful: false });
@@ -158,7 +168,7 @@ async function createSender(target: JobTarget, url: string): Promise<Sender> {
           await pool.query('SELECT pg_notify($1, $2)', [BARE_CHANNEL, '']);
         },
         completed: count.completed,
-        clear: async () => void (await pool.query(`TRUNCATE ${BARE_TABLE}`)),
+        clear: async () => void (await pool.query(`TRUNCATE ${BARE_TABLE}`)), // leaves no dead rows
         close: async () => {
           await count.close();
           await pool.end();
@@ -230,6 +240,7 @@ async function measureThroughput(sender: Sender, count: number): Promise<number>
 
 /** Send-to-start times of jobs sent one at a time to an idle queue, sorted. */
 async function measureLatency(sender: Sender, worker: WorkerProcess, samples: number): Promise<number[]> {
+  await sender.clear();
   const latencies: number[] = [];
   for (let sample = 0; sample < samples; sample++) {
     await new Promise((resolve) => setTimeout(resolve, Math.random() * MAX_PAUSE_MS));
