@@ -107,6 +107,8 @@ export class JobQueue implements JobSender {
    * so a process that only sends finds them.
    */
   async declare(definitions: JobDefinition[]): Promise<void> {
+    // Every check first: a refused declaration changes nothing in the database.
+    const declared = new Map<string, { definition: JobDefinition; settings: QueueSettings }>();
     for (const definition of definitions) {
       const { queue } = definition;
       if (!QUEUE_NAME.test(queue)) {
@@ -114,27 +116,31 @@ export class JobQueue implements JobSender {
       }
       const variable = queueVariableName(queue);
       if (variable === 'DEFAULT') throw new Error('job queue "default": the name is reserved for JOBS_DEFAULT_* settings');
-      const clash = [...this.queues.keys()].find((other) => queueVariableName(other) === variable);
+      const clash = [...declared.keys()].find((other) => queueVariableName(other) === variable);
       if (clash) throw new Error(`job queues "${clash}" and "${queue}" would share the settings JOBS_${variable}_*`);
-      const settings = queueSettings(definition, this.options.config);
+      declared.set(queue, { definition, settings: queueSettings(definition, this.options.config) });
+    }
+    const variables = new Set([...declared.keys()].map(queueVariableName));
+    for (const variable of Object.keys(this.options.config.queues)) {
+      if (!variables.has(variable)) {
+        throw new Error(
+          `JOBS_${variable}_* is set, but no module declares that job queue (queues: ${[...declared.keys()].join(', ') || 'none'})`,
+        );
+      }
+    }
+
+    for (const [queue, { settings }] of declared) {
       const pgBossSettings = {
+        name: queue,
         retryLimit: settings.retryLimit,
         retryDelay: settings.retryDelaySeconds,
         retryBackoff: settings.retryBackoff,
         expireInSeconds: settings.timeoutSeconds + EXPIRY_MARGIN_SECONDS,
       };
-      await this.boss.createQueue(queue, { name: queue, ...pgBossSettings });
-      await this.boss.updateQueue(queue, { name: queue, ...pgBossSettings });
-      this.queues.set(queue, { definition, settings });
+      await this.boss.createQueue(queue, pgBossSettings);
+      await this.boss.updateQueue(queue, pgBossSettings);
     }
-    const declared = new Set([...this.queues.keys()].map(queueVariableName));
-    for (const variable of Object.keys(this.options.config.queues)) {
-      if (!declared.has(variable)) {
-        throw new Error(
-          `JOBS_${variable}_* is set, but no module declares that job queue (queues: ${[...this.queues.keys()].join(', ') || 'none'})`,
-        );
-      }
-    }
+    for (const [queue, entry] of declared) this.queues.set(queue, entry);
   }
 
   /** Starts this process's workers for every declared queue, woken by sends from any process. */
@@ -167,7 +173,7 @@ export class JobQueue implements JobSender {
 
   /**
    * Stops the workers (running jobs get JOBS_SHUTDOWN_GRACE_SECONDS to finish, then are
-   * released), the wake-up listener and pg-boss's maintenance. Sending is over too.
+   * released), the wake-up listener and pg-boss's maintenance.
    */
   async stop(): Promise<void> {
     const graceMs = this.options.config.shutdownGraceSeconds * 1000;

@@ -122,6 +122,8 @@ describe('declaring queues', () => {
     const badName = { ...recorderModule(), jobs: () => [{ queue: 'Mail Out', work: async () => undefined }] };
     await expect(refused({}, [badName])).rejects.toThrow('job queue "Mail Out": a name is a lower-case letter');
     const twice = { ...recorderModule(), name: 'second', jobs: () => [{ queue: 'test-record', work: async () => undefined }] };
-    await expect(refused({}, [recorderModule(), twice])).rejects.toThrow('job queues "test_record" and "test-record" would share the settings JOBS_TEST_RECORD_*');
+    await expect(refused({}, [twice, recorderModule()])).rejects.toThrow('job queues "test-record" and "test_record" would share the settings JOBS_TEST_RECORD_*');
+    // Refused before anything reached the database.
+    expect(await database.query("SELECT name FROM pgboss.queue WHERE name = 'test-record'")).toEqual([]);
   });
 });
