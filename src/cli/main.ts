@@ -5,11 +5,12 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
-import { createDataSource, pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
-import { openDatabaseEndpoint } from '../db/database';
+import { pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { buildPlinthSchema, printPlinthSchema, ResolverContainer } from '../graphql/schema';
 import { createLogger, startServer } from '../main';
 import { registerMailCommands } from './mail';
+import { withDatabase } from './database';
+import { jobsCommand } from './jobs';
 
 const packageJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
   version: string;
@@ -71,27 +72,21 @@ program
   .option('--check', 'only report whether migrations are pending (exit code 2 when they are)')
   .action(async (options: { revert?: boolean; check?: boolean }) => {
     const config = configuration();
-    const logger = createLogger(config);
-    const endpoint = await openDatabaseEndpoint(config, logger);
-    const dataSource = createDataSource(endpoint.url, 2);
-    let exitCode = 0;
-    try {
-      await dataSource.initialize();
+    const exitCode = await withDatabase(config, createLogger(config), async (dataSource) => {
       if (options.check) {
         const pending = await pendingMigrations(dataSource);
         process.stdout.write(pending ? 'migrations are pending\n' : 'the database is up to date\n');
-        exitCode = pending ? 2 : 0;
-      } else if (options.revert) {
+        return pending ? 2 : 0;
+      }
+      if (options.revert) {
         await revertLastMigration(dataSource);
         process.stdout.write('reverted the most recent migration\n');
       } else {
         const applied = await runMigrations(dataSource);
         process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'the database is up to date\n');
       }
-    } finally {
-      await dataSource.destroy().catch(() => undefined);
-      await endpoint.stop();
-    }
+      return 0;
+    });
     process.exit(exitCode);
   });
 
@@ -119,6 +114,7 @@ program
   });
 
 registerMailCommands(program, configuration);
+program.addCommand(jobsCommand(configuration));
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`plinth: ${error instanceof Error ? error.message : String(error)}\n`);

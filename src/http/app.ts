@@ -17,6 +17,7 @@ import { installRawBodyParser } from '../platform/signatures';
 import { registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
+import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
 import { resolveSession, SessionError } from './session';
 
@@ -110,16 +111,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   installHttpMetrics(app, options.metrics);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    try {
-      await options.dataSource.query('SELECT 1');
-      return { status: 'ready', database: 'ok' };
-    } catch (error) {
-      reply.log.warn({ err: error }, 'readiness check: database unreachable');
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
-  });
+  registerHealthRoutes(app, options.dataSource);
 
   const limits = createQueryLimits(options.schema, options.limits);
   const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [
