@@ -1,3 +1,4 @@
+import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { createRunsTable, eventually, jobRow, RECORDER_QUEUE, recorderModule, runsOf } from '../support/job-recorder';
 import { startTestServer, type TestServer } from '../support/server';
@@ -45,12 +46,14 @@ describe('process roles', () => {
     expect(await runsOf(database, waiting)).toEqual([]);
   });
 
-  it('worker: runs the jobs and answers the health probes, and nothing else over HTTP', async () => {
+  it('worker: runs the jobs and answers the health probes and /metrics, and nothing else over HTTP', async () => {
     worker = await start({ PLINTH_PROCESS_ROLES: 'worker' });
     await eventually(async () => (await jobRow(database, waiting)).state === 'completed', 10_000, 'the waiting job completing');
 
     expect(await (await fetch(`${worker.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect(await (await fetch(`${worker.url}/readyz`)).json()).toEqual({ status: 'ready', database: 'ok' });
+    const metrics = parsePrometheus(await (await fetch(`${worker.url}/metrics`)).text());
+    expect(sampleValue(metrics, 'plinth_jobs', { queue: RECORDER_QUEUE, state: 'completed' })).toBeGreaterThanOrEqual(1);
     const graphql = await fetch(worker.graphqlUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
