@@ -17,6 +17,7 @@ import {
   type ParentMessage,
   type Target,
 } from './shared';
+import { positiveInteger } from './settings';
 
 /**
  * GraphQL throughput benchmark: the full Plinth stack against (a) a bare graphql-js server on
@@ -85,13 +86,6 @@ interface ServerProcess {
   stop(): Promise<void>;
 }
 
-function positiveInteger(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number (got "${text}")`);
-  return value;
-}
 
 function targetList(name: string, fallback: readonly Target[]): Target[] {
   const text = process.env[name];

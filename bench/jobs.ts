@@ -27,6 +27,7 @@ import {
   type StopMessage,
   type WorkerMessage,
 } from './job-workers';
+import { positiveInteger } from './settings';
 
 /**
  * Job queue benchmark: Plinth's JobQueue (pg-boss, its runner woken by NOTIFY) against
@@ -84,13 +85,6 @@ interface Sender {
   close(): Promise<void>;
 }
 
-function positiveInteger(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`${name} must be a positive whole number (got "${value}")`);
-  return parsed;
-}
 
 function readSettings(): Settings {
   const targets = (process.env.BENCH_TARGETS ?? JOB_TARGETS.join(','))
