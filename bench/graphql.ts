@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
 import { runServerRole } from './servers';
 import {
   QUERY,
@@ -17,6 +17,7 @@ import {
   type ParentMessage,
   type Target,
 } from './shared';
+import { positiveInteger } from './settings';
 
 /**
  * GraphQL throughput benchmark: the full Plinth stack against (a) a bare graphql-js server on
@@ -43,7 +44,6 @@ import {
 const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
 const RESULTS_FILE = path.join(RESULTS_DIR, 'graphql-latest.json');
-const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/plinth_bench';
 const SERVER_START_TIMEOUT_MS = 120_000;
 const SERVER_STOP_TIMEOUT_MS = 15_000;
 
@@ -86,13 +86,6 @@ interface ServerProcess {
   stop(): Promise<void>;
 }
 
-function positiveInteger(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number (got "${text}")`);
-  return value;
-}
 
 function targetList(name: string, fallback: readonly Target[]): Target[] {
   const text = process.env[name];
@@ -113,63 +106,6 @@ function readSettings(): BenchSettings {
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
     profiled: targetList('BENCH_CPU_PROF', []),
   };
-}
-
-/** The URL without its password, for messages. */
-function displayUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
-}
-
-async function ping(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/**
- * The database Plinth runs on: BENCH_DATABASE_URL or DATABASE_URL as given, otherwise
- * plinth_bench on the local PostgreSQL, created when missing. Plinth migrates it on start.
- */
-async function prepareDatabase(): Promise<string> {
-  const given = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL;
-  const url = given ?? DEFAULT_DATABASE_URL;
-  try {
-    await ping(url);
-    return url;
-  } catch (error) {
-    const missingDatabase = (error as { code?: string }).code === '3D000';
-    if (given || !missingDatabase) {
-      throw new Error(
-        `Cannot reach PostgreSQL at ${displayUrl(url)}: ${(error as Error).message}\n` +
-          'Set BENCH_DATABASE_URL (or DATABASE_URL) to a database the benchmark may migrate and use.',
-      );
-    }
-  }
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-    await client.query(`CREATE DATABASE ${new URL(url).pathname.slice(1)}`);
-  } catch (error) {
-    if ((error as { code?: string }).code !== '42P04') {
-      throw new Error(`Cannot create the benchmark database ${displayUrl(url)}: ${(error as Error).message}`);
-    }
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  await ping(url);
-  return url;
 }
 
 /** Forks this script as `serve <target>` and waits until the server listens. */

@@ -7,6 +7,7 @@ import { SMTPServer } from 'smtp-server';
 import { loadConfig } from '../src/config';
 import { createMailDelivery, type MailMessage } from '../src/platform/mail/mailer';
 import { connectSmtpSocket } from '../src/platform/mail/transport';
+import { positiveInteger } from './settings';
 
 /**
  * Mail throughput: Plinth's delivery step (the `mail` worker's work: template render — a cached
@@ -35,13 +36,6 @@ const MESSAGE: MailMessage = {
   },
 };
 
-function positiveInteger(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number (got "${text}")`);
-  return value;
-}
 
 /** The child: an SMTP server that accepts everything and reports its port. */
 function runReceiver(): void {

@@ -1,22 +1,26 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import pinoPretty from 'pino-pretty';
 import type { DataSource } from 'typeorm';
 import { apiReferenceOptions } from './apidocs/routes';
 import type { Config } from './config';
 import { withDevelopmentSecrets } from './config/dev-secrets';
-import { createDataSource, runMigrations } from './db/data-source';
+import { createDataSource, runMigrations, withMigrationLock } from './db/data-source';
 import { openDatabaseEndpoint } from './db/database';
 import { PostgresPubSub } from './graphql/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { buildHttpApp } from './http/app';
+import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
+import { JobQueue } from './platform/job-queue';
+import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
+import { ModuleServices, type AnyModule, type Platform } from './platform/module';
 import { createOutboundHttp } from './platform/outbound-http';
 import { createRateLimits } from './platform/rate-limits';
-import { ModuleServices, type Platform } from './platform/module';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -24,6 +28,7 @@ export interface RunningServer {
   port: number;
   app: FastifyInstance;
   dataSource: DataSource;
+  jobs: JobQueue;
   logger: Logger;
   /** Drains requests and subscriptions, then releases the database (and stops the embedded one). */
   close(): Promise<void>;
@@ -71,10 +76,21 @@ function prettyLogs(config: Config): boolean {
 
 /**
  * Starts Plinth: database (DATABASE_URL or the embedded one), migrations, the cross-instance
- * PubSub, the services, the schema and the HTTP/WebSocket server.
+ * PubSub, the job queue, the services, then by PLINTH_PROCESS_ROLES the schema and the
+ * HTTP/WebSocket server (api) and the job workers (worker). A process without the api role
+ * still listens, for the health probes only.
+ *
+ * `modules` is the product's list; tests add modules of their own (a queue to exercise the
+ * workers with). The GraphQL schema always comes from MODULES.
  */
-export async function startServer(baseConfig: Config, logger: Logger = createLogger(baseConfig)): Promise<RunningServer> {
+export async function startServer(
+  baseConfig: Config,
+  logger: Logger = createLogger(baseConfig),
+  modules: readonly AnyModule[] = MODULES,
+): Promise<RunningServer> {
   const config = withDevelopmentSecrets(baseConfig, (text) => process.stderr.write(`${text}\n`));
+  const serveApi = config.processRoles.includes('api');
+  const runWorkers = config.processRoles.includes('worker');
   const cleanup: (() => Promise<unknown>)[] = [];
   const shutdown = new AbortController();
   const close = async () => {
@@ -102,67 +118,122 @@ export async function startServer(baseConfig: Config, logger: Logger = createLog
     await pubSub.start();
     cleanup.push(() => pubSub.close());
 
-    const metrics = new Metrics();
-    const rateLimits = createRateLimits(config, dataSource, logger);
+    const jobs = new JobQueue({
+      dataSource,
+      url: endpoint.url,
+      config: config.jobs,
+      logger: logger.child({ component: 'jobs' }),
+      supervise: runWorkers,
+      shutdown: shutdown.signal,
+    });
+    // The clients workers use close after the workers stop (cleanup runs in reverse).
     const http = createOutboundHttp(config.outboundHttp);
     cleanup.push(() => http.close());
-    const platform: Platform = { config, dataSource, logger, pubSub, metrics, rateLimits, http, shutdown: shutdown.signal };
+    const mail = createMailer({ config, logger, jobs });
+    cleanup.push(async () => mail.close());
+    // pg-boss creates its schema on first start: one process at a time, as for migrations.
+    await withMigrationLock(dataSource, () => jobs.start());
+    // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
+    cleanup.push(() => jobs.stop());
+
+    const metrics = new Metrics();
+    metrics.addGauge('plinth_jobs', 'Jobs kept in the queue tables, by queue and state', ['queue', 'state'], async () =>
+      (await jobs.countsByQueueAndState()).map(({ queue, state, count }) => ({ labels: { queue, state }, value: count })),
+    );
+    const rateLimits = createRateLimits(config, dataSource, logger);
+    const platform: Platform = {
+      config,
+      dataSource,
+      logger,
+      pubSub,
+      jobs,
+      metrics,
+      rateLimits,
+      http,
+      mailer: mail.mailer,
+      shutdown: shutdown.signal,
+    };
     const services = new ModuleServices();
     const container = new ResolverContainer();
-    for (const module of MODULES) {
+    for (const module of modules) {
       const created = await module.create(platform, services);
       services.set(module, created);
       container.add(...(module.resolvers ?? []).map((Resolver) => new Resolver(created)));
     }
-    const schema = await buildPlinthSchema({ container, pubSub });
+    await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
+    if (runWorkers) await jobs.work();
 
-    const graphql = config.graphql;
-    const sessionSettings = {
-      adminSecret: graphql.adminSecret!,
-      jwtSecret: graphql.jwtSecret!,
-      unauthorizedRole: graphql.unauthorizedRole,
-    };
-    const app = await buildHttpApp({
-      logger,
-      schema,
-      dataSource,
-      apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes },
-      limits: {
-        maxDepth: graphql.maxDepth,
-        maxComplexity: graphql.maxComplexity,
-        maxTokens: graphql.maxTokens,
-        maxDocumentBytes: graphql.maxDocumentBytes,
-        maxAliases: graphql.maxAliases,
-        maxRootFields: graphql.maxRootFields,
-      },
-      subscriptions: {
-        ...sessionSettings,
-        initTimeoutMs: graphql.wsInitTimeoutMs,
-        maxPayload: graphql.bodyLimit,
-      },
-      bodyLimit: graphql.bodyLimit,
-      corsOrigins: graphql.corsOrigins,
-      actionsRoute: config.actionsRoute,
-      metrics,
-      metricsAccess: config.metrics,
-      trustProxy: config.trustProxy,
-      rateLimits,
-      apiDocs: apiReferenceOptions(config),
-      actions: MODULES.flatMap((module) => module.actions?.(services.get(module)) ?? []),
-      routes: (routesApp) => {
-        for (const module of MODULES) module.routes?.(routesApp, services.get(module));
-      },
-    });
+    const app = serveApi
+      ? await buildApiApp(platform, await buildPlinthSchema({ container, pubSub }), modules, services)
+      : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
     cleanup.push(() => app.close());
     await app.listen({ host: config.host, port: config.port });
 
     const port = (app.server.address() as AddressInfo).port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    logger.info({ url, graphql: `${url}/v1/graphql`, database: endpoint.embedded ? 'embedded' : 'DATABASE_URL' }, 'Plinth is ready');
-    return { url, port, app, dataSource, logger, close };
+    logger.info(
+      {
+        url,
+        ...(serveApi ? { graphql: `${url}/v1/graphql` } : {}),
+        roles: config.processRoles,
+        database: endpoint.embedded ? 'embedded' : 'DATABASE_URL',
+      },
+      'Plinth is ready',
+    );
+    return { url, port, app, dataSource, jobs, logger, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/**
+ * The full HTTP server of the api role: GraphQL, subscriptions, actions, the modules' routes.
+ * `plinth build` builds it too, with stand-ins for the database and the services (src/apidocs/build.ts).
+ */
+export function buildApiApp(
+  { config, logger, dataSource, metrics, rateLimits }: Platform,
+  schema: GraphQLSchema,
+  modules: readonly AnyModule[],
+  services: ModuleServices,
+  apiDocs = apiReferenceOptions(config),
+): Promise<FastifyInstance> {
+  const graphql = config.graphql;
+  const sessionSettings = {
+    adminSecret: graphql.adminSecret!,
+    jwtSecret: graphql.jwtSecret!,
+    unauthorizedRole: graphql.unauthorizedRole,
+  };
+  return buildHttpApp({
+    logger,
+    schema,
+    dataSource,
+    apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes },
+    limits: {
+      maxDepth: graphql.maxDepth,
+      maxComplexity: graphql.maxComplexity,
+      maxTokens: graphql.maxTokens,
+      maxDocumentBytes: graphql.maxDocumentBytes,
+      maxAliases: graphql.maxAliases,
+      maxRootFields: graphql.maxRootFields,
+    },
+    subscriptions: {
+      ...sessionSettings,
+      initTimeoutMs: graphql.wsInitTimeoutMs,
+      maxPayload: graphql.bodyLimit,
+    },
+    bodyLimit: graphql.bodyLimit,
+    corsOrigins: graphql.corsOrigins,
+    actionsRoute: config.actionsRoute,
+    metrics,
+    metricsAccess: config.metrics,
+    trustProxy: config.trustProxy,
+    rateLimits,
+    apiDocs,
+    actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
+    routes: (routesApp) => {
+      for (const module of modules) module.routes?.(routesApp, services.get(module));
+    },
+  });
 }

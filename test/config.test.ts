@@ -53,6 +53,31 @@ describe('loadConfig', () => {
         graphql: { enabled: true, endpoint: '/v1/graphql' },
         hiddenPrefixes: [],
       },
+      processRoles: ['api', 'worker'],
+      jobs: {
+        defaults: { concurrency: 4, retryLimit: 3, retryDelaySeconds: 2, retryBackoff: true, timeoutSeconds: 30 },
+        queues: {},
+        pollIntervalSeconds: 2,
+        maintenanceIntervalSeconds: 10,
+        shutdownGraceSeconds: 5,
+      },
+    });
+  });
+
+  it('reads the process roles, and per-queue job settings by queue variable name', () => {
+    expect(loadConfig({ PLINTH_PROCESS_ROLES: ' worker ' }).processRoles).toEqual(['worker']);
+    expect(loadConfig({ PLINTH_PROCESS_ROLES: 'worker,api,worker' }).processRoles).toEqual(['worker', 'api']);
+    const config = loadConfig({
+      JOBS_DEFAULT_RETRY_BACKOFF: 'false',
+      JOBS_MAIL_CONCURRENCY: '8',
+      JOBS_MAIL_RETRY_DELAY_SECONDS: '60',
+      JOBS_REPORT_RENDER_TIMEOUT_SECONDS: '600',
+      JOBS_REPORT_RENDER_RETRY_BACKOFF: 'no',
+    });
+    expect(config.jobs.defaults.retryBackoff).toBe(false);
+    expect(config.jobs.queues).toEqual({
+      MAIL: { concurrency: 8, retryDelaySeconds: 60 },
+      REPORT_RENDER: { timeoutSeconds: 600, retryBackoff: false },
     });
   });
 
@@ -220,6 +245,23 @@ describe('loadConfig', () => {
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],
+    ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: 'web' }],
+    ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: 'api,scheduler' }],
+    ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: ' , ' }],
+    ['JOBS_DEFAULT_CONCURRENCY', { JOBS_DEFAULT_CONCURRENCY: '0' }],
+    ['JOBS_DEFAULT_RETRY_LIMIT', { JOBS_DEFAULT_RETRY_LIMIT: '-1' }],
+    ['JOBS_DEFAULT_RETRY_DELAY_SECONDS', { JOBS_DEFAULT_RETRY_DELAY_SECONDS: 'soon' }],
+    ['JOBS_DEFAULT_RETRY_BACKOFF', { JOBS_DEFAULT_RETRY_BACKOFF: 'doubling' }],
+    ['JOBS_DEFAULT_TIMEOUT_SECONDS', { JOBS_DEFAULT_TIMEOUT_SECONDS: '86400' }],
+    ['JOBS_POLL_INTERVAL_SECONDS', { JOBS_POLL_INTERVAL_SECONDS: '0.5' }],
+    ['JOBS_MAINTENANCE_INTERVAL_SECONDS', { JOBS_MAINTENANCE_INTERVAL_SECONDS: '0' }],
+    ['JOBS_SHUTDOWN_GRACE_SECONDS', { JOBS_SHUTDOWN_GRACE_SECONDS: 'long' }],
+    ['JOBS_SHUTDOWN_GRACE_SECONDS', { JOBS_SHUTDOWN_GRACE_SECONDS: '10' }],
+    ['JOBS_MAIL_CONCURRENCY', { JOBS_MAIL_CONCURRENCY: 'many' }],
+    ['JOBS_MAIL_RETRY_LIMIT', { JOBS_MAIL_RETRY_LIMIT: '1.5' }],
+    ['JOBS_MAIL_RETRY_DELAY_SECONDS', { JOBS_MAIL_RETRY_DELAY_SECONDS: '-5' }],
+    ['JOBS_MAIL_RETRY_BACKOFF', { JOBS_MAIL_RETRY_BACKOFF: 'sometimes' }],
+    ['JOBS_REPORT_RENDER_TIMEOUT_SECONDS', { JOBS_REPORT_RENDER_TIMEOUT_SECONDS: '0' }],
   ])('stops with a message naming %s for %j', (variable, env) => {
     const problems = problemsOf(env);
     expect(problems).toHaveLength(1);

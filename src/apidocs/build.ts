@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import { buildDeclaredSchema } from '../graphql/schema';
-import { buildHttpApp } from '../http/app';
+import { buildApiApp } from '../main';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
-import type { AnyModule } from '../platform/module';
+import { ModuleServices, type AnyModule, type Platform } from '../platform/module';
 import { RateLimits, rateLimitRules } from '../platform/rate-limits';
 import { readDeclarations, shownPath } from './declarations';
 import { OPENAPI_PATH } from './openapi';
@@ -87,50 +85,28 @@ export async function buildApiReference(config: Config, logger: Logger): Promise
 }
 
 /**
- * The HTTP app as `plinth start` builds it, for its route table only: same settings, same
- * modules, the schema without services. It never listens. Modules register their routes and
- * actions with stand-ins for their services and the database, which they may keep but not call:
- * a route uses its services when a request arrives, never while it is registered.
+ * The HTTP app as `plinth start` builds it (buildApiApp), for its route table only: same settings,
+ * same modules, the schema without services. It never listens. The database, the platform's
+ * connections and every module's services are stand-ins, which routes and actions may keep but
+ * not call: a route uses its services when a request arrives, never while it is registered.
  */
 export async function documentationApp(config: Config, logger: Logger, modules: readonly AnyModule[] = MODULES): Promise<FastifyInstance> {
-  const schema = await buildDeclaredSchema();
-  // Never compared: the app answers no request.
-  const unused = randomBytes(32).toString('hex');
-  const graphql = config.graphql;
-  const sessionSettings = {
-    adminSecret: graphql.adminSecret ?? unused,
-    jwtSecret: graphql.jwtSecret ?? { type: 'HS256' as const, key: unused, claims_namespace: 'unused', claims_format: 'json' as const, allowed_skew: 0 },
-    unauthorizedRole: graphql.unauthorizedRole,
-  };
-  const servicesOf = (module: { name: string }) => standIn(`the ${module.name} module's services`);
-  const app = await buildHttpApp({
+  const platform: Platform = {
+    config,
     logger,
-    schema,
-    dataSource: standIn('the database') as DataSource,
-    apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes },
-    limits: {
-      maxDepth: graphql.maxDepth,
-      maxComplexity: graphql.maxComplexity,
-      maxTokens: graphql.maxTokens,
-      maxDocumentBytes: graphql.maxDocumentBytes,
-      maxAliases: graphql.maxAliases,
-      maxRootFields: graphql.maxRootFields,
-    },
-    subscriptions: { ...sessionSettings, initTimeoutMs: graphql.wsInitTimeoutMs, maxPayload: graphql.bodyLimit },
-    bodyLimit: graphql.bodyLimit,
-    corsOrigins: graphql.corsOrigins,
-    actionsRoute: config.actionsRoute,
     metrics: new Metrics(),
-    metricsAccess: config.metrics,
-    trustProxy: config.trustProxy,
     rateLimits: new RateLimits({ kind: 'memory' }, rateLimitRules(config), logger),
-    // Generated from the routes, whatever an earlier build left.
-    apiDocs: { ...apiReferenceOptions(config), builtDir: undefined },
-    actions: modules.flatMap((module) => module.actions?.(servicesOf(module)) ?? []),
-    routes: (routesApp) => {
-      for (const module of modules) module.routes?.(routesApp, servicesOf(module));
-    },
-  });
+    dataSource: standIn('the database') as Platform['dataSource'],
+    pubSub: standIn('the PubSub') as Platform['pubSub'],
+    http: standIn('outbound HTTP') as Platform['http'],
+    jobs: standIn('the job queue') as Platform['jobs'],
+    mailer: standIn('the mailer') as Platform['mailer'],
+    shutdown: new AbortController().signal,
+  };
+  const services = new ModuleServices();
+  for (const module of modules) services.set(module, standIn(`the ${module.name} module's services`));
+  // Generated from the routes, whatever an earlier build left.
+  const app = await buildApiApp(platform, await buildDeclaredSchema(), modules, services, { ...apiReferenceOptions(config), builtDir: undefined });
   await app.ready();
   return app;
 }

@@ -5,12 +5,13 @@ import { Command, InvalidArgumentError } from 'commander';
 import { PLINTH_VERSION } from '../common/package-version';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
-import { createDataSource, pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
-import { openDatabaseEndpoint } from '../db/database';
+import { pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
 import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
+import { withDatabase } from './database';
+import { jobsCommand } from './jobs';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -68,27 +69,21 @@ program
   .option('--check', 'only report whether migrations are pending (exit code 2 when they are)')
   .action(async (options: { revert?: boolean; check?: boolean }) => {
     const config = configuration();
-    const logger = createLogger(config);
-    const endpoint = await openDatabaseEndpoint(config, logger);
-    const dataSource = createDataSource(endpoint.url, 2);
-    let exitCode = 0;
-    try {
-      await dataSource.initialize();
+    const exitCode = await withDatabase(config, createLogger(config), async (dataSource) => {
       if (options.check) {
         const pending = await pendingMigrations(dataSource);
         process.stdout.write(pending ? 'migrations are pending\n' : 'the database is up to date\n');
-        exitCode = pending ? 2 : 0;
-      } else if (options.revert) {
+        return pending ? 2 : 0;
+      }
+      if (options.revert) {
         await revertLastMigration(dataSource);
         process.stdout.write('reverted the most recent migration\n');
       } else {
         const applied = await runMigrations(dataSource);
         process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'the database is up to date\n');
       }
-    } finally {
-      await dataSource.destroy().catch(() => undefined);
-      await endpoint.stop();
-    }
+      return 0;
+    });
     process.exit(exitCode);
   });
 
@@ -114,6 +109,7 @@ program
   });
 
 registerMailCommands(program, configuration);
+program.addCommand(jobsCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import type { QueueSettings } from '../platform/jobs';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
 import type { MetricsAccess } from '../platform/metrics';
@@ -67,6 +68,38 @@ const baseUrl = nonEmpty.refine(
   { error: 'must be an absolute http(s) URL without a trailing slash, query or fragment, such as https://api.example.com' },
 );
 
+/**
+ * The per-queue job settings: their validation, read from JOBS_DEFAULT_<SETTING>, from
+ * JOBS_<QUEUE>_<SETTING>, and applied to the settings a module declares.
+ */
+const QUEUE_SETTINGS = {
+  concurrency: { variable: 'CONCURRENCY', schema: integer(1, 1000) },
+  retryLimit: { variable: 'RETRY_LIMIT', schema: integer(0, 1000) },
+  retryDelaySeconds: { variable: 'RETRY_DELAY_SECONDS', schema: integer(0, 86_400) },
+  retryBackoff: { variable: 'RETRY_BACKOFF', schema: boolean },
+  // pg-boss refuses expiries of 24 hours or more; the job's expiry is its timeout plus a margin.
+  timeoutSeconds: { variable: 'TIMEOUT_SECONDS', schema: integer(1, 82_800) },
+} as const satisfies Record<keyof QueueSettings, { variable: string; schema: z.ZodType }>;
+
+type QueueSetting = keyof QueueSettings;
+const QUEUE_SETTING_KEYS = Object.keys(QUEUE_SETTINGS) as QueueSetting[];
+const QUEUE_VARIABLE = new RegExp(
+  `^JOBS_([A-Z][A-Z0-9_]*)_(${QUEUE_SETTING_KEYS.map((key) => QUEUE_SETTINGS[key].variable).join('|')})$`,
+);
+
+/** The environment-variable form of a queue name: `report-render` -> `REPORT_RENDER`. */
+export function queueVariableName(queue: string): string {
+  return queue.toUpperCase().replace(/-/g, '_');
+}
+
+/** Checks one setting a module declares for a queue, with the rule of its variable; returns the problem. */
+export function queueSettingProblem(setting: QueueSetting, value: unknown): string | undefined {
+  const result = QUEUE_SETTINGS[setting].schema.safeParse(String(value));
+  return result.success ? undefined : result.error.issues[0].message;
+}
+
+const PROCESS_ROLES = ['api', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
 /** A URL path such as /docs: a slash, then letters, digits and . _ ~ - /, no trailing slash. */
 const urlPath = nonEmpty.regex(/^\/([A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*)?$/, {
   error: 'must be a path such as /docs: a leading slash, letters, digits and . _ ~ - /, no trailing slash',
@@ -160,6 +193,23 @@ const environmentSchema = z.object({
   OUTBOUND_HTTP_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
   OUTBOUND_HTTP_MAX_RESPONSE_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
   OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: integer(1, 10_000).default(32),
+  PLINTH_PROCESS_ROLES: z
+    .string()
+    .default('api,worker')
+    .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+    .refine((roles) => roles.length > 0 && roles.every((role) => (PROCESS_ROLES as readonly string[]).includes(role)), {
+      error: 'must be api, worker or api,worker',
+    })
+    .transform((roles) => roles as ProcessRole[]),
+
+  JOBS_DEFAULT_CONCURRENCY: QUEUE_SETTINGS.concurrency.schema.default(4),
+  JOBS_DEFAULT_RETRY_LIMIT: QUEUE_SETTINGS.retryLimit.schema.default(3),
+  JOBS_DEFAULT_RETRY_DELAY_SECONDS: QUEUE_SETTINGS.retryDelaySeconds.schema.default(2),
+  JOBS_DEFAULT_RETRY_BACKOFF: QUEUE_SETTINGS.retryBackoff.schema.default(true),
+  JOBS_DEFAULT_TIMEOUT_SECONDS: QUEUE_SETTINGS.timeoutSeconds.schema.default(30),
+  JOBS_POLL_INTERVAL_SECONDS: integer(1, 3600).default(2),
+  JOBS_MAINTENANCE_INTERVAL_SECONDS: integer(1, 3600).default(10),
+  JOBS_SHUTDOWN_GRACE_SECONDS: integer(0, 600).default(5),
 
   PLINTH_PROJECT_NAME: oneLine.default('Plinth'),
   PLINTH_PLUGINS_DIR: nonEmpty.default('plugins'),
@@ -263,6 +313,9 @@ export interface Config {
     maxResponseBytes: number;
     maxConnectionsPerOrigin: number;
   };
+  /** `api` serves requests, `worker` runs the job workers; a process may be both. */
+  processRoles: ProcessRole[];
+  jobs: JobsConfig;
   /** PLINTH_PROJECT_NAME: names the project in the API reference. */
   projectName: string;
   /** PLINTH_PLUGINS_DIR: one folder per installed plugin, each with its plugin.json. */
@@ -307,6 +360,19 @@ export interface SmtpSettings {
   poolSize: number;
 }
 
+export interface JobsConfig {
+  /** JOBS_DEFAULT_<SETTING>: what a queue gets unless its module or JOBS_<QUEUE>_<SETTING> says otherwise. */
+  defaults: QueueSettings;
+  /** JOBS_<QUEUE>_<SETTING>, by the queue's variable name (queueVariableName); these win over the module's. */
+  queues: Record<string, Partial<QueueSettings>>;
+  /** How often an idle worker looks for due jobs (retries, delayed jobs) it was not woken for. */
+  pollIntervalSeconds: number;
+  /** How often expired jobs (a crashed or stuck worker's) are failed and so retried. */
+  maintenanceIntervalSeconds: number;
+  /** At shutdown, how long running jobs may finish before they are released to other workers. */
+  shutdownGraceSeconds: number;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
@@ -329,6 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const services = customServicesFromEnv(present);
   problems.push(...services.problems);
+  const queues = queueSettingsFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
   const values = parsed.data;
@@ -344,6 +411,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
+  }
+  if (values.JOBS_SHUTDOWN_GRACE_SECONDS * 1000 >= values.PLINTH_SHUTDOWN_TIMEOUT_MS) {
+    problems.push('JOBS_SHUTDOWN_GRACE_SECONDS must be below PLINTH_SHUTDOWN_TIMEOUT_MS (which bounds the whole shutdown)');
   }
   const tokenVariable = values.API_DOCS_AUTH_ENV_VAR;
   const bearerToken = tokenVariable === undefined ? undefined : present[tokenVariable]?.trim();
@@ -431,6 +501,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxResponseBytes: values.OUTBOUND_HTTP_MAX_RESPONSE_BYTES,
       maxConnectionsPerOrigin: values.OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN,
     },
+    processRoles: values.PLINTH_PROCESS_ROLES,
+    jobs: {
+      defaults: {
+        concurrency: values.JOBS_DEFAULT_CONCURRENCY,
+        retryLimit: values.JOBS_DEFAULT_RETRY_LIMIT,
+        retryDelaySeconds: values.JOBS_DEFAULT_RETRY_DELAY_SECONDS,
+        retryBackoff: values.JOBS_DEFAULT_RETRY_BACKOFF,
+        timeoutSeconds: values.JOBS_DEFAULT_TIMEOUT_SECONDS,
+      },
+      queues,
+      pollIntervalSeconds: values.JOBS_POLL_INTERVAL_SECONDS,
+      maintenanceIntervalSeconds: values.JOBS_MAINTENANCE_INTERVAL_SECONDS,
+      shutdownGraceSeconds: values.JOBS_SHUTDOWN_GRACE_SECONDS,
+    },
     projectName: values.PLINTH_PROJECT_NAME,
     pluginsDir: path.resolve(values.PLINTH_PLUGINS_DIR),
     servicesDir: path.resolve(values.PLINTH_SERVICES_DIR),
@@ -448,4 +532,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       hiddenPrefixes: values.API_DOCS_HIDE_ENDPOINTS ?? [],
     },
   };
+}
+
+/** JOBS_<QUEUE>_<SETTING> variables (JOBS_DEFAULT_* aside), validated, by queue variable name. */
+function queueSettingsFromEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, Partial<QueueSettings>> {
+  const queues: Record<string, Partial<QueueSettings>> = {};
+  for (const [variable, value] of Object.entries(env)) {
+    const match = QUEUE_VARIABLE.exec(variable);
+    if (!match || match[1] === 'DEFAULT' || value === undefined) continue;
+    const setting = QUEUE_SETTING_KEYS.find((key) => QUEUE_SETTINGS[key].variable === match[2])!;
+    const parsed = QUEUE_SETTINGS[setting].schema.safeParse(value);
+    if (!parsed.success) {
+      problems.push(`${variable} ${parsed.error.issues[0].message} (got ${JSON.stringify(value)})`);
+      continue;
+    }
+    queues[match[1]] = { ...queues[match[1]], [setting]: parsed.data };
+  }
+  return queues;
 }

@@ -23,17 +23,27 @@ export function createDataSource(url: string, poolSize: number): DataSource {
 /** Serialises concurrent start-ups on one database: only one process migrates at a time. */
 const MIGRATION_LOCK = 7_313_850_201;
 
-export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+/**
+ * Runs `work` while holding the migration lock: schema changes at start-up (ours, and the
+ * tables pg-boss creates for itself) happen one process at a time.
+ */
+export async function withMigrationLock<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
     await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    const applied = await dataSource.runMigrations({ transaction: 'each' });
-    return applied.map((migration) => migration.name);
+    return await work();
   } finally {
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await runner.release();
   }
+}
+
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  return withMigrationLock(dataSource, async () => {
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((migration) => migration.name);
+  });
 }
 
 export async function revertLastMigration(dataSource: DataSource): Promise<void> {

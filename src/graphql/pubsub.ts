@@ -1,6 +1,6 @@
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { PubSub } from 'type-graphql';
+import { PostgresListener, reportDatabaseTrouble } from '../platform/pg-listener';
 import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
@@ -21,9 +21,6 @@ export interface PubSubOptions {
   shutdown: AbortSignal;
 }
 
-/** SQLSTATE of "terminating connection due to administrator command": the server is stopping. */
-const ADMIN_SHUTDOWN = '57P01';
-
 const CHANNEL = 'plinth_pubsub';
 /** NOTIFY payloads are limited to 8000 bytes; larger messages travel through pubsub_payloads. */
 const INLINE_LIMIT = 7900;
@@ -42,31 +39,38 @@ type Envelope = { topic: string; payload: unknown } | { topic: string; ref: stri
  */
 export class PostgresPubSub implements PubSub, EventPublisher {
   private readonly subscribers = new Map<string, Set<(payload: unknown) => void>>();
-  private listener: pg.Client | undefined;
+  private readonly listener: PostgresListener;
   private delivery: Promise<void> = Promise.resolve();
   private sending: Promise<void> = Promise.resolve();
-  private closed = false;
-  private reconnectDelay = 250;
-  private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly cleanupTimer: NodeJS.Timeout;
 
   constructor(private readonly options: PubSubOptions) {
     this.cleanupTimer = setInterval(() => void this.deleteOldPayloads(), 60_000).unref();
+    // Events published while the listener reconnects are missed by this instance.
+    this.listener = new PostgresListener({
+      url: options.url,
+      channel: CHANNEL,
+      applicationName: 'plinth-pubsub',
+      logger: options.logger,
+      shutdown: options.shutdown,
+      onNotification: (text) => {
+        // One chain keeps events in publication order, spilled ones included.
+        this.delivery = this.delivery.then(() =>
+          this.deliver(text).catch((error: unknown) => this.report(error, 'could not deliver a subscription event')),
+        );
+      },
+    });
   }
 
   /** Resolves once this instance is listening. */
   async start(): Promise<void> {
-    await this.listen();
+    await this.listener.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     clearInterval(this.cleanupTimer);
-    clearTimeout(this.reconnectTimer);
-    const listener = this.listener;
-    this.listener = undefined;
     await this.sending;
-    await listener?.end().catch(() => undefined);
+    await this.listener.close();
     await this.delivery;
   }
 
@@ -75,7 +79,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     const [topic, payload] = args.length >= 2 ? [`${routingKey}:${String(args[0])}`, args[1]] : [routingKey, args[0]];
     // One NOTIFY at a time: on separate pool connections they could commit out of order.
     this.sending = this.sending.then(() =>
-      this.send(topic, payload ?? null).catch((error: unknown) => this.report(error, 'error', `could not publish a ${topic} event`)),
+      this.send(topic, payload ?? null).catch((error: unknown) => this.report(error, `could not publish a ${topic} event`)),
     );
   }
 
@@ -93,6 +97,10 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     }, new SlidingBuffer(SUBSCRIBER_BUFFER));
   }
 
+  private report(error: unknown, message: string): void {
+    reportDatabaseTrouble(this.options.logger, this.options.shutdown, error, 'error', message);
+  }
+
   private async send(topic: string, payload: unknown): Promise<void> {
     const inline = JSON.stringify({ topic, payload } satisfies Envelope);
     if (Buffer.byteLength(inline) <= INLINE_LIMIT) {
@@ -104,67 +112,6 @@ export class PostgresPubSub implements PubSub, EventPublisher {
        SELECT pg_notify($1, json_build_object('topic', $2::text, 'ref', id::text)::text) FROM stored`,
       [CHANNEL, topic, JSON.stringify(payload)],
     );
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.url, application_name: 'plinth-pubsub' });
-    client.on('notification', (message) => {
-      if (message.channel !== CHANNEL || !message.payload) return;
-      const text = message.payload;
-      // One chain keeps events in publication order, spilled ones included.
-      this.delivery = this.delivery.then(() =>
-        this.deliver(text).catch((error: unknown) => this.report(error, 'error', 'could not deliver a subscription event')),
-      );
-    });
-    client.on('error', (error) => {
-      this.report(error, 'warn', 'the subscription listener lost its database connection');
-      this.connectionLost(client);
-    });
-    client.on('end', () => this.connectionLost(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.listener = client;
-    this.reconnectDelay = 250;
-  }
-
-  /**
-   * Logs a database failure. Ctrl-C reaches the embedded PostgreSQL too, which may close our
-   * connections before our own shutdown starts: an orderly stop of the database is news (info,
-   * no stack), not a fault.
-   */
-  private report(error: unknown, level: 'warn' | 'error', message: string): void {
-    const stopping = this.options.shutdown.aborted || (error as { code?: string } | null)?.code === ADMIN_SHUTDOWN;
-    if (stopping) this.options.logger.info(`${message}: the database is shutting down`);
-    else this.options.logger[level]({ err: error }, message);
-  }
-
-  private connectionLost(client: pg.Client): void {
-    if (this.closed || this.options.shutdown.aborted || this.listener !== client) return;
-    this.listener = undefined;
-    client.end().catch(() => undefined);
-    this.listenAgainLater();
-  }
-
-  /** Reconnects with a doubling delay; events published meanwhile are missed by this instance. */
-  private listenAgainLater(): void {
-    const delay = this.reconnectDelay;
-    this.reconnectDelay = Math.min(delay * 2, 10_000);
-    this.reconnectTimer = setTimeout(() => {
-      if (this.closed || this.options.shutdown.aborted) return;
-      this.listen().catch((error: unknown) => {
-        this.options.logger.warn({ err: error, retryInMs: this.reconnectDelay }, 'subscription listener reconnect failed');
-        this.listenAgainLater();
-      });
-    }, delay);
   }
 
   private async deliver(text: string): Promise<void> {

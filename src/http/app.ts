@@ -20,6 +20,7 @@ import { installRawBodyParser } from '../platform/signatures';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
+import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
 import { resolveSession, SessionError } from './session';
 
@@ -122,39 +123,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   installHttpMetrics(app, options.metrics);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
-  const status = (value: string, description: string) => ({
-    description,
-    type: 'object',
-    properties: { status: { type: 'string', const: value }, database: { type: 'string', const: value === 'ready' ? 'ok' : 'unreachable' } },
-    required: ['status', 'database'],
-  });
-  app.get(
-    '/healthz',
-    {
-      schema: {
-        tags: ['health'],
-        summary: 'Liveness',
-        response: {
-          200: { description: 'The process serves requests', type: 'object', properties: { status: { type: 'string', const: 'ok' } }, required: ['status'] },
-        },
-      },
-    },
-    async () => ({ status: 'ok' }),
-  );
-  const readiness = {
-    tags: ['health'],
-    summary: 'Readiness',
-    response: { 200: status('ready', 'The database answers'), 503: status('unavailable', 'The database does not answer') },
-  };
-  app.get('/readyz', { schema: readiness }, async (_request, reply) => {
-    try {
-      await options.dataSource.query('SELECT 1');
-      return { status: 'ready', database: 'ok' };
-    } catch (error) {
-      reply.log.warn({ err: error }, 'readiness check: database unreachable');
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
-  });
+  registerHealthRoutes(app, options.dataSource);
 
   const limits = createQueryLimits(options.schema, options.limits);
   const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [

@@ -7,6 +7,9 @@ import type { ActionDefinition } from '../http/actions';
 import type { Metrics } from './metrics';
 import type { OutboundHttp } from './outbound-http';
 import type { RateLimits } from './rate-limits';
+import type { JobQueue } from './job-queue';
+import type { Mailer } from './mail/mailer';
+import type { JobDefinition } from './jobs';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -21,6 +24,13 @@ export interface Platform {
   http: OutboundHttp;
   /** Aborted as soon as the process starts shutting down. */
   shutdown: AbortSignal;
+  /**
+   * Background jobs. Services that only send take it as a `JobSender`; the admin API and
+   * metrics use the rest (find, retry, cancel, counts).
+   */
+  jobs: JobQueue;
+  /** Mail through the queue; modules that send call requireDelivery in create. */
+  mailer: Mailer;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */
@@ -40,6 +50,11 @@ export interface PlinthModule<Services = unknown> {
   routes?(app: FastifyInstance, services: Services): void;
   /** Engine-compatible action handlers, served under the actions route prefix. */
   actions?(services: Services): ActionDefinition[];
+  /**
+   * The module's job queues and their workers. Every process declares them (so any process can
+   * send); only processes with the worker role (PLINTH_PROCESS_ROLES) run the workers.
+   */
+  jobs?(services: Services): JobDefinition[];
 }
 
 /** A module of any services type, as the list holds them. */

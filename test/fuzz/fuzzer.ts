@@ -95,7 +95,8 @@ async function sendHttp(url: string, init: RequestInit): Promise<{ status: numbe
     const name = (error as Error).name;
     if (name === 'TimeoutError') return { problem: `no answer within ${REQUEST_TIMEOUT_MS} ms` };
     // A request fetch itself refuses to send (an invalid header value) never reached the server.
-    if (error instanceof TypeError && !(error as { cause?: unknown }).cause) return { status: 0, text: '', contentType: null };
+    // (Compared by name: under jest, fetch's TypeError comes from another realm.)
+    if (name === 'TypeError' && !(error as { cause?: unknown }).cause) return { status: 0, text: '', contentType: null };
     return { problem: `the connection failed: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}` };
   }
 }

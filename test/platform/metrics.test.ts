@@ -58,6 +58,10 @@ describe('GET /metrics', () => {
     // Unmatched paths share one label: a scanner cannot grow the metric without bound.
     expect(requests({ route: '(unmatched)', status_code: '404' })).toBe(1);
     expect(samples.some((sample) => sample.labels.route?.includes('/no/such'))).toBe(false);
+    // Job counts by queue and state, every state present so that the series stay stable.
+    for (const state of ['created', 'retry', 'active', 'completed', 'cancelled', 'failed']) {
+      expect(sampleValue(samples, 'plinth_jobs', { queue: 'mail', state })).toBe(0);
+    }
   });
 
   it('ignores X-Forwarded-For when no proxy is trusted', async () => {

@@ -1,6 +1,8 @@
 import { loadConfig } from '../../src/config';
 import type { DestinationStream } from 'pino';
 import { createLogger, startServer, type RunningServer } from '../../src/main';
+import { MODULES } from '../../src/modules';
+import type { AnyModule } from '../../src/platform/module';
 import { createTestDatabase, type TestDatabase } from './database';
 
 export const ADMIN_SECRET = 'test-admin-secret-a1b2c3d4e5f6';
@@ -33,15 +35,18 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** The real server, in this process, on a random port and a database of its own. */
+/**
+ * The real server, in this process, on a random port and a database of its own (or `database`);
+ * `modules` are added to the product's (a job queue for the tests).
+ */
 export async function startTestServer(
   overrides: Record<string, string> = {},
-  options: { database?: TestDatabase; logTo?: DestinationStream } = {},
+  options: { database?: TestDatabase; logTo?: DestinationStream; modules?: AnyModule[] } = {},
 ): Promise<TestServer> {
   const { database } = options;
   const db = database ?? (await createTestDatabase());
   const config = loadConfig(testEnvironment(db.url, overrides));
-  const server = await startServer(config, createLogger(config, options.logTo));
+  const server = await startServer(config, createLogger(config, options.logTo), [...MODULES, ...(options.modules ?? [])]);
   return {
     url: server.url,
     graphqlUrl: `${server.url}/v1/graphql`,

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.js');
+/** The real server with the recorder module's job queue added (job-server.ts). */
+export const JOB_SERVER = path.join(__dirname, 'job-server.js');
 
 export interface SpawnedServer {
   url: string;
@@ -38,16 +40,17 @@ export function runCli(
 }
 
 /**
- * Starts `plinth start` as a separate process and waits until it logs that it is ready (so it
- * always logs at level info, whatever `env` says). With `processGroup`, the child leads a process
- * group of its own, so `process.kill(-pid, signal)` signals it and its children as Ctrl-C would.
+ * Starts `plinth start` (or another script that starts the server) as a separate process and
+ * waits until it logs that it is ready (so it always logs at level info, whatever `env` says).
+ * With `processGroup`, the child leads a process group of its own, so `process.kill(-pid, signal)`
+ * signals it and its children as Ctrl-C would.
  */
 export function spawnServer(
   env: Record<string, string>,
   timeoutMs = 45_000,
-  options: { processGroup?: boolean } = {},
+  options: { processGroup?: boolean; args?: string[] } = {},
 ): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, [CLI, 'start'], {
+  const child = spawn(process.execPath, options.args ?? [CLI, 'start'], {
     env: childEnvironment({ ...env, LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],
     // A group of its own, as a terminal gives `npm start`: Ctrl-C signals the whole group.
