@@ -139,7 +139,7 @@ const environmentSchema = z.object({
   GQL_GRAPHQL_MAX_DOCUMENT_BYTES: integer(1024, 100 * 1024 * 1024).default(100 * 1024),
   GQL_GRAPHQL_MAX_ALIASES: integer(0, 100_000).default(100),
   GQL_GRAPHQL_MAX_ROOT_FIELDS: integer(1, 100_000).default(50),
-  GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024).default(16 * 1024 * 1024),
+  GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
   GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024).default(1024 * 1024),
   GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: integer(100, 600_000).default(3000),
   GQL_GRAPHQL_CORS_DOMAIN: z

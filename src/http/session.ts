@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { createVerifier, TokenError } from 'fast-jwt';
+import { LRUCache } from 'lru-cache';
 import type { JwtSecretConfig } from '../config';
 import { secretsEqual } from '../common/secrets';
 
@@ -128,25 +130,50 @@ type JwtPayload = Record<string, unknown>;
 
 /** Verified tokens kept per process; each entry lives until its token expires (or 10 minutes). */
 const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
+
+/** A verified token's payload, and the instants (ms) between which it may be used. */
+interface VerifiedToken {
+  payload: JwtPayload;
+  notBefore: number;
+  expiresAt: number;
+}
 
 /**
  * One verifier per configured secret (fast-jwt): only the configured algorithm (so no "none"
  * and no HS/RS confusion), audience and issuer when set, skew in milliseconds. A token verified
- * once is served from a bounded cache keyed by its hash until it expires; expiry and
- * not-before are checked again on every hit, and failures are never cached.
+ * once is served from a bounded cache keyed by its hash until it expires; not-before and expiry
+ * are checked again on every hit. Only successes are kept: fast-jwt's own cache keeps failures
+ * too, and a cached error holds its stack's frames, and through them the request that failed
+ * (a fuzz run of random bad tokens grew the server by 350 MB).
  */
 const verifiers = new WeakMap<JwtSecretConfig, (token: string) => JwtPayload>();
 function verifierFor(secret: JwtSecretConfig): (token: string) => JwtPayload {
   let verify = verifiers.get(secret);
   if (!verify) {
-    verify = createVerifier({
+    const verifyUncached = createVerifier({
       key: secret.key,
       algorithms: [secret.type],
       allowedAud: secret.audience,
       allowedIss: secret.issuer,
       clockTolerance: secret.allowed_skew * 1000,
-      cache: VERIFIED_TOKEN_CACHE_SIZE,
     }) as (token: string) => JwtPayload;
+    const skewMs = secret.allowed_skew * 1000;
+    const verified = new LRUCache<string, VerifiedToken>({ max: VERIFIED_TOKEN_CACHE_SIZE });
+    verify = (token) => {
+      const key = createHash('sha256').update(token).digest('base64');
+      const now = Date.now();
+      const hit = verified.get(key);
+      if (hit && now >= hit.notBefore && now < hit.expiresAt) return hit.payload;
+      // A miss, or a hit past its time: fast-jwt decides (and says why: expired, not yet valid).
+      const payload = verifyUncached(token);
+      verified.set(key, {
+        payload,
+        notBefore: typeof payload.nbf === 'number' ? payload.nbf * 1000 - skewMs : 0,
+        expiresAt: Math.min(now + VERIFIED_TOKEN_TTL_MS, typeof payload.exp === 'number' ? payload.exp * 1000 + skewMs : Infinity),
+      });
+      return payload;
+    };
     verifiers.set(secret, verify);
   }
   return verify;

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from 'graphql';
+import { Agent, fetch, type RequestInit } from 'undici';
 import WebSocket from 'ws';
 import { ADMIN_SECRET } from '../support/server';
+import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { signToken, unsignedToken } from '../support/tokens';
 import { graphqlCases, type GraphQLCase } from './graphql-cases';
 import { restCases, type RestCase, type RouteSummary } from './rest-cases';
@@ -31,6 +33,8 @@ export interface FuzzReport {
   statuses: Record<string, number>;
   webSocketCloses: Record<string, number>;
   rss: { warm: number; peak: number; after: number };
+  /** The server's own account at the end (its /metrics), to tell heap growth from other memory. */
+  heap: { used: number; total: number; external: number };
   slowest: { ms: number; case: string };
   failure?: { message: string; counterexample: string; path: string };
 }
@@ -87,9 +91,16 @@ function httpProblem(status: number, text: string, contentType: string | null): 
   return undefined;
 }
 
+/**
+ * The fuzzer's connections: idle ones are dropped after a second, well before the server's
+ * keep-alive timeout (5 s), so a request never races the server closing its idle socket (which
+ * looks like "other side closed" and is no fault of either).
+ */
+const connections = new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 });
+
 async function sendHttp(url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
-    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const response = await fetch(url, { ...init, dispatcher: connections, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   } catch (error) {
     const name = (error as Error).name;
@@ -206,7 +217,7 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
     { weight: 1, arbitrary: webSocketCases(wsCredentials, subscriptionQueries) },
   );
 
-  const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, slowest: { ms: 0, case: '' } };
+  const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, heap: { used: 0, total: 0, external: 0 }, slowest: { ms: 0, case: '' } };
   // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
   for (let i = 0; i < 200; i++) await sendHttp(`${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
   report.rss.warm = report.rss.peak = target.residentBytes();
@@ -259,6 +270,12 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
   );
   report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
   report.rss.after = target.residentBytes();
+  const metrics = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
+  report.heap = {
+    used: sampleValue(metrics, 'nodejs_heap_size_used_bytes') ?? 0,
+    total: sampleValue(metrics, 'nodejs_heap_size_total_bytes') ?? 0,
+    external: sampleValue(metrics, 'nodejs_external_memory_bytes') ?? 0,
+  };
   // Log lines travel separately from answers: one written just after its answer arrives late.
   await new Promise((resolve) => setTimeout(resolve, 200));
   if (details.failed) {
@@ -283,6 +300,7 @@ export function describeReport(report: FuzzReport): string {
     `  statuses: ${JSON.stringify(report.statuses)}`,
     `  WebSocket closes: ${JSON.stringify(report.webSocketCloses)}`,
     `  resident memory: ${mb(report.rss.warm)} warm, ${mb(report.rss.peak)} peak, ${mb(report.rss.after)} after`,
+    `  server heap at the end: ${mb(report.heap.used)} used of ${mb(report.heap.total)}, ${mb(report.heap.external)} external`,
     `  slowest case: ${report.slowest.ms.toFixed(0)} ms: ${report.slowest.case}`,
   ];
   if (report.failure) {

@@ -76,6 +76,8 @@ function encodeSegment(text: string): string {
  * server answers 431 and resets a connection still sending its body, which is Node's, not ours.
  */
 const MAX_HEADER_VALUE = 4096;
+/** The same for the request line: a path segment, cut (perhaps inside an escape) to this length. */
+const MAX_PATH_SEGMENT = 4096;
 
 const BROKEN_BODIES = ['{', '{"a":', 'null', '[]', '""', '{"__proto__": {"x": 1}}', '\u0000', '{"a": "\\ud800"}', 'x'.repeat(2_000_000)];
 
@@ -97,19 +99,19 @@ export function restCases(routes: readonly RouteSummary[], credentials: fc.Arbit
           headers: fc.dictionary(fc.constantFrom('x-gql-role', 'x-gql-user-id', 'x-gql-session-variables', 'x-request-id', 'x-forwarded-for', 'accept', 'origin', 'x-hub-signature-256'), nastyString.filter((value) => value.length <= MAX_HEADER_VALUE && /^[\t\x20-\x7e]*$/.test(value)), { maxKeys: 3 }),
         })
         .map(({ params, query, body, credentials: who, contentType, headers }): RestCase => {
-          const filled = segments.map((segment, index) => (segment.startsWith(':') || segment === '*' ? encodeSegment(params[index]) : segment)).join('/');
+          const filled = segments.map((segment, index) => (segment.startsWith(':') || segment === '*' ? encodeSegment(params[index]).slice(0, MAX_PATH_SEGMENT) : segment)).join('/');
           const path = filled.startsWith('/') ? filled : `/${filled}`;
           const search = query && typeof query === 'object' && !Array.isArray(query)
             ? new URLSearchParams(Object.entries(query as Record<string, unknown>).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : (JSON.stringify(value) ?? '')])).toString()
             : '';
           const hasBody = method !== 'GET' && method !== 'HEAD';
-          return { kind: 'rest', method, path: search ? `${path}?${search}` : path, credentials: who, headers, body: hasBody ? body : undefined, contentType: hasBody ? contentType : undefined };
+          return { kind: 'rest', method, path: search ? `${path}?${search.slice(0, MAX_PATH_SEGMENT)}` : path, credentials: who, headers, body: hasBody ? body : undefined, contentType: hasBody ? contentType : undefined };
         });
     });
   const unknown = fc
     .record({
       method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
-      path: fc.oneof(nastyString.map(encodeSegment), fc.webPath()).map((path) => `/${path.replace(/^\/+/, '')}`),
+      path: fc.oneof(nastyString.map((text) => encodeSegment(text).slice(0, MAX_PATH_SEGMENT)), fc.webPath()).map((path) => `/${path.replace(/^\/+/, '')}`),
       credentials,
       body: anyJson,
     })
