@@ -27,7 +27,7 @@ describe('plinth', () => {
   it('--help lists its commands', async () => {
     const result = await runCli(['--help'], {});
     expect(result.code).toBe(0);
-    for (const command of ['start', 'migrate', 'schema', 'jobs']) expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+    for (const command of ['start', 'migrate', 'schema', 'jobs', 'build']) expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
   });
 
   it('stops at start-up with a message naming the bad variable, without a stack trace', async () => {

@@ -46,9 +46,13 @@ export interface PlinthModule<Services = unknown> {
   resolvers?: ResolverClass<Services>[];
   /** Builds the module's services; `modules` gives the services of modules listed before it. */
   create(platform: Platform, modules: ModuleServices): Services | Promise<Services>;
-  /** Thin Fastify routes, each with its JSON schemas. */
+  /**
+   * Thin Fastify routes, each with its JSON schemas (body, querystring, params, response, and
+   * tags, summary, security: the API reference is made from them). `plinth build` registers them
+   * with stand-in services and no database: keep references to `services`, call them in handlers.
+   */
   routes?(app: FastifyInstance, services: Services): void;
-  /** Engine-compatible action handlers, served under the actions route prefix. */
+  /** Engine-compatible action handlers, served under the actions route prefix (the same rule for `services`). */
   actions?(services: Services): ActionDefinition[];
   /**
    * The module's job queues and their workers. Every process declares them (so any process can
