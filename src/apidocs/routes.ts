@@ -37,12 +37,12 @@ export function apiReferenceOptions(config: Config): ApiReferenceOptions {
 }
 
 /** A response body, encoded once (the pages are megabytes), with its validator. */
-export interface Served {
+interface Served {
   body: Buffer;
   etag: string;
 }
 
-export function served(text: string): Served {
+function served(text: string): Served {
   const body = Buffer.from(text);
   return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
 }
@@ -51,7 +51,7 @@ export function served(text: string): Served {
  * Answers with a body the browser may keep and revalidate (304 when its copy is current): the
  * pages are megabytes, and they change only with a build or a restart.
  */
-export function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {
+function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {
   reply.header('etag', file.etag).header('cache-control', 'no-cache').headers(headers);
   const known = request.headers['if-none-match']?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
   if (known?.includes(file.etag)) return reply.code(304).send();
@@ -63,14 +63,14 @@ export function sendServed(request: FastifyRequest, reply: FastifyReply, file: S
  * only to this origin and the servers the spec names (custom services), so nothing in the bundle
  * can reach another host.
  */
-export function pageSecurityPolicy(document: { servers?: { url: string }[]; paths?: Record<string, { servers?: { url: string }[] }> }): string {
+function pageSecurityPolicy(document: { servers?: { url: string }[]; paths?: Record<string, { servers?: { url: string }[] }> }): string {
   const origins = new Set<string>();
   for (const server of [...(document.servers ?? []), ...Object.values(document.paths ?? {}).flatMap((item) => item.servers ?? [])]) {
     if (URL.canParse(server.url)) origins.add(new URL(server.url).origin);
   }
   return [
     "default-src 'none'",
-    "script-src 'unsafe-inline' 'unsafe-eval'",
+    "script-src 'unsafe-inline'",
     "style-src 'unsafe-inline'",
     "img-src 'self' data: blob:",
     "font-src 'self' data:",

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { API_DOCS_THEMES } from '../../src/config';
-import { ARTIFACTS, BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordRequests, saveScreenshot } from '../support/browser';
+import { ARTIFACTS, BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startTestServer, type TestServer } from '../support/server';
 import { signToken } from '../support/tokens';
@@ -59,6 +59,7 @@ describe('the reference page in Chromium', () => {
     for (const colorScheme of ['light', 'dark'] as const) {
       const page = await browser.newPage({ viewport: VIEWPORT, colorScheme });
       const urls = recordRequests(page);
+      const errors = recordErrors(page);
       await openReference(page, server);
       expect(await page.locator('body').getAttribute('class')).toContain(modes[theme][colorScheme]);
       // The GraphQL section: its operations, with their types, printed from the schema.
@@ -67,6 +68,7 @@ describe('the reference page in Chromium', () => {
       await expect(page.getByRole('heading', { name: 'userRegistered', exact: true }).isVisible()).resolves.toBe(true);
       await saveScreenshot(page, 'apidocs', `reference-${theme}-${colorScheme}`);
       expectOnlyOrigin(urls, server.url);
+      expect(errors).toEqual([]);
       await page.close();
     }
   });
@@ -76,6 +78,7 @@ describe('the reference page in Chromium', () => {
     const server = await serverWith(token);
     const page = await browser.newPage({ viewport: VIEWPORT });
     const urls = recordRequests(page);
+    const errors = recordErrors(page);
     const sent = page.waitForRequest((request) => request.method() === 'POST' && request.url() === `${server.url}/v1/graphql`);
     await openReference(page, server);
     await page.getByText('Run a query or mutation').first().click();
@@ -89,6 +92,7 @@ describe('the reference page in Chromium', () => {
     await page.getByText(`"${USER_ID}"`).first().waitFor();
     await saveScreenshot(page, 'apidocs', 'try-out-graphql');
     expectOnlyOrigin(urls, server.url);
+    expect(errors).toEqual([]);
     await page.close();
   });
 });
@@ -98,6 +102,7 @@ describe('GraphiQL in Chromium', () => {
     const server = await serverWith(signToken({ roles: ['admin'], userId: USER_ID }));
     const page = await browser.newPage({ viewport: VIEWPORT });
     const urls = recordRequests(page);
+    const errors = recordErrors(page);
     const explorer = (query: string) => `${server.url}/v1/graphql?query=${encodeURIComponent(query)}`;
 
     await page.goto(explorer('query Session { session { role user_id } }'), { waitUntil: 'networkidle' });
@@ -123,6 +128,7 @@ describe('GraphiQL in Chromium', () => {
     await saveScreenshot(page, 'apidocs', 'graphiql-subscription');
     expectOnlyOrigin(urls, server.url);
     expect(urls).toContain(`${server.url.replace(/^http/, 'ws')}/v1/graphql/subscriptions`);
+    expect(errors).toEqual([]);
     await page.close();
   });
 });

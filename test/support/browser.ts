@@ -37,3 +37,11 @@ export function recordRequests(page: Page): string[] {
   page.on('websocket', (socket) => urls.push(socket.url()));
   return urls;
 }
+
+/** Collects what the page logs as errors (a blocked load, a failed request, an exception). */
+export function recordErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+  page.on('pageerror', (error) => errors.push(error.message));
+  return errors;
+}
