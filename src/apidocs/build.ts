@@ -14,7 +14,7 @@ import { OPENAPI_PATH } from './openapi';
 import { apiReferenceOptions, PAGE_FILE, SPEC_FILE } from './routes';
 
 /** The serving block `plinth build` writes into PLINTH_PROXY_CONF_DIR. */
-export const PROXY_CONF_FILE = 'api-docs.conf';
+const PROXY_CONF_FILE = 'api-docs.conf';
 
 /** A build that found bad declarations or would write an invalid spec; each problem names its source. */
 export class BuildError extends Error {
