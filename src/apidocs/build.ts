@@ -149,7 +149,7 @@ function nginxString(value: string, setting: string): string {
 
 /**
  * The proxy's serving block: the spec (CORS for any origin) and the page (with the same
- * Content-Security-Policy the server sends), both from the dist folder, revalidated by ETag.
+ * Content-Security-Policy the server sends), both from the dist folder, gzipped, revalidated by ETag.
  */
 function serverBlock(config: Config, pagePolicy: string): string {
   const dist = config.build.distDir;
@@ -160,7 +160,12 @@ function serverBlock(config: Config, pagePolicy: string): string {
     `location = ${OPENAPI_PATH} {`,
     `    alias ${nginxString(path.join(dist, SPEC_FILE), 'PLINTH_DIST_DIR')};`,
     '    types { }',
-    '    default_type "application/json; charset=utf-8";',
+    // The charset by its own directives: gzip_types would not match a default_type with one.
+    '    default_type application/json;',
+    '    charset utf-8;',
+    '    charset_types application/json;',
+    '    gzip on;',
+    '    gzip_types application/json;',
     '    add_header Access-Control-Allow-Origin "*" always;',
     '    add_header Access-Control-Allow-Methods "GET, HEAD, OPTIONS" always;',
     '    add_header Access-Control-Allow-Headers "*" always;',
@@ -173,7 +178,9 @@ function serverBlock(config: Config, pagePolicy: string): string {
     `location = ${config.apiDocs.path} {`,
     `    alias ${nginxString(path.join(dist, PAGE_FILE), 'PLINTH_DIST_DIR')};`,
     '    types { }',
-    '    default_type "text/html; charset=utf-8";',
+    '    default_type text/html;',
+    '    charset utf-8;',
+    '    gzip on;',
     `    add_header Content-Security-Policy "${pagePolicy}" always;`,
     '    add_header Cache-Control "no-cache" always;',
     '}',

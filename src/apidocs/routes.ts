@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
@@ -36,26 +37,34 @@ export function apiReferenceOptions(config: Config): ApiReferenceOptions {
   };
 }
 
-/** A response body, encoded once (the pages are megabytes), with its validator. */
+/** A response body, encoded once and gzipped once (the pages are megabytes), with its validator. */
 interface Served {
   body: Buffer;
-  etag: string;
+  gzipped: Buffer;
+  /** The validator of both encodings; each answer adds its encoding to it. */
+  hash: string;
 }
 
 function served(text: string): Served {
   const body = Buffer.from(text);
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
+  return { body, gzipped: gzipSync(body), hash: createHash('sha256').update(body).digest('base64url').slice(0, 32) };
 }
 
 /**
- * Answers with a body the browser may keep and revalidate (304 when its copy is current): the
- * pages are megabytes, and they change only with a build or a restart.
+ * Answers with a body the browser may keep and revalidate (304 when its copy is current), gzipped
+ * when the client takes gzip (the page shrinks from 4.4 to 1.3 MB): the pages change only with a
+ * build or a restart.
  */
 function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {
-  reply.header('etag', file.etag).header('cache-control', 'no-cache').headers(headers);
+  const gzip = /\bgzip\b(?!;\s*q=0(\.0*)?\s*(,|$))/i.test(request.headers['accept-encoding'] ?? '');
+  const etag = `"${file.hash}${gzip ? '-gzip' : ''}"`;
+  // CORS may have said Vary: Origin already.
+  const vary = reply.getHeader('vary');
+  reply.header('etag', etag).header('cache-control', 'no-cache').header('vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding').headers(headers);
   const known = request.headers['if-none-match']?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
-  if (known?.includes(file.etag)) return reply.code(304).send();
-  return reply.type(type).send(file.body);
+  if (known?.includes(etag)) return reply.code(304).send();
+  if (gzip) reply.header('content-encoding', 'gzip');
+  return reply.type(type).send(gzip ? file.gzipped : file.body);
 }
 
 /**

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { buildSchema, parse, validate } from 'graphql';
+import { request } from 'undici';
 import { GRAPHQL_PATH } from '../../src/http/app';
 import { SECURITY_SCHEMES } from '../../src/http/security-schemes';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -184,6 +186,18 @@ describe('the OpenAPI document at /api-docs', () => {
     const graphql = await fetch(`${server.url}${GRAPHQL_PATH}?query=%7B__typename%7D`, { headers: { origin: 'https://elsewhere.example.org' } });
     await graphql.arrayBuffer();
     expect(graphql.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('gzips the spec and the page for clients that take it', async () => {
+    for (const encoding of ['gzip', 'identity']) {
+      const response = await request(`${server.url}/docs`, { headers: { 'accept-encoding': encoding } });
+      const body = Buffer.from(await response.body.arrayBuffer());
+      expect(response.headers['content-encoding']).toBe(encoding === 'gzip' ? 'gzip' : undefined);
+      expect(response.headers.vary).toBe('Accept-Encoding');
+      const html = (encoding === 'gzip' ? gunzipSync(body) : body).toString();
+      expect(html.startsWith('<!doctype html>')).toBe(true);
+      if (encoding === 'gzip') expect(body.length).toBeLessThan(html.length / 2);
+    }
   });
 
   it('lets browsers revalidate the spec and the page (ETag, 304)', async () => {

@@ -220,6 +220,9 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
   const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, heap: { used: 0, total: 0, external: 0 }, slowest: { ms: 0, case: '' } };
   // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
   for (let i = 0; i < 200; i++) await sendHttp(`${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
+  // So is a first visit to every page: some are built on their first request (the API reference, GraphiQL) and kept.
+  const pages = target.routes.filter((route) => [route.method].flat().includes('GET') && !route.url.includes(':') && route.url !== '*');
+  for (const route of pages) await sendHttp(`${target.url}${route.url}`, { headers: { accept: 'text/html' } });
   report.rss.warm = report.rss.peak = target.residentBytes();
 
   const problemOf = async (c: FuzzCase): Promise<string | undefined> => {
