@@ -131,11 +131,6 @@ export async function startServer(
     cleanup.push(() => http.close());
     const mail = createMailer({ config, logger, jobs });
     cleanup.push(async () => mail.close());
-    // pg-boss creates its schema on first start: one process at a time, as for migrations.
-    await withMigrationLock(dataSource, () => jobs.start());
-    // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
-    cleanup.push(() => jobs.stop());
-
     const metrics = new Metrics();
     metrics.addGauge('plinth_jobs', 'Jobs kept in the queue tables, by queue and state', ['queue', 'state'], async () =>
       (await jobs.countsByQueueAndState()).map(({ queue, state, count }) => ({ labels: { queue, state }, value: count })),
@@ -160,7 +155,14 @@ export async function startServer(
       services.set(module, created);
       container.add(...(module.resolvers ?? []).map((Resolver) => new Resolver(created)));
     }
-    await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
+    // pg-boss creates its schema on first start and its queues' tables on declaration: one
+    // process at a time, as for migrations (two starting together deadlocked otherwise).
+    await withMigrationLock(dataSource, async () => {
+      await jobs.start();
+      await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
+    });
+    // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
+    cleanup.push(() => jobs.stop());
     if (runWorkers) await jobs.work();
 
     const app = serveApi
