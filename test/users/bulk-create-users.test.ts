@@ -142,6 +142,40 @@ describe('bulkCreateUsers over GraphQL', () => {
   });
 });
 
+describe('bulkCreateUsers failing unexpectedly', () => {
+  it('rolls the whole batch back: no user, no invitation, no mail, INTERNAL_ERROR', async () => {
+    // The second invitation mail cannot be queued: the first one, already queued, must go too.
+    await server.database.query(`
+      CREATE FUNCTION refuse_mail() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.data->>'to' = 'doomed2@example.com' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await server.database.query('CREATE TRIGGER refuse_mail BEFORE INSERT ON pgboss.job FOR EACH ROW EXECUTE FUNCTION refuse_mail()');
+    try {
+      const before = await userCount();
+      const jobs = await server.database.query("SELECT 1 FROM pgboss.job WHERE name = 'mail'");
+      const response = await bulkCreate({
+        users: [
+          { email: 'doomed1@example.com', name: 'One' },
+          { email: 'doomed2@example.com', name: 'Two' },
+        ],
+        send_invitations: true,
+      });
+      const result = response.body.data!.bulkCreateUsers;
+      expect(result).toMatchObject({ success: false, created_count: 0, failed_count: 2 });
+      expect(result.errors).toEqual([{ field: 'general', code: 'INTERNAL_ERROR', message: expect.any(String) }]);
+      expect(result.results.every((entry) => !entry.success && entry.user === null)).toBe(true);
+      expect(await userCount()).toBe(before);
+      expect(await server.database.query("SELECT 1 FROM pgboss.job WHERE name = 'mail'")).toHaveLength(jobs.length);
+      expect(await server.database.query("SELECT 1 FROM user_invitations i JOIN users u ON u.id = i.user_id WHERE u.email LIKE 'doomed%'")).toHaveLength(0);
+    } finally {
+      await server.database.query('DROP TRIGGER refuse_mail ON pgboss.job');
+      await server.database.query('DROP FUNCTION refuse_mail()');
+    }
+  });
+});
+
 describe('POST /actions/bulk-create-users (engine-compatible handler)', () => {
   async function callAction(input: unknown, role = 'admin') {
     const response = await fetch(`${server.url}/actions/bulk-create-users`, {

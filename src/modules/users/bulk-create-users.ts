@@ -79,7 +79,8 @@ export class BulkUserCreation {
     }
 
     try {
-      const created = valid.size === 0 ? [] : await this.dataSource.transaction((manager) => this.insert(manager, [...valid.values()], sendInvitations));
+      const entries = [...valid.values()];
+      const created = entries.length === 0 ? [] : await this.dataSource.transaction((manager) => this.insert(manager, entries, sendInvitations));
       const byEmail = new Map(created.map((row) => [row.email, row]));
       for (const [key, { index }] of valid) {
         const row = byEmail.get(key);
