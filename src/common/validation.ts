@@ -10,6 +10,15 @@ export function rule(code: FieldErrorCode, message: string): ValidationOptions {
 }
 
 /**
+ * One decorator made of several rules, so inputs sharing a field share its rules; they read and
+ * report in the order given, as if written one above the other.
+ */
+export function rules(...decorators: PropertyDecorator[]): PropertyDecorator {
+  // Decorators written above one another apply bottom-up: apply these the same way.
+  return (target, property) => [...decorators].reverse().forEach((decorate) => decorate(target, property));
+}
+
+/**
  * Runs the class-validator rules of an input object and returns one FieldError per failing
  * field: the first of its failing rules as they are written, with the code the rule carries.
  * Text that cannot be stored is an INVALID_FORMAT error on its field, decided first: the rules

@@ -156,6 +156,8 @@ const environmentSchema = z.object({
 
   AUTH_PASSWORD_MIN_LENGTH: integer(1, 1024).default(8),
   AUTH_PASSWORD_MAX_LENGTH: integer(8, 4096).default(256),
+  AUTH_INVITATION_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400),
+  ACTIONS_BULK_CREATE_MAX_USERS: integer(1, 100_000).default(1000),
 
   SMTP_HOST: nonEmpty.optional(),
   SMTP_PORT: integer(1, 65535).default(587),
@@ -284,6 +286,12 @@ export interface Config {
     passwordMaxLength: number;
     /** AUTH_SERVER_URL, the spec's `{auth_url}`. */
     serverUrl: string;
+    /** How long an invitation link (bulkCreateUsers with send_invitations) stays valid. */
+    invitationTtlSeconds: number;
+  };
+  actions: {
+    /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
+    bulkCreateMaxUsers: number;
   };
   mail: {
     /** Unset without SMTP_HOST: mail is written to .eml files outside production, refused in it. */
@@ -461,7 +469,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       passwordMinLength: values.AUTH_PASSWORD_MIN_LENGTH,
       passwordMaxLength: values.AUTH_PASSWORD_MAX_LENGTH,
       serverUrl: values.AUTH_SERVER_URL ?? `${publicUrl}/auth`,
+      invitationTtlSeconds: values.AUTH_INVITATION_TTL_SECONDS,
     },
+    actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },
     mail: {
       smtp: values.SMTP_HOST
         ? {

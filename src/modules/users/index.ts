@@ -1,4 +1,5 @@
 import type { PlinthModule } from '../../platform/module';
+import { BulkUserCreation } from './bulk-create-users';
 import { User } from './user.entity';
 import { UsersResolver } from './users.resolver';
 import { usersActions } from './users.routes';
@@ -6,19 +7,29 @@ import { UsersService } from './users.service';
 
 export interface UsersServices {
   users: UsersService;
+  bulkUsers: BulkUserCreation;
 }
 
-/** Accounts: registerUser on the schema and as an engine-compatible action. */
+/** Accounts: registerUser and bulkCreateUsers on the schema and as engine-compatible actions. */
 export const usersModule: PlinthModule<UsersServices> = {
   name: 'users',
   resolvers: [UsersResolver],
-  create: ({ config, dataSource, pubSub, logger }) => ({
+  // No mailer.requireDelivery: only bulkCreateUsers with send_invitations sends, and without a
+  // way to deliver mail that call fails alone rather than the server refusing to start.
+  create: ({ config, dataSource, pubSub, mailer, logger }) => ({
     users: new UsersService(
       dataSource.getRepository(User),
       pubSub,
       { minLength: config.auth.passwordMinLength, maxLength: config.auth.passwordMaxLength },
       logger.child({ module: 'users' }),
     ),
+    bulkUsers: new BulkUserCreation(
+      dataSource,
+      mailer,
+      config,
+      { maxUsers: config.actions.bulkCreateMaxUsers, invitationTtlSeconds: config.auth.invitationTtlSeconds },
+      logger.child({ module: 'users' }),
+    ),
   }),
-  actions: ({ users }) => usersActions(users),
+  actions: (services) => usersActions(services),
 };

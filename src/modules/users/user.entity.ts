@@ -9,8 +9,9 @@ export class User {
   @Column('text')
   email!: string;
 
-  @Column('text', { name: 'password_hash', select: false })
-  passwordHash!: string;
+  /** Null for an invited user who has not set a password yet: no password matches it. */
+  @Column('text', { name: 'password_hash', select: false, nullable: true })
+  passwordHash!: string | null;
 
   @Column('text')
   name!: string;

@@ -5,7 +5,15 @@ import { ADMIN_ROLE } from '../../http/session';
 import { enforceRateLimit } from '../../platform/rate-limits';
 import { USER_REGISTERED } from './users.service';
 import type { UsersServices } from '.';
-import { REGISTER_USER_ROLES, RegisterUserInput, RegisterUserOutput, UserInfo } from './users.types';
+import {
+  BULK_CREATE_USERS_ROLES,
+  BulkCreateUsersInput,
+  BulkCreateUsersOutput,
+  REGISTER_USER_ROLES,
+  RegisterUserInput,
+  RegisterUserOutput,
+  UserInfo,
+} from './users.types';
 
 @Resolver()
 export class UsersResolver {
@@ -20,6 +28,15 @@ export class UsersResolver {
   ): Promise<RegisterUserOutput> {
     await enforceRateLimit(context, 'registration');
     return this.services.users.registerUser(input);
+  }
+
+  @Authorized(BULK_CREATE_USERS_ROLES)
+  @ChecksOwnText()
+  @Mutation(() => BulkCreateUsersOutput, {
+    description: 'Creates accounts without passwords, each entry on its own; invitations let the users set theirs',
+  })
+  bulkCreateUsers(@Arg('input', () => BulkCreateUsersInput) input: BulkCreateUsersInput): Promise<BulkCreateUsersOutput> {
+    return this.services.bulkUsers.bulkCreateUsers(input);
   }
 
   @Authorized(ADMIN_ROLE)

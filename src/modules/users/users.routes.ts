@@ -1,9 +1,9 @@
 import type { ActionDefinition } from '../../http/actions';
-import type { UsersService } from './users.service';
-import { REGISTER_USER_ROLES } from './users.types';
+import type { UsersServices } from '.';
+import { BULK_CREATE_USERS_ROLES, REGISTER_USER_ROLES } from './users.types';
 
 /** The engine-compatible handler routes of the users actions. */
-export function usersActions(users: UsersService): ActionDefinition[] {
+export function usersActions({ users, bulkUsers }: UsersServices): ActionDefinition[] {
   return [
     {
       name: 'registerUser',
@@ -12,6 +12,23 @@ export function usersActions(users: UsersService): ActionDefinition[] {
       argumentsSchema: { type: 'object', required: ['input'], properties: { input: { type: 'object' } } },
       rateLimit: 'registration',
       handle: (args) => users.registerUser(args.input),
+    },
+    {
+      name: 'bulkCreateUsers',
+      roles: BULK_CREATE_USERS_ROLES,
+      // Each entry is checked by the service, which answers per entry.
+      argumentsSchema: {
+        type: 'object',
+        required: ['input'],
+        properties: {
+          input: {
+            type: 'object',
+            required: ['users'],
+            properties: { users: { type: 'array', items: { type: 'object' } }, send_invitations: { type: 'boolean' } },
+          },
+        },
+      },
+      handle: (args) => bulkUsers.bulkCreateUsers(args.input),
     },
   ];
 }

@@ -81,21 +81,27 @@ export class UsersService {
   }
 }
 
-function toUserInfo(user: User): UserInfo {
+export function toUserInfo(user: Pick<User, 'id' | 'email' | 'name' | 'emailVerified'>): UserInfo {
   return { id: user.id, email: user.email, name: user.name, email_verified: user.emailVerified };
 }
 
 /** Copies the known fields of untrusted input (GraphQL or an engine's envelope), trimming text. */
 function normalise(raw: unknown): RegisterUserInput {
   const source = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-  const trim = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
   const input = new RegisterUserInput();
   input.email = trim(source.email) as string;
   input.password = source.password as string; // passwords are taken exactly as typed
   input.name = trim(source.name) as string;
-  const company = trim(source.company);
-  input.company = company === '' ? null : (company as string | null | undefined);
+  input.company = optionalText(source.company);
   return input;
+}
+
+export const trim = (value: unknown): unknown => (typeof value === 'string' ? value.trim() : value);
+
+/** A trimmed optional text field, blank meaning none. */
+export function optionalText(value: unknown): string | null | undefined {
+  const trimmed = trim(value);
+  return trimmed === '' ? null : (trimmed as string | null | undefined);
 }
 
 function isUniqueViolation(error: unknown, constraint: string): boolean {

@@ -1,21 +1,42 @@
 import { IsEmail, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { UUIDResolver } from 'graphql-scalars';
-import { Field, InputType, ObjectType } from 'type-graphql';
+import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { FieldError } from '../../common/field-error.types';
-import { rule } from '../../common/validation';
-import { EVERY_ROLE } from '../../http/session';
+import { rule, rules } from '../../common/validation';
+import { ADMIN_ROLE, EVERY_ROLE } from '../../http/session';
 
 /** Registration is sign-up: every role may call it, anonymous included. */
 export const REGISTER_USER_ROLES = [EVERY_ROLE];
 
+/** Creating accounts for others is an administrator's task. */
+export const BULK_CREATE_USERS_ROLES = [ADMIN_ROLE];
+
+// The rules of the fields every new account has, shared by registration and bulk creation.
+// Within a field they run in order and stop at the first failure.
+const emailRules = () =>
+  rules(
+    IsNotEmpty(rule('REQUIRED_FIELD', 'email is required')),
+    IsString(rule('INVALID_FORMAT', 'email must be a string')),
+    MaxLength(254, rule('INVALID_LENGTH', 'email must be at most 254 characters')),
+    IsEmail({}, rule('INVALID_FORMAT', 'email must be a valid e-mail address')),
+  );
+const nameRules = () =>
+  rules(
+    IsNotEmpty(rule('REQUIRED_FIELD', 'name is required')),
+    IsString(rule('INVALID_FORMAT', 'name must be a string')),
+    MaxLength(200, rule('INVALID_LENGTH', 'name must be at most 200 characters')),
+  );
+const companyRules = () =>
+  rules(
+    IsOptional(),
+    IsString(rule('INVALID_FORMAT', 'company must be a string')),
+    MaxLength(200, rule('INVALID_LENGTH', 'company must be at most 200 characters')),
+  );
+
 @InputType({ description: 'A new account' })
 export class RegisterUserInput {
-  // Rules run in order and stop at a field's first failure.
   @Field()
-  @IsNotEmpty(rule('REQUIRED_FIELD', 'email is required'))
-  @IsString(rule('INVALID_FORMAT', 'email must be a string'))
-  @MaxLength(254, rule('INVALID_LENGTH', 'email must be at most 254 characters'))
-  @IsEmail({}, rule('INVALID_FORMAT', 'email must be a valid e-mail address'))
+  @emailRules()
   email!: string;
 
   @Field({ description: 'At least AUTH_PASSWORD_MIN_LENGTH characters (8 by default)' })
@@ -24,16 +45,75 @@ export class RegisterUserInput {
   password!: string;
 
   @Field()
-  @IsNotEmpty(rule('REQUIRED_FIELD', 'name is required'))
-  @IsString(rule('INVALID_FORMAT', 'name must be a string'))
-  @MaxLength(200, rule('INVALID_LENGTH', 'name must be at most 200 characters'))
+  @nameRules()
   name!: string;
 
   @Field(() => String, { nullable: true })
-  @IsOptional()
-  @IsString(rule('INVALID_FORMAT', 'company must be a string'))
-  @MaxLength(200, rule('INVALID_LENGTH', 'company must be at most 200 characters'))
+  @companyRules()
   company?: string | null;
+}
+
+@InputType({ description: 'An account an administrator creates: no password, the user sets one through the invitation' })
+export class CreateUserInput {
+  @Field()
+  @emailRules()
+  email!: string;
+
+  @Field()
+  @nameRules()
+  name!: string;
+
+  @Field(() => String, { nullable: true })
+  @companyRules()
+  company?: string | null;
+}
+
+@InputType()
+export class BulkCreateUsersInput {
+  @Field(() => [CreateUserInput], { description: 'At most ACTIONS_BULK_CREATE_MAX_USERS (1000 by default)' })
+  users!: CreateUserInput[];
+
+  @Field({ defaultValue: false, description: 'Mails each created user a single-use link to set a password' })
+  send_invitations!: boolean;
+}
+
+@ObjectType({ description: 'The outcome of one entry of bulkCreateUsers, in input order' })
+export class UserCreationResult {
+  @Field({ description: 'The address as given (trimmed; lower-cased once created)' })
+  email!: string;
+
+  @Field()
+  success!: boolean;
+
+  @Field(() => UserInfo, { nullable: true })
+  user?: UserInfo | null;
+
+  @Field(() => String, { nullable: true, description: 'Why this entry was not created' })
+  error?: string | null;
+}
+
+@ObjectType()
+export class BulkCreateUsersOutput {
+  @Field({ description: 'True when the batch was processed (each entry says whether it was created); false when it was refused whole' })
+  success!: boolean;
+
+  @Field()
+  message!: string;
+
+  @Field(() => Int)
+  created_count!: number;
+
+  @Field(() => Int)
+  failed_count!: number;
+
+  @Field(() => [UserCreationResult])
+  results!: UserCreationResult[];
+
+  @Field(() => [FieldError], { nullable: true, description: 'Why a refused batch was refused' })
+  errors?: FieldError[] | null;
+
+  /** Overall failure code of the handler envelope (spec 1 §2.3); not part of the GraphQL type. */
+  error_code?: 'VALIDATION_ERROR' | 'INTERNAL_ERROR';
 }
 
 @ObjectType({ description: 'The public view of a user' })
