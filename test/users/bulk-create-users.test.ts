@@ -1,5 +1,5 @@
 import { BulkCreateUsersDocument, type BulkCreateUsersInput } from '../generated/graphql';
-import { ticketHash } from '../../src/modules/users/bulk-create-users';
+import { ticketHash } from '../../src/modules/users/bulk-create-users.service';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';

@@ -1,5 +1,5 @@
 import type { PlinthModule } from '../../platform/module';
-import { BulkUserCreation } from './bulk-create-users';
+import { BulkUserCreation } from './bulk-create-users.service';
 import { User } from './user.entity';
 import { UsersResolver } from './users.resolver';
 import { usersActions } from './users.routes';
