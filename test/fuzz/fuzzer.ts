@@ -91,14 +91,7 @@ function httpProblem(status: number, text: string, contentType: string | null): 
   return undefined;
 }
 
-/**
- * The fuzzer's connections: idle ones are dropped after a second, well before the server's
- * keep-alive timeout (5 s), so a request never races the server closing its idle socket (which
- * looks like "other side closed" and is no fault of either).
- */
-const connections = new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 });
-
-async function sendHttp(url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
+async function sendHttp(connections: Agent, url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
     const response = await fetch(url, { ...init, dispatcher: connections, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
@@ -198,6 +191,21 @@ async function introspect(base: string) {
  * error-level log line, no answer, a WebSocket close outside 44xx. Then checks memory.
  */
 export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<FuzzReport> {
+  /*
+   * The fuzzer's connections: idle ones are dropped after a second, well before the server's
+   * keep-alive timeout (5 s), so a request never races the server closing its idle socket (which
+   * looks like "other side closed" and is no fault of either). Closed at the end, so nothing is
+   * left open behind the run.
+   */
+  const connections = new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 });
+  try {
+    return await fuzzWith(connections, target, options);
+  } finally {
+    await connections.close();
+  }
+}
+
+async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOptions): Promise<FuzzReport> {
   const schema = await introspect(target.url);
   const subscriptionFields = Object.keys(schema.getSubscriptionType()?.getFields() ?? {});
   const subscriptionQueries = fc.oneof(
@@ -219,10 +227,10 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
 
   const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, heap: { used: 0, total: 0, external: 0 }, slowest: { ms: 0, case: '' } };
   // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
-  for (let i = 0; i < 200; i++) await sendHttp(`${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
+  for (let i = 0; i < 200; i++) await sendHttp(connections, `${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
   // So is a first visit to every page: some are built on their first request (the API reference, GraphiQL) and kept.
   const pages = target.routes.filter((route) => [route.method].flat().includes('GET') && !route.url.includes(':') && route.url !== '*');
-  for (const route of pages) await sendHttp(`${target.url}${route.url}`, { headers: { accept: 'text/html' } });
+  for (const route of pages) await sendHttp(connections, `${target.url}${route.url}`, { headers: { accept: 'text/html' } });
   report.rss.warm = report.rss.peak = target.residentBytes();
 
   const problemOf = async (c: FuzzCase): Promise<string | undefined> => {
@@ -243,7 +251,7 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
     } else {
       const [url, init] = c.kind === 'graphql' ? graphqlRequest(target.url, c) : restRequest(target.url, c);
       report.requests += 1;
-      const outcome = await sendHttp(url, init);
+      const outcome = await sendHttp(connections, url, init);
       if ('problem' in outcome) problem = outcome.problem;
       else {
         report.statuses[outcome.status] = (report.statuses[outcome.status] ?? 0) + 1;
