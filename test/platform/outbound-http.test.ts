@@ -11,11 +11,17 @@ import { freePort } from '../support/global-setup';
 
 const MiB = 1024 * 1024;
 const servers: net.Server[] = [];
+/** Every connection the test servers accepted: some servers never answer, so they are cut at the end. */
+const sockets = new Set<net.Socket>();
 let client: OutboundHttp;
 
 /** Listens on 127.0.0.1 and returns the server's base URL. */
 async function listen(server: net.Server, scheme = 'http'): Promise<string> {
   servers.push(server);
+  server.on('connection', (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `${scheme}://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }
@@ -35,10 +41,8 @@ beforeAll(() => {
 });
 afterAll(async () => {
   await client.close();
-  for (const server of servers) {
-    (server as http.Server).closeAllConnections?.();
-    server.close();
-  }
+  for (const socket of sockets) socket.destroy();
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
 });
 
 describe('outbound HTTP failures', () => {
