@@ -114,3 +114,17 @@ describe('memory under a stream of huge documents', () => {
     expect(fine.body).toEqual({ data: { session: { role: 'anonymous' } } });
   });
 });
+
+describe('GQL_GRAPHQL_DOCUMENT_CACHE_BYTES=0', () => {
+  it('starts without a document cache and answers every query (it crashed start-up before)', async () => {
+    const uncached = await startTestServer({ GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: '0' });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const response = await postGraphQL(uncached.graphqlUrl, { query: '{ session { role } }' });
+        expect(response.body).toEqual({ data: { session: { role: 'anonymous' } } });
+      }
+    } finally {
+      await uncached.close();
+    }
+  });
+});
