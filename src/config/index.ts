@@ -112,6 +112,13 @@ export type ApiDocsTheme = (typeof API_DOCS_THEMES)[number];
 /** Paths the server itself answers; the reference page cannot take one of them. */
 const RESERVED_PATHS = ['/api-docs', '/healthz', '/readyz', '/metrics', '/v1/graphql'];
 
+/** The two payment providers of spec 3: primary (Stripe-compatible) and backup (Lemon Squeezy-compatible). */
+export const PAYMENT_PROVIDERS = ['primary', 'backup'] as const;
+export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
+
+/** PRIMARY_PROVIDER_PRICE_ID_<PRODUCT> and BACKUP_PROVIDER_VARIANT_ID_<PRODUCT>: one per product. */
+const PRODUCT_VARIABLE = /^(PRIMARY_PROVIDER_PRICE_ID|BACKUP_PROVIDER_VARIANT_ID)_([A-Z][A-Z0-9_]*)$/;
+
 const oneLine = nonEmpty.refine((value) => !/[\r\n]/.test(value), { error: 'must be one line' });
 
 /** Every environment variable Plinth reads, with its default and its validation. */
@@ -242,6 +249,25 @@ const environmentSchema = z.object({
     // A prefix names a path and everything under it, with or without its trailing slash.
     .transform((prefixes) => prefixes.map((prefix) => (prefix.length > 1 ? prefix.replace(/\/+$/, '') : prefix)))
     .optional(),
+
+  // Payments and the billing provider switch (spec 1 §2.2, spec 3 §2.1).
+  PAYMENT_PROVIDER: z.enum(PAYMENT_PROVIDERS, { error: 'must be primary or backup' }).default('primary'),
+  BILLING_PROVIDER: z.enum(PAYMENT_PROVIDERS, { error: 'must be primary or backup' }).optional(),
+  ADMIN_KEY: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+  PRIMARY_PROVIDER_API_URL: baseUrl.optional(),
+  PRIMARY_PROVIDER_API_KEY: nonEmpty.optional(),
+  PRIMARY_PROVIDER_WEBHOOK_SECRET: nonEmpty.optional(),
+  BACKUP_PROVIDER_API_URL: baseUrl.default('https://api.lemonsqueezy.com'),
+  BACKUP_PROVIDER_API_KEY: nonEmpty.optional(),
+  BACKUP_PROVIDER_STORE_ID: nonEmpty.regex(/^\d+$/, { error: 'must be the numeric id of the store' }).optional(),
+  BACKUP_PROVIDER_WEBHOOK_SECRET: nonEmpty.optional(),
+  PAYMENTS_MAX_AMOUNT: integer(1, 99_999_999).default(99_999_999),
+  PAYMENTS_PROVIDER_TIMEOUT_MS: integer(100, 600_000).default(20_000),
+  PAYMENTS_PROVIDER_MAX_RETRIES: integer(0, 10).default(1),
+  PAYMENTS_WEBHOOK_TOLERANCE_SECONDS: integer(1, 86_400).default(300),
+  PAYMENTS_LICENSE_ACTIVATION_LIMIT: integer(1, 1_000_000).default(5),
+  BILLING_CHECKOUT_SUCCESS_URL: nonEmpty.refine((value) => URL.canParse(value) && /^https?:/.test(value), { error: 'must be an absolute http(s) URL' }).optional(),
+  BILLING_CHECKOUT_CANCEL_URL: nonEmpty.refine((value) => URL.canParse(value) && /^https?:/.test(value), { error: 'must be an absolute http(s) URL' }).optional(),
 });
 
 /** Variables whose values are never repeated in a message. */
@@ -338,6 +364,8 @@ export interface Config {
     proxyConfDir: string;
   };
   /** The API reference (spec 1 §2.7). */
+  /** Payments, the provider switch and its webhooks (spec 1 §2.2, spec 3 §2.1). */
+  payments: PaymentsConfig;
   apiDocs: {
     /** false: no /api-docs, no page, no GraphiQL, no serving block. */
     enabled: boolean;
@@ -351,6 +379,43 @@ export interface Config {
     graphql: { enabled: boolean; endpoint: string };
     /** API_DOCS_HIDE_ENDPOINTS: paths equal to or under one of these prefixes are left out of the spec. */
     hiddenPrefixes: string[];
+  };
+}
+
+export interface PaymentsConfig {
+  /** PAYMENT_PROVIDER: the selection stored when none is stored yet; the stored one wins after. */
+  initialProvider: PaymentProviderName;
+  /** BILLING_PROVIDER: an alias shown in health output only. */
+  billingProviderAlias: PaymentProviderName | undefined;
+  /** ADMIN_KEY (X-Admin-Key of /admin/payment-provider); unset: those endpoints refuse every key. */
+  adminKey: string | undefined;
+  /** The largest amount processPayment takes, in minor units. */
+  maxAmount: number;
+  /** One provider call, whole; and how often a call lost on the network is retried (same idempotency key). */
+  providerTimeoutMs: number;
+  providerMaxRetries: number;
+  /** How old a primary webhook's signed timestamp may be (replays). */
+  webhookToleranceSeconds: number;
+  /** Instances one license may be activated on. */
+  licenseActivationLimit: number;
+  /** Where the hosted checkout sends the customer back. */
+  checkoutSuccessUrl: string;
+  checkoutCancelUrl: string;
+  primary: {
+    /** PRIMARY_PROVIDER_API_URL; unset: the provider's public address (the SDK's default). */
+    apiUrl: string | undefined;
+    apiKey: string | undefined;
+    webhookSecret: string | undefined;
+    /** Price id by product (lower case). */
+    priceIds: Record<string, string>;
+  };
+  backup: {
+    apiUrl: string;
+    apiKey: string | undefined;
+    storeId: string | undefined;
+    webhookSecret: string | undefined;
+    /** Variant id by product (lower case). */
+    variantIds: Record<string, string>;
   };
 }
 
@@ -404,6 +469,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const services = customServicesFromEnv(present);
   problems.push(...services.problems);
   const queues = queueSettingsFromEnv(present, problems);
+  const products = productIdsFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
   const values = parsed.data;
@@ -532,6 +598,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       distDir: path.resolve(values.PLINTH_DIST_DIR),
       proxyConfDir: path.resolve(values.PLINTH_PROXY_CONF_DIR),
     },
+    payments: {
+      initialProvider: values.PAYMENT_PROVIDER,
+      billingProviderAlias: values.BILLING_PROVIDER,
+      adminKey: values.ADMIN_KEY,
+      maxAmount: values.PAYMENTS_MAX_AMOUNT,
+      providerTimeoutMs: values.PAYMENTS_PROVIDER_TIMEOUT_MS,
+      providerMaxRetries: values.PAYMENTS_PROVIDER_MAX_RETRIES,
+      webhookToleranceSeconds: values.PAYMENTS_WEBHOOK_TOLERANCE_SECONDS,
+      licenseActivationLimit: values.PAYMENTS_LICENSE_ACTIVATION_LIMIT,
+      checkoutSuccessUrl: values.BILLING_CHECKOUT_SUCCESS_URL ?? `${publicUrl}/billing/success`,
+      checkoutCancelUrl: values.BILLING_CHECKOUT_CANCEL_URL ?? `${publicUrl}/billing/cancel`,
+      primary: {
+        apiUrl: values.PRIMARY_PROVIDER_API_URL,
+        apiKey: values.PRIMARY_PROVIDER_API_KEY,
+        webhookSecret: values.PRIMARY_PROVIDER_WEBHOOK_SECRET,
+        priceIds: products.PRIMARY_PROVIDER_PRICE_ID,
+      },
+      backup: {
+        apiUrl: values.BACKUP_PROVIDER_API_URL,
+        apiKey: values.BACKUP_PROVIDER_API_KEY,
+        storeId: values.BACKUP_PROVIDER_STORE_ID,
+        webhookSecret: values.BACKUP_PROVIDER_WEBHOOK_SECRET,
+        variantIds: products.BACKUP_PROVIDER_VARIANT_ID,
+      },
+    },
     apiDocs: {
       enabled: values.API_DOCS_ENABLED,
       path: values.API_DOCS_PATH,
@@ -559,4 +650,25 @@ function queueSettingsFromEnv(env: NodeJS.ProcessEnv, problems: string[]): Recor
     queues[match[1]] = { ...queues[match[1]], [setting]: parsed.data };
   }
   return queues;
+}
+
+/** The provider ids of each product (PRIMARY_PROVIDER_PRICE_ID_PRO gives primary's price of `pro`). */
+function productIdsFromEnv(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): Record<'PRIMARY_PROVIDER_PRICE_ID' | 'BACKUP_PROVIDER_VARIANT_ID', Record<string, string>> {
+  const found = { PRIMARY_PROVIDER_PRICE_ID: {} as Record<string, string>, BACKUP_PROVIDER_VARIANT_ID: {} as Record<string, string> };
+  for (const [variable, value] of Object.entries(env)) {
+    const match = PRODUCT_VARIABLE.exec(variable);
+    if (!match || value === undefined) continue;
+    const id = value.trim();
+    const valid = match[1] === 'BACKUP_PROVIDER_VARIANT_ID' ? /^\d+$/.test(id) : /^[A-Za-z0-9_]{1,255}$/.test(id);
+    if (!valid) {
+      const shape = match[1] === 'BACKUP_PROVIDER_VARIANT_ID' ? 'a numeric variant id' : 'a price id such as price_1Pz';
+      problems.push(`${variable} must be ${shape} (got ${JSON.stringify(value)})`);
+      continue;
+    }
+    found[match[1] as keyof typeof found][match[2].toLowerCase()] = id;
+  }
+  return found;
 }

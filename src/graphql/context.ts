@@ -11,4 +11,6 @@ export interface GraphQLContext {
   clientIp: string;
   /** The server's named limits, for enforceRateLimit (platform/rate-limits.ts). */
   rateLimits: RateLimits;
+  /** The request's Idempotency-Key header (HTTP only): a retried mutation that honours it has its effect once. */
+  idempotencyKey?: string | string[];
 }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
@@ -30,8 +31,11 @@ export interface ActionDefinition {
   argumentsSchema: Record<string, unknown>;
   /** A named limit the route applies once the session is known: per user id, else per client address. */
   rateLimit?: RateLimitName;
-  /** Calls the service; its answer (with `success`) is the response envelope. */
-  handle(argumentsValue: Record<string, unknown>, session: Session): Promise<{ success: boolean }>;
+  /**
+   * Calls the service; its answer (with `success`) is the response envelope. `headers` are the
+   * handler request's (the engine forwards client headers such as Idempotency-Key when told to).
+   */
+  handle(argumentsValue: Record<string, unknown>, session: Session, headers: IncomingHttpHeaders): Promise<{ success: boolean }>;
 }
 
 interface ActionEnvelope {
@@ -128,7 +132,7 @@ export function registerActionRoute(
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }
       if (limiter && !(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
-      const result = await action.handle(request.body.input, session);
+      const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);
     },
   });

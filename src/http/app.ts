@@ -155,6 +155,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
               logger: request.log,
               clientIp: request.ip,
               rateLimits,
+              idempotencyKey: request.headers['idempotency-key'],
             };
           } catch (error) {
             if (!(error instanceof SessionError)) throw error;
