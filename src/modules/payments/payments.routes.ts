@@ -70,7 +70,6 @@ export function paymentsRoutes(app: FastifyInstance, services: PaymentsServices)
       body: {
         type: 'object',
         required: ['provider'],
-        additionalProperties: false,
         properties: { provider: { ...provider, description: 'primary or backup' } },
       },
       response: {
