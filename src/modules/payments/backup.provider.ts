@@ -10,7 +10,7 @@ interface CheckoutDocument {
   errors?: { detail?: string; status?: string }[];
 }
 
-export type BackupCheckoutRequest = Omit<CheckoutRequest, 'priceId' | 'cancelUrl'> & { variantId: string };
+export type BackupCheckoutRequest = Omit<CheckoutRequest, 'priceId' | 'cancelUrl' | 'product'> & { variantId: string };
 
 /**
  * The backup provider: Lemon Squeezy's REST API (JSON:API) at BACKUP_PROVIDER_API_URL, through

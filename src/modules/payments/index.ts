@@ -1,21 +1,30 @@
 import type { PlinthModule } from '../../platform/module';
+import type { SessionSettings } from '../../http/session';
+import { BackupProvider } from './backup.provider';
+import { BillingService } from './billing.service';
+import { CheckoutService } from './checkout.service';
 import { PaymentsResolver } from './payments.resolver';
 import { paymentsActions, paymentsRoutes } from './payments.routes';
 import { PaymentsService } from './payments.service';
 import { PrimaryProvider } from './primary.provider';
 import { ProviderSwitch } from './provider-switch.service';
-import { BackupProvider } from './backup.provider';
+import { WebhooksService } from './webhooks.service';
 
 export interface PaymentsServices {
   payments: PaymentsService;
   providers: ProviderSwitch;
+  billing: BillingService;
+  webhooks: WebhooksService;
+  checkout: CheckoutService;
   /** X-Admin-Key of the billing admin endpoints; unset: every key is refused. */
   adminKey: string | undefined;
   /** BILLING_PROVIDER, shown in health output only. */
   billingProviderAlias: string | undefined;
+  /** How the REST routes read a bearer token (POST /billing/checkout). */
+  session: SessionSettings;
 }
 
-/** Payments (processPayment), the primary/backup provider switch and the providers' webhooks. */
+/** Payments (processPayment), the primary/backup provider switch, the providers' webhooks, subscriptions, licenses and checkout. */
 export const paymentsModule: PlinthModule<PaymentsServices> = {
   name: 'payments',
   resolvers: [PaymentsResolver],
@@ -25,11 +34,21 @@ export const paymentsModule: PlinthModule<PaymentsServices> = {
     await providers.seed();
     const primary = new PrimaryProvider(settings);
     const backup = new BackupProvider(settings, http);
+    const payments = new PaymentsService(dataSource, providers, { primary, backup }, pubSub, { maxAmount: settings.maxAmount });
+    const billing = new BillingService(dataSource, { licenseActivationLimit: settings.licenseActivationLimit });
     return {
-      payments: new PaymentsService(dataSource, providers, { primary, backup }, pubSub, { maxAmount: settings.maxAmount }),
+      payments,
       providers,
+      billing,
+      webhooks: new WebhooksService(dataSource, billing, payments, settings),
+      checkout: new CheckoutService(providers, primary, backup, settings),
       adminKey: settings.adminKey,
       billingProviderAlias: settings.billingProviderAlias,
+      session: {
+        adminSecret: config.graphql.adminSecret!,
+        jwtSecret: config.graphql.jwtSecret!,
+        unauthorizedRole: config.graphql.unauthorizedRole,
+      },
     };
   },
   routes: (app, services) => paymentsRoutes(app, services),

@@ -1,13 +1,26 @@
 import { GraphQLError } from 'graphql';
 import { UUIDResolver } from 'graphql-scalars';
-import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
+import { ADMIN_ROLE, EVERY_ROLE } from '../../http/session';
 import type { PaymentsServices } from '.';
-import { Payment, PaymentInput, PaymentOutput, PROCESS_PAYMENT_ROLES } from './payments.types';
+import { paymentTopic } from './payments.service';
+import {
+  License,
+  LicenseActivationOutput,
+  Payment,
+  PaymentInput,
+  PaymentOutput,
+  PROCESS_PAYMENT_ROLES,
+  BillingSubscription,
+} from './payments.types';
 
 /** Longest page of a list query. */
 export const MAX_PAGE = 100;
+
+const customerArg = { nullable: true, description: 'Admin only: one customer (others always see their own)' } as const;
+const firstArg = { defaultValue: 50, description: `1 to ${MAX_PAGE}` } as const;
 
 @Resolver()
 export class PaymentsResolver {
@@ -24,14 +37,55 @@ export class PaymentsResolver {
     return this.services.payments.processPayment(input, context.session, context.idempotencyKey);
   }
 
+  @Authorized(EVERY_ROLE)
+  @ChecksOwnText()
+  @Mutation(() => LicenseActivationOutput, {
+    description: 'Activates a license key on one instance (a machine or installation), within its activation limit; activating the same instance again counts once',
+  })
+  activateLicense(@Arg('key') key: string, @Arg('instance') instance: string): Promise<LicenseActivationOutput> {
+    return this.services.billing.activateLicense(key, instance);
+  }
+
   @Authorized()
   @Query(() => [Payment], { description: "Payments, newest first: the caller's own; an admin sees everyone's (or customer_id's)" })
   payments(
     @Ctx() context: GraphQLContext,
-    @Arg('customer_id', () => UUIDResolver, { nullable: true, description: 'Admin only: one customer' }) customerId: string | null,
-    @Arg('first', () => Int, { defaultValue: 50, description: `1 to ${MAX_PAGE}` }) first: number,
+    @Arg('customer_id', () => UUIDResolver, customerArg) customerId: string | null,
+    @Arg('first', () => Int, firstArg) first: number,
   ): Promise<Payment[]> {
     return this.services.payments.list(context.session, customerId, page(first));
+  }
+
+  @Authorized()
+  @Query(() => [BillingSubscription], { description: "Subscriptions at either provider, newest first: the caller's own; an admin sees everyone's" })
+  subscriptions(
+    @Ctx() context: GraphQLContext,
+    @Arg('customer_id', () => UUIDResolver, customerArg) customerId: string | null,
+    @Arg('first', () => Int, firstArg) first: number,
+  ): Promise<BillingSubscription[]> {
+    return this.services.billing.subscriptions(context.session, customerId, page(first));
+  }
+
+  @Authorized()
+  @Query(() => [License], { description: "Licenses, newest first: the caller's own; an admin sees everyone's" })
+  licenses(
+    @Ctx() context: GraphQLContext,
+    @Arg('customer_id', () => UUIDResolver, customerArg) customerId: string | null,
+    @Arg('first', () => Int, firstArg) first: number,
+  ): Promise<License[]> {
+    return this.services.billing.licenses(context.session, customerId, page(first));
+  }
+
+  @Authorized()
+  @Subscription(() => Payment, {
+    topics: ({ args }) => paymentTopic(String(args.payment_intent_id)),
+    // The payment's owner and admins only.
+    filter: ({ payload, context }: { payload: Payment; context: GraphQLContext }) =>
+      context.session.role === ADMIN_ROLE || (payload.customer_id !== null && payload.customer_id === context.session.userId),
+    description: "Each change of one payment's status (its owner and admins)",
+  })
+  paymentUpdated(@Root() payment: Payment, @Arg('payment_intent_id', { description: "The provider's id of the payment" }) _id: string): Payment {
+    return payment;
   }
 }
 

@@ -3,6 +3,7 @@ import { secretsEqual } from '../../common/secrets';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
+import { resolveSession, SessionError } from '../../http/session';
 import { PAYMENT_PROVIDERS, type PaymentProviderName } from '../../config';
 import type { PaymentsServices } from '.';
 import { PROCESS_PAYMENT_ROLES } from './payments.types';
@@ -23,7 +24,7 @@ export function paymentsActions({ payments }: PaymentsServices): ActionDefinitio
 const error = (description: string) => ({ ...ENVELOPE_ERROR_SCHEMA, description });
 const provider = { type: 'string', enum: [...PAYMENT_PROVIDERS] };
 
-/** The billing REST routes: the provider switch (spec 3 §4.1). */
+/** The billing REST routes (spec 3 §4.1): the provider switch, the providers' webhooks, checkout. */
 export function paymentsRoutes(app: FastifyInstance, services: PaymentsServices): void {
   // X-Admin-Key before anything else, the body included.
   const adminKey = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -89,6 +90,131 @@ export function paymentsRoutes(app: FastifyInstance, services: PaymentsServices)
       const result = await services.providers.switchTo(request.body.provider);
       if ('error' in result) return sendError(reply, 503, result.error, result.message);
       return result;
+    },
+  });
+
+  registerWebhookRoutes(app, services);
+  registerCheckoutRoute(app, services);
+}
+
+const received = {
+  description: 'Received: processed now, or a delivery of an event processed before (duplicate)',
+  type: 'object',
+  properties: { received: { type: 'boolean', const: true }, duplicate: { type: 'boolean' } },
+  required: ['received', 'duplicate'],
+};
+
+function registerWebhookRoutes(app: FastifyInstance, services: PaymentsServices): void {
+  const responses = {
+    200: received,
+    400: error('A missing or bad signature (or one too old), or not an event; nothing is stored'),
+    503: error('The webhook secret is not set, or the event could not be stored now (the provider retries)'),
+  };
+  const handle = async (
+    reply: FastifyReply,
+    check: 'valid' | 'invalid' | 'unconfigured',
+    secretName: string,
+    header: string,
+    receive: () => Promise<{ outcome: 'processed' | 'duplicate' } | { error: string; message: string }>,
+  ) => {
+    if (check === 'unconfigured') return sendError(reply, 503, 'WEBHOOK_NOT_CONFIGURED', `${secretName} is not set`);
+    if (check === 'invalid') return sendError(reply, 400, 'INVALID_SIGNATURE', `The ${header} header does not verify this body`);
+    try {
+      const result = await receive();
+      if ('error' in result) return sendError(reply, 400, result.error, result.message);
+      return { received: true, duplicate: result.outcome === 'duplicate' };
+    } catch (failure) {
+      // Nothing was stored (the event's transaction rolled back): the provider's retry will apply it.
+      reply.log.error({ err: failure }, 'webhook event could not be processed');
+      return sendError(reply, 503, 'TRY_AGAIN', 'The event could not be processed now; deliver it again');
+    }
+  };
+
+  app.post('/webhooks/primary', {
+    config: { rawBody: true },
+    schema: {
+      tags: ['billing'],
+      summary: 'Webhook of the primary provider',
+      description:
+        'Events of the primary (Stripe-compatible) provider, signed in `Stripe-Signature` (`t=<time>,v1=<HMAC-SHA256 of "<t>.<body>">` ' +
+        'with PRIMARY_PROVIDER_WEBHOOK_SECRET; older than PAYMENTS_WEBHOOK_TOLERANCE_SECONDS is refused). Processed once per event id, ' +
+        'whichever provider is active: payment intent outcomes, checkout.session.completed, customer.subscription.*, invoice.paid ' +
+        '(renewal), invoice.payment_failed. Other types are acknowledged.',
+      headers: { type: 'object', properties: { 'stripe-signature': { type: 'string' } } },
+      body: { type: 'object', description: 'A provider event: {id, type, data: {object}}' },
+      response: responses,
+    },
+    handler: (request, reply) =>
+      handle(reply, services.webhooks.verifyPrimary(request.rawBody, request.headers['stripe-signature']), 'PRIMARY_PROVIDER_WEBHOOK_SECRET', 'Stripe-Signature', () =>
+        services.webhooks.receivePrimary(request.body),
+      ),
+  });
+
+  app.post('/webhooks/backup', {
+    config: { rawBody: true },
+    schema: {
+      tags: ['billing'],
+      summary: 'Webhook of the backup provider',
+      description:
+        'Events of the backup (Lemon Squeezy-compatible) provider, signed in `X-Signature` (hex HMAC-SHA256 of the body with ' +
+        'BACKUP_PROVIDER_WEBHOOK_SECRET). Processed once per delivery body, whichever provider is active: subscription_created, ' +
+        'subscription_updated, subscription_cancelled, order_created. Other types are acknowledged.',
+      headers: { type: 'object', properties: { 'x-signature': { type: 'string' } } },
+      body: { type: 'object', description: 'A provider event: {meta: {event_name, custom_data}, data}' },
+      response: responses,
+    },
+    handler: (request, reply) =>
+      handle(reply, services.webhooks.verifyBackup(request.rawBody, request.headers['x-signature']), 'BACKUP_PROVIDER_WEBHOOK_SECRET', 'X-Signature', () =>
+        services.webhooks.receiveBackup(request.rawBody!, request.body),
+      ),
+  });
+}
+
+function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices): void {
+  app.post<{ Body: { product: string; email?: string } }>('/billing/checkout', {
+    schema: {
+      tags: ['billing'],
+      summary: 'Hosted checkout of the active provider',
+      description:
+        'The address of a hosted checkout (a Stripe Checkout session, or a Lemon Squeezy checkout) for a subscription to `product`, ' +
+        'at the provider active now. Answered with `Cache-Control: no-store`, so a cached pricing page cannot keep the old provider.',
+      security: requires('bearerAuth', 'adminSecret'),
+      body: {
+        type: 'object',
+        required: ['product'],
+        properties: {
+          product: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z][a-z0-9_]*$', description: 'A configured product in lower case, such as pro' },
+          email: { type: 'string', maxLength: 254, format: 'email', description: 'Pre-fills the checkout' },
+        },
+      },
+      response: {
+        200: {
+          description: 'The checkout to send the customer to',
+          type: 'object',
+          properties: { url: { type: 'string' }, provider: provider },
+          required: ['url', 'provider'],
+        },
+        400: error('An unknown product, or a malformed body'),
+        401: error('No valid bearer token (or no user id in it)'),
+        403: error('The token does not allow the requested role'),
+        502: error('The provider refused or failed'),
+        504: error('The provider did not answer in time'),
+      },
+    },
+    handler: async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      let userId: string | null;
+      try {
+        userId = resolveSession(request.headers, services.session).userId;
+      } catch (failure) {
+        if (!(failure instanceof SessionError)) throw failure;
+        return sendError(reply, failure.status, failure.code, failure.message);
+      }
+      if (!userId) return sendError(reply, 401, 'UNAUTHENTICATED', 'A bearer token of a user is required');
+      const result = await services.checkout.checkout(userId, request.body.product, request.body.email ?? null);
+      if ('url' in result) return result;
+      const status = result.error === 'UNKNOWN_PRODUCT' ? 400 : result.error === 'PROVIDER_TIMEOUT' ? 504 : 502;
+      return sendError(reply, status, result.error, result.message);
     },
   });
 }

@@ -5,13 +5,15 @@ import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
+import { ownerFilter } from './billing.service';
 import { PaymentRecord } from './payment.entity';
 import { Payment, PaymentInput, PaymentStatus, type PaymentOutput } from './payments.types';
 import type { ChargeRequest, ChargeResult } from './primary.provider';
 import type { ProviderSwitch } from './provider-switch.service';
 
-/** Published (with the Payment) whenever a payment is recorded or changes status. */
+/** Published (with the Payment) whenever a payment is recorded or changes status, one topic per provider id. */
 export const PAYMENT_UPDATED = 'PAYMENT_UPDATED';
+export const paymentTopic = (providerPaymentId: string) => `${PAYMENT_UPDATED}:${providerPaymentId}`;
 
 /** The providers' side of a payment: each takes a charge and answers with a result, never an exception. */
 export type Charger = Record<PaymentProviderName, { charge(request: ChargeRequest): Promise<ChargeResult> }>;
@@ -99,9 +101,9 @@ export class PaymentsService {
 
   /** Payments, newest first: the caller's own, or everyone's (or one customer's) for an admin. */
   async list(session: Session, customerId: string | null, first: number): Promise<Payment[]> {
+    const owner = ownerFilter(session, customerId);
+    if (owner === false) return [];
     const query = this.dataSource.getRepository(PaymentRecord).createQueryBuilder('payment').orderBy('payment.created_at', 'DESC').take(first);
-    const owner = session.role === ADMIN_ROLE ? customerId : session.userId;
-    if (session.role !== ADMIN_ROLE && !owner) return [];
     if (owner) query.where('payment.customer_user_id = :owner', { owner });
     return (await query.getMany()).map(toPayment);
   }
@@ -144,7 +146,7 @@ export class PaymentsService {
 
   /** Tells subscribers of a payment's change (after its transaction commits). */
   announce(payment: Payment): void {
-    if (payment.payment_intent_id) this.events.publish(PAYMENT_UPDATED, payment);
+    if (payment.payment_intent_id) this.events.publish(paymentTopic(payment.payment_intent_id), payment);
   }
 
   /** The payment row of this idempotency key: a new one, or the one a previous call with the key made. */

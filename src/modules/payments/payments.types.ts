@@ -117,3 +117,100 @@ export class Payment {
   @Field(() => DateTimeResolver)
   updated_at!: Date;
 }
+
+@ObjectType('BillingSubscription', { description: 'A subscription at either provider' })
+export class BillingSubscription {
+  @Field(() => ID)
+  id!: string;
+
+  @Field({ description: 'primary or backup' })
+  provider!: string;
+
+  @Field({ description: "The provider's id" })
+  external_id!: string;
+
+  @Field(() => UUIDResolver, { nullable: true })
+  customer_id!: string | null;
+
+  @Field(() => String, { nullable: true, description: 'The configured product (pro for PRIMARY_PROVIDER_PRICE_ID_PRO)' })
+  product!: string | null;
+
+  @Field({ description: 'active, trialing, past_due, paused, unpaid, incomplete, canceled or expired' })
+  status!: string;
+
+  @Field(() => DateTimeResolver, { nullable: true })
+  current_period_end!: Date | null;
+
+  @Field(() => DateTimeResolver)
+  created_at!: Date;
+
+  @Field(() => DateTimeResolver)
+  updated_at!: Date;
+}
+
+@ObjectType({ description: 'A license a purchase granted' })
+export class License {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  key!: string;
+
+  @Field(() => String, { nullable: true })
+  product!: string | null;
+
+  @Field(() => UUIDResolver, { nullable: true })
+  customer_id!: string | null;
+
+  @Field({ description: 'The provider that sold it' })
+  provider!: string;
+
+  @Field({ description: 'active, canceled (no renewal; usable until expires_at) or expired' })
+  status!: string;
+
+  @Field(() => Int)
+  activation_limit!: number;
+
+  @Field(() => Int)
+  activation_count!: number;
+
+  @Field(() => DateTimeResolver, { nullable: true, description: 'When it renews next; null when it does not renew' })
+  renewal_date!: Date | null;
+
+  @Field(() => DateTimeResolver, { nullable: true })
+  expires_at!: Date | null;
+
+  @Field(() => DateTimeResolver)
+  created_at!: Date;
+}
+
+@ObjectType()
+export class LicenseActivationOutput {
+  @Field()
+  success!: boolean;
+
+  @Field()
+  message!: string;
+
+  @Field(() => License, { nullable: true })
+  license?: License | null;
+
+  @Field(() => String, { nullable: true, description: 'Why it failed: LICENSE_NOT_FOUND, LICENSE_INACTIVE, ACTIVATION_LIMIT_REACHED, VALIDATION_ERROR' })
+  error_code?: string | null;
+
+  @Field(() => [FieldError], { nullable: true })
+  errors?: FieldError[] | null;
+}
+
+/** activateLicense's arguments, checked as the service checks every input. */
+export class LicenseActivationInput {
+  @IsNotEmpty(rule('REQUIRED_FIELD', 'key is required'))
+  @IsString(rule('INVALID_FORMAT', 'key must be a string'))
+  @MaxLength(100, rule('INVALID_LENGTH', 'key must be at most 100 characters'))
+  key!: string;
+
+  @IsNotEmpty(rule('REQUIRED_FIELD', 'instance is required'))
+  @IsString(rule('INVALID_FORMAT', 'instance must be a string'))
+  @MaxLength(200, rule('INVALID_LENGTH', 'instance must be at most 200 characters'))
+  instance!: string;
+}

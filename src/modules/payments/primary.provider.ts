@@ -25,6 +25,7 @@ export interface ChargeRequest {
 }
 
 export interface CheckoutRequest {
+  product: string;
   /** The configured price of the product. */
   priceId: string;
   customerId: string;
@@ -106,7 +107,9 @@ export class PrimaryProvider {
         ...(request.email ? { customer_email: request.email } : {}),
         success_url: request.successUrl,
         cancel_url: request.cancelUrl,
-        metadata: { plinth_customer_id: request.customerId },
+        // On the session and on the subscription it makes: every later event names customer and product.
+        metadata: { plinth_customer_id: request.customerId, plinth_product: request.product },
+        subscription_data: { metadata: { plinth_customer_id: request.customerId, plinth_product: request.product } },
       });
       if (!session.url) return { failure: { code: 'PROVIDER_ERROR', message: 'The payment provider gave no checkout address' } };
       return { url: session.url };
