@@ -44,6 +44,9 @@ export function newLicenseKey(): string {
   return [0, 5, 10, 15].map((start) => characters.slice(start, start + 5).join('')).join('-');
 }
 
+/** A subscription no event changes any more: expired, or canceled at primary (where cancellation is final). */
+const FINAL_SUBSCRIPTION = `(subscriptions.status = 'expired' OR (subscriptions.provider = 'primary' AND subscriptions.status = 'canceled'))`;
+
 /** A subscription status as the license it grants stands. */
 function licenseStatusOf(status: string): LicenseStatus {
   if (status === 'active' || status === 'trialing' || status === 'past_due') return 'active';
@@ -63,8 +66,8 @@ export class BillingService {
 
   /**
    * Records what an event says of a subscription and brings its license in line. Events arrive in
-   * any order: each fills in what it knows; the period end only moves forward; an expired
-   * subscription (or a canceled one at primary, where cancellation is final) stays so.
+   * any order: each fills in what it knows; the period end only moves forward (but to where an
+   * ending subscription ends); an expired subscription, or a canceled one at primary, stays so.
    */
   async applySubscription(manager: EntityManager, change: SubscriptionChange): Promise<SubscriptionRecord> {
     const [row] = (await manager.query(
@@ -74,10 +77,12 @@ export class BillingService {
          customer_user_id = COALESCE(EXCLUDED.customer_user_id, subscriptions.customer_user_id),
          customer_email = COALESCE(EXCLUDED.customer_email, subscriptions.customer_email),
          product = COALESCE(EXCLUDED.product, subscriptions.product),
-         status = CASE
-           WHEN subscriptions.status = 'expired' OR (subscriptions.provider = 'primary' AND subscriptions.status = 'canceled') THEN subscriptions.status
-           ELSE COALESCE($6, subscriptions.status) END,
-         current_period_end = GREATEST(EXCLUDED.current_period_end, subscriptions.current_period_end),
+         status = CASE WHEN ${FINAL_SUBSCRIPTION} THEN subscriptions.status ELSE COALESCE($6, subscriptions.status) END,
+         current_period_end = CASE
+           WHEN ${FINAL_SUBSCRIPTION} THEN subscriptions.current_period_end
+           -- An ending subscription's period ends when the provider says, earlier than planned or not.
+           WHEN $6 IN ('canceled', 'expired') THEN COALESCE(EXCLUDED.current_period_end, subscriptions.current_period_end)
+           ELSE GREATEST(EXCLUDED.current_period_end, subscriptions.current_period_end) END,
          updated_at = now()
        RETURNING id`,
       [
