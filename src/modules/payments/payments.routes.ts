@@ -93,6 +93,27 @@ export function paymentsRoutes(app: FastifyInstance, services: PaymentsServices)
     },
   });
 
+  app.get('/billing/health', {
+    schema: {
+      tags: ['billing'],
+      summary: 'Billing health',
+      description: 'Which provider new checkouts use, and BILLING_PROVIDER (an alias shown here only; PAYMENT_PROVIDER and the switch decide).',
+      response: {
+        200: {
+          description: 'The billing state',
+          type: 'object',
+          properties: {
+            status: { type: 'string', const: 'ok' },
+            active: provider,
+            billing_provider: { anyOf: [provider, { type: 'null' }], description: 'BILLING_PROVIDER as set, or null' },
+          },
+          required: ['status', 'active', 'billing_provider'],
+        },
+      },
+    },
+    handler: async () => ({ status: 'ok', active: await services.providers.active(), billing_provider: services.billingProviderAlias ?? null }),
+  });
+
   registerWebhookRoutes(app, services);
   registerCheckoutRoute(app, services);
 }
