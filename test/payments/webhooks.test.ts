@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
-import { ProcessPaymentDocument, type PaymentInput } from '../generated/graphql';
+import { PaymentUpdatedDocument, ProcessPaymentDocument, type PaymentInput } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { startPrimaryProvider, type PrimaryProviderServer } from '../support/primary-provider';
 import { startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
+import { subscribe, subscriptionClient } from '../support/ws';
 import {
   BACKUP_SETTINGS,
   backupOrder,
@@ -211,5 +212,41 @@ describe('payment status moves (as Stripe moves them)', () => {
     const answer = await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id: 'pi_unknown', status: 'succeeded' }));
     expect(answer).toEqual({ status: 200, body: { received: true, duplicate: false } });
     expect(await paymentRow('pi_unknown')).toBeUndefined();
+  });
+});
+
+describe('subscription paymentUpdated', () => {
+  it("pushes each change of a payment to its owner and admins, not to another user", async () => {
+    const payment = await pay({ payment_method_id: 'pm_processing', amount: 2222 });
+    const id = payment.payment_intent_id!;
+    const bob = await createUser(server.database, 'bob-subscriber@example.com');
+    const clients = [alice, bob, null].map((userId) =>
+      subscriptionClient(server.wsUrl, { headers: bearer(userId ? signToken({ userId }) : signToken({ roles: ['admin'] })) }),
+    );
+    try {
+      const [own, other, admin] = clients.map((client) => subscribe(client, PaymentUpdatedDocument, { payment_intent_id: id }));
+      await Promise.all([own.ready, other.ready, admin.ready]);
+      await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id, status: 'succeeded' }));
+      const expected = { paymentUpdated: { id: expect.any(String), payment_intent_id: id, customer_id: alice, status: 'SUCCEEDED', failure_code: null } };
+      expect((await own.next()).data).toEqual(expected);
+      expect((await admin.next()).data).toEqual(expected);
+      await expect(other.next(500)).rejects.toThrow(/no subscription result/);
+      // A delivery of the same event again changes nothing and pushes nothing.
+      await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id, status: 'succeeded' }));
+      await expect(own.next(500)).rejects.toThrow(/no subscription result/);
+    } finally {
+      await Promise.all(clients.map((client) => client.dispose()));
+    }
+  });
+
+  it('refuses an anonymous subscriber', async () => {
+    const client = subscriptionClient(server.wsUrl);
+    try {
+      const subscription = subscribe(client, PaymentUpdatedDocument, { payment_intent_id: 'pi_x' });
+      const result = await subscription.next();
+      expect(result.errors?.[0].extensions?.code).toBe('FORBIDDEN');
+    } finally {
+      await client.dispose();
+    }
   });
 });
