@@ -332,3 +332,50 @@ describe('.env and development secrets', () => {
     expect(fs.readdirSync(folder)).toEqual([]);
   });
 });
+
+describe('payment settings', () => {
+  it('has defaults: primary, the provider public address for backup, no products', () => {
+    expect(loadConfig({}).payments).toMatchObject({
+      initialProvider: 'primary',
+      billingProviderAlias: undefined,
+      adminKey: undefined,
+      maxAmount: 99_999_999,
+      providerTimeoutMs: 20_000,
+      webhookToleranceSeconds: 300,
+      licenseActivationLimit: 5,
+      checkoutSuccessUrl: 'http://localhost:8080/billing/success',
+      primary: { apiUrl: undefined, priceIds: {} },
+      backup: { apiUrl: 'https://api.lemonsqueezy.com', variantIds: {} },
+    });
+  });
+
+  it('reads one price and one variant per product, by the product in lower case', () => {
+    const config = loadConfig({
+      PRIMARY_PROVIDER_PRICE_ID_PRO: 'price_1Pro',
+      PRIMARY_PROVIDER_PRICE_ID_TEAM_YEARLY: 'price_2Team',
+      BACKUP_PROVIDER_VARIANT_ID_PRO: '777',
+      PAYMENT_PROVIDER: 'backup',
+      BILLING_PROVIDER: 'backup',
+    });
+    expect(config.payments.primary.priceIds).toEqual({ pro: 'price_1Pro', team_yearly: 'price_2Team' });
+    expect(config.payments.backup.variantIds).toEqual({ pro: '777' });
+    expect(config.payments).toMatchObject({ initialProvider: 'backup', billingProviderAlias: 'backup' });
+  });
+
+  it.each([
+    [{ PAYMENT_PROVIDER: 'paypal' }, 'PAYMENT_PROVIDER'],
+    [{ BILLING_PROVIDER: 'stripe' }, 'BILLING_PROVIDER'],
+    [{ ADMIN_KEY: 'short' }, 'ADMIN_KEY'],
+    [{ PRIMARY_PROVIDER_API_URL: 'not a url' }, 'PRIMARY_PROVIDER_API_URL'],
+    [{ BACKUP_PROVIDER_STORE_ID: 'my-store' }, 'BACKUP_PROVIDER_STORE_ID'],
+    [{ BACKUP_PROVIDER_VARIANT_ID_PRO: 'abc' }, 'BACKUP_PROVIDER_VARIANT_ID_PRO'],
+    [{ PRIMARY_PROVIDER_PRICE_ID_PRO: 'price with spaces' }, 'PRIMARY_PROVIDER_PRICE_ID_PRO'],
+    [{ PAYMENTS_MAX_AMOUNT: '0' }, 'PAYMENTS_MAX_AMOUNT'],
+  ])('refuses %j naming the variable', (env, variable) => {
+    expect(problemsOf(env as Record<string, string>).map((problem) => problem.split(' ')[0])).toEqual([variable]);
+  });
+
+  it('never repeats the admin key', () => {
+    expect(problemsOf({ ADMIN_KEY: 'tiny-secret' }).join('\n')).not.toContain('tiny-secret');
+  });
+});
