@@ -6,7 +6,7 @@ import { graphql } from '../support/graphql';
 import { startPrimaryProvider, type PrimaryProviderServer } from '../support/primary-provider';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
-import { createUser, paymentSettings } from './support';
+import { ADMIN_KEY, BACKUP_SETTINGS, createUser, paymentSettings } from './support';
 
 let provider: PrimaryProviderServer;
 let server: TestServer;
@@ -17,7 +17,7 @@ const adminToken = bearer(signToken({ roles: ['admin'] }));
 
 beforeAll(async () => {
   provider = await startPrimaryProvider();
-  server = await startTestServer(paymentSettings(provider, { PAYMENTS_PROVIDER_TIMEOUT_MS: '400', PAYMENTS_MAX_AMOUNT: '1000000' }));
+  server = await startTestServer(paymentSettings(provider, { ...BACKUP_SETTINGS, PAYMENTS_PROVIDER_TIMEOUT_MS: '400', PAYMENTS_MAX_AMOUNT: '1000000' }));
   alice = await createUser(server.database, 'alice@example.com');
   bob = await createUser(server.database, 'bob@example.com');
   aliceToken = bearer(signToken({ userId: alice }));
@@ -287,5 +287,27 @@ describe('payments query', () => {
   it('refuses a page size out of range', async () => {
     const response = await graphql(server.graphqlUrl, PaymentsDocument, { first: 0 }, adminToken);
     expect(response.body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('processPayment while the backup provider is active', () => {
+  it('is refused as unsupported (the backup provider sells through its checkout only), recorded, and charges nothing', async () => {
+    const switchTo = (to: string) =>
+      fetch(`${server.url}/admin/payment-provider`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-admin-key': ADMIN_KEY },
+        body: JSON.stringify({ provider: to }),
+      });
+    expect((await switchTo('backup')).status).toBe(200);
+    try {
+      const requests = provider.requests.length;
+      const { body } = await callAction(input({ amount: 6060 }));
+      expect(body).toMatchObject({ success: false, status: 'FAILED', error_code: 'PROVIDER_UNSUPPORTED', payment_intent_id: null });
+      expect(body.message).toMatch(/checkout/);
+      expect(provider.requests.length).toBe(requests);
+      expect(await paymentRows('amount = 6060')).toEqual([expect.objectContaining({ provider: 'backup', status: 'FAILED', failure_code: 'PROVIDER_UNSUPPORTED' })]);
+    } finally {
+      expect((await switchTo('primary')).status).toBe(200);
+    }
   });
 });

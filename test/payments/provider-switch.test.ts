@@ -92,6 +92,15 @@ describe('a backup provider missing a setting', () => {
       expect(response.body.message).toMatch(/backup provider is not fully configured/);
       expect(response.body.message).toContain(missing);
       expect(await stored()).toBe('primary');
+      if (missing === 'BACKUP_PROVIDER_WEBHOOK_SECRET') {
+        const webhook = await fetch(`${partial.url}/webhooks/backup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-signature': '0'.repeat(64) },
+          body: JSON.stringify({ meta: { event_name: 'order_created' }, data: {} }),
+        });
+        expect(webhook.status).toBe(400);
+        expect(await webhook.json()).toMatchObject({ error_code: 'WEBHOOK_NOT_CONFIGURED' });
+      }
     } finally {
       await partial.close();
     }

@@ -128,8 +128,8 @@ const received = {
 function registerWebhookRoutes(app: FastifyInstance, services: PaymentsServices): void {
   const responses = {
     200: received,
-    400: error('A missing or bad signature (or one too old), or not an event; nothing is stored'),
-    503: error('The webhook secret is not set, or the event could not be stored now (the provider retries)'),
+    400: error('A missing or bad signature (or one too old, or no webhook secret set), or not an event; nothing is stored'),
+    503: error('The event could not be stored now (the provider retries)'),
   };
   const handle = async (
     reply: FastifyReply,
@@ -138,7 +138,8 @@ function registerWebhookRoutes(app: FastifyInstance, services: PaymentsServices)
     header: string,
     receive: () => Promise<{ outcome: 'processed' | 'duplicate' } | { error: string; message: string }>,
   ) => {
-    if (check === 'unconfigured') return sendError(reply, 503, 'WEBHOOK_NOT_CONFIGURED', `${secretName} is not set`);
+    // Without its secret no signature verifies: the provider sees a failed delivery and retries.
+    if (check === 'unconfigured') return sendError(reply, 400, 'WEBHOOK_NOT_CONFIGURED', `The signature cannot be verified: ${secretName} is not set`);
     if (check === 'invalid') return sendError(reply, 400, 'INVALID_SIGNATURE', `The ${header} header does not verify this body`);
     try {
       const result = await receive();
