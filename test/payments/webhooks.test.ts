@@ -208,6 +208,27 @@ describe('payment status moves (as Stripe moves them)', () => {
     expect(await paymentRow('pi_lost_answer')).toMatchObject({ status: 'SUCCEEDED', failure_code: null });
   });
 
+  it('a payment whose call never stored it (a crash, an answer still on its way) is recorded from the event', async () => {
+    const id = randomUUID();
+    await postPrimary(server.url, intentEvent('payment_intent.succeeded', {
+      id: 'pi_from_event',
+      status: 'succeeded',
+      amount: 4545,
+      currency: 'gbp',
+      metadata: { plinth_payment_id: id, plinth_customer_id: alice, plinth_idempotency_key: `${alice}:lost-call` },
+    }));
+    const [row] = await server.database.query('SELECT * FROM payments WHERE id = $1', [id]);
+    expect(row).toMatchObject({
+      provider: 'primary',
+      provider_payment_id: 'pi_from_event',
+      idempotency_key: `${alice}:lost-call`,
+      customer_user_id: alice,
+      amount: '4545',
+      currency: 'GBP',
+      status: 'SUCCEEDED',
+    });
+  });
+
   it('an event for a payment we do not know is acknowledged and changes nothing', async () => {
     const answer = await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id: 'pi_unknown', status: 'succeeded' }));
     expect(answer).toEqual({ status: 200, body: { received: true, duplicate: false } });

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
+import { createHash, randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
@@ -25,9 +25,25 @@ export interface PaymentSettings {
 /** Longest client Idempotency-Key taken (the provider's limit is 255, ours adds the customer id). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A row the status moves of a final one may not leave (a FAILED call that never reached the provider is not final). */
-const FINAL_CONDITION = `(status = 'SUCCEEDED' OR (status = 'FAILED' AND provider_payment_id IS NOT NULL))`;
+/** A payment in a state it never leaves (a FAILED call that never reached the provider is not final). */
+const finalCondition = (table: string) =>
+  `(${table}.status = 'SUCCEEDED' OR (${table}.status = 'FAILED' AND ${table}.provider_payment_id IS NOT NULL))`;
+
+/** The id of the payment an idempotency key makes at a provider: a name-based UUID (SHA-256, version 8). */
+export function paymentIdOf(provider: PaymentProviderName, idempotencyKey: string): string {
+  const hash = createHash('sha256').update(`${provider}\n${idempotencyKey}`).digest();
+  hash[6] = (hash[6] & 0x0f) | 0x80;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const keyReused = (): PaymentOutput =>
+  refused('This Idempotency-Key was already used for a different payment', 'IDEMPOTENCY_KEY_REUSED', [
+    { field: 'idempotency_key', message: 'this Idempotency-Key was already used for a different payment', code: 'ALREADY_EXISTS' },
+  ]);
 
 export class PaymentsService {
   constructor(
@@ -64,27 +80,26 @@ export class PaymentsService {
       ]);
     }
 
-    const provider = await this.providers.active();
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
-    let record: PaymentRecord;
-    try {
-      record = await this.recordAttempt(provider, idempotencyKey, input);
-    } catch (error) {
-      if (error instanceof QueryFailedError && (error.driverError as { code?: string }).code === '23503') {
-        return refused('Validation failed', 'VALIDATION_ERROR', [
-          { field: 'customer_id', message: 'customer_id is not a user', code: 'NOT_FOUND' },
-        ]);
-      }
-      throw error;
+    // One read: the active provider, the customer, and what an earlier call with this key asked for.
+    const [context] = (await this.dataSource.query(
+      `WITH active AS (SELECT ${this.providers.activeProviderSql('$3')} AS provider)
+       SELECT active.provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists,
+              earlier.customer_user_id, earlier.amount, earlier.currency, earlier.description
+       FROM active LEFT JOIN payments earlier ON earlier.provider = active.provider AND earlier.idempotency_key = $2`,
+      [input.customer_id, idempotencyKey, this.providers.backupConfigured],
+    )) as ({ provider: PaymentProviderName; customer_exists: boolean } & EarlierRequest)[];
+    if (!context.customer_exists) {
+      return refused('Validation failed', 'VALIDATION_ERROR', [{ field: 'customer_id', message: 'customer_id is not a user', code: 'NOT_FOUND' }]);
     }
-    if (!sameRequest(record, input)) {
-      return refused('This Idempotency-Key was already used for a different payment', 'IDEMPOTENCY_KEY_REUSED', [
-        { field: 'idempotency_key', message: 'this Idempotency-Key was already used for a different payment', code: 'ALREADY_EXISTS' },
-      ]);
-    }
+    if (context.amount !== null && !sameRequest(context, input)) return keyReused();
 
+    // The id follows from the key, so a retry sends the provider the same metadata (the provider
+    // compares parameters) and its webhooks find the row even before this call stores it.
+    const provider = context.provider;
+    const paymentId = paymentIdOf(provider, idempotencyKey);
     const result = await this.chargers[provider].charge({
-      paymentId: record.id,
+      paymentId,
       customerId: input.customer_id,
       amount: input.amount,
       currency: input.currency,
@@ -92,11 +107,18 @@ export class PaymentsService {
       description: input.description ?? null,
       idempotencyKey,
     });
-    if (result.failure?.code === 'IDEMPOTENCY_KEY_REUSED') {
-      return { ...refused(result.failure.message, result.failure.code), status: record.status, payment_intent_id: record.providerPaymentId };
-    }
-    const stored = await this.applyResult(record.id, result);
-    return outputOf(stored ?? record, result);
+    if (result.failure?.code === 'IDEMPOTENCY_KEY_REUSED') return keyReused();
+    const record = await this.record({
+      id: paymentId,
+      provider,
+      idempotencyKey,
+      customerId: input.customer_id,
+      amount: input.amount,
+      currency: input.currency,
+      description: input.description ?? null,
+      result,
+    });
+    return outputOf(record, result);
   }
 
   /** Payments, newest first: the caller's own, or everyone's (or one customer's) for an admin. */
@@ -117,31 +139,46 @@ export class PaymentsService {
   /**
    * A status a provider's webhook reports (spec: as Stripe moves them). The payment is found by
    * the provider's id, or by our id in the provider's metadata (a call whose answer was lost);
-   * a final state never moves back. Runs in the webhook's transaction; publishes after it commits.
+   * a final state never moves back. A payment not recorded yet (its call's answer still on the
+   * way, or lost with a crash) is recorded from the event. Runs in the webhook's transaction; the
+   * caller announces the change once it commits.
    */
   async moveStatus(
     manager: EntityManager,
     provider: PaymentProviderName,
-    change: { providerPaymentId: string; paymentId?: string; status: PaymentStatus; receiptUrl?: string | null; failure?: { code: string; message: string } },
+    change: {
+      providerPaymentId: string;
+      status: PaymentStatus;
+      receiptUrl?: string | null;
+      failure?: { code: string; message: string };
+      /** What the provider's metadata and the intent say of the payment, to record it when it is missing. */
+      payment?: { id?: string; idempotencyKey?: string; customerId?: string; amount?: number; currency?: string; description?: string | null };
+    },
   ): Promise<Payment | null> {
-    const rows = (await manager.query(
+    const known = change.payment ?? {};
+    const values = [change.status, change.receiptUrl ?? null, change.failure?.code ?? null, change.failure?.message ?? null];
+    const [updated] = (await manager.query(
       `UPDATE payments SET
-         status = $3,
-         provider_payment_id = $2,
-         receipt_url = COALESCE($4, receipt_url),
-         failure_code = $5,
-         failure_message = $6,
-         updated_at = now()
+         status = $3, provider_payment_id = $2, receipt_url = COALESCE($4, receipt_url), failure_code = $5, failure_message = $6, updated_at = now()
        WHERE provider = $1
          AND (provider_payment_id = $2 OR (provider_payment_id IS NULL AND id::text = $7))
-         AND NOT ${FINAL_CONDITION}
-       RETURNING id`,
-      [provider, change.providerPaymentId, change.status, change.receiptUrl ?? null, change.failure?.code ?? null, change.failure?.message ?? null, change.paymentId ?? ''],
-    )) as [{ id: string }[], number];
-    const [updated] = rows[0];
-    if (!updated) return null;
-    const record = await manager.getRepository(PaymentRecord).findOneByOrFail({ id: updated.id });
-    return toPayment(record);
+         AND NOT ${finalCondition('payments')}
+       RETURNING *`,
+      [provider, change.providerPaymentId, ...values, known.id ?? ''],
+    )) as [PaymentRow[], number];
+    if (updated.length > 0) return toPayment(recordOf(updated[0]));
+    const { id, idempotencyKey, customerId, amount, currency } = known;
+    if (!id || !UUID.test(id) || !idempotencyKey || !customerId || !UUID.test(customerId) || !amount || !currency) return null;
+    // ON CONFLICT DO NOTHING: a row that exists (final, or under another key) stays as it is.
+    const inserted = (await manager.query(
+      `INSERT INTO payments (id, provider, provider_payment_id, idempotency_key, customer_user_id, amount, currency, description,
+                             status, receipt_url, failure_code, failure_message)
+       VALUES ($1, $2, $3, $4, (SELECT id FROM users WHERE id = $5::uuid), $6, $7, $8, $9, $10, $11, $12)
+       ON CONFLICT DO NOTHING
+       RETURNING *`,
+      [id, provider, change.providerPaymentId, idempotencyKey, customerId, amount, currency.toUpperCase(), known.description ?? null, ...values],
+    )) as PaymentRow[];
+    return inserted.length > 0 ? toPayment(recordOf(inserted[0])) : null;
   }
 
   /** Tells subscribers of a payment's change (after its transaction commits). */
@@ -149,36 +186,94 @@ export class PaymentsService {
     if (payment.payment_intent_id) this.events.publish(paymentTopic(payment.payment_intent_id), payment);
   }
 
-  /** The payment row of this idempotency key: a new one, or the one a previous call with the key made. */
-  private async recordAttempt(provider: PaymentProviderName, idempotencyKey: string, input: PaymentInput): Promise<PaymentRecord> {
+  /**
+   * Stores a payment and what the provider said of it, in one statement (one commit): a new row,
+   * or the row of an earlier call with the key, unless that row is final (a webhook was quicker).
+   */
+  private async record(payment: {
+    id: string;
+    provider: PaymentProviderName;
+    idempotencyKey: string;
+    customerId: string;
+    amount: number;
+    currency: string;
+    description: string | null;
+    result: ChargeResult;
+  }): Promise<PaymentRecord> {
+    const { result } = payment;
     const rows = (await this.dataSource.query(
-      `INSERT INTO payments (provider, idempotency_key, customer_user_id, amount, currency, description, status)
-       VALUES ($1, $2, $3, $4, $5, $6, 'PROCESSING')
-       ON CONFLICT (provider, idempotency_key) DO UPDATE SET updated_at = payments.updated_at
-       RETURNING id`,
-      [provider, idempotencyKey, input.customer_id, input.amount, input.currency, input.description ?? null],
-    )) as { id: string }[];
-    return this.dataSource.getRepository(PaymentRecord).findOneByOrFail({ id: rows[0].id });
-  }
-
-  /** Records what the provider said, unless the row is already final (a webhook was quicker). */
-  private async applyResult(paymentId: string, result: ChargeResult): Promise<PaymentRecord | null> {
-    const rows = (await this.dataSource.query(
-      `UPDATE payments SET
-         status = $2,
-         provider_payment_id = COALESCE($3, provider_payment_id),
-         receipt_url = COALESCE($4, receipt_url),
-         failure_code = $5,
-         failure_message = $6,
+      `INSERT INTO payments AS payment (id, provider, idempotency_key, customer_user_id, amount, currency, description,
+                             status, provider_payment_id, receipt_url, failure_code, failure_message)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       ON CONFLICT (provider, idempotency_key) DO UPDATE SET
+         status = EXCLUDED.status,
+         provider_payment_id = COALESCE(EXCLUDED.provider_payment_id, payment.provider_payment_id),
+         receipt_url = COALESCE(EXCLUDED.receipt_url, payment.receipt_url),
+         failure_code = EXCLUDED.failure_code,
+         failure_message = EXCLUDED.failure_message,
          updated_at = now()
-       WHERE id = $1 AND NOT ${FINAL_CONDITION}
-       RETURNING id`,
-      [paymentId, result.status, result.providerPaymentId, result.receiptUrl ?? null, result.failure?.code ?? null, result.failure?.message ?? null],
-    )) as [{ id: string }[], number];
-    const record = await this.dataSource.getRepository(PaymentRecord).findOneByOrFail({ id: paymentId });
-    if (rows[0].length > 0) this.announce(toPayment(record));
+       WHERE NOT ${finalCondition('payment')}
+       RETURNING *, (xmax = 0) AS inserted`,
+      [
+        payment.id,
+        payment.provider,
+        payment.idempotencyKey,
+        payment.customerId,
+        payment.amount,
+        payment.currency,
+        payment.description,
+        result.status,
+        result.providerPaymentId,
+        result.receiptUrl ?? null,
+        result.failure?.code ?? null,
+        result.failure?.message ?? null,
+      ],
+    )) as (PaymentRow & { inserted: boolean })[];
+    if (rows.length === 0) {
+      return this.dataSource.getRepository(PaymentRecord).findOneByOrFail({ provider: payment.provider, idempotencyKey: payment.idempotencyKey });
+    }
+    const record = recordOf(rows[0]);
+    // A new payment has no subscriber yet: its id is in this call's answer. A retry's change may.
+    if (!rows[0].inserted) this.announce(toPayment(record));
     return record;
   }
+}
+
+/** A payments row as PostgreSQL returns it. */
+interface PaymentRow {
+  id: string;
+  provider: PaymentRecord['provider'];
+  provider_payment_id: string | null;
+  idempotency_key: string;
+  customer_user_id: string | null;
+  amount: string;
+  currency: string;
+  description: string | null;
+  status: PaymentStatus;
+  failure_code: string | null;
+  failure_message: string | null;
+  receipt_url: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function recordOf(row: PaymentRow): PaymentRecord {
+  return Object.assign(new PaymentRecord(), {
+    id: row.id,
+    provider: row.provider,
+    providerPaymentId: row.provider_payment_id,
+    idempotencyKey: row.idempotency_key,
+    customerUserId: row.customer_user_id,
+    amount: Number(row.amount),
+    currency: row.currency,
+    description: row.description,
+    status: row.status,
+    failureCode: row.failure_code,
+    failureMessage: row.failure_message,
+    receiptUrl: row.receipt_url,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
 }
 
 function refused(message: string, errorCode: string, errors?: FieldError[]): PaymentOutput {
@@ -215,12 +310,15 @@ function outputOf(record: PaymentRecord, result: ChargeResult): PaymentOutput {
   };
 }
 
-function sameRequest(record: PaymentRecord, input: PaymentInput): boolean {
+/** What an earlier call with an idempotency key asked for (all null when there was none). */
+type EarlierRequest = { [Column in 'customer_user_id' | 'amount' | 'currency' | 'description']: PaymentRow[Column] | null };
+
+function sameRequest(earlier: EarlierRequest, input: PaymentInput): boolean {
   return (
-    record.customerUserId === input.customer_id &&
-    record.amount === input.amount &&
-    record.currency === input.currency &&
-    (record.description ?? null) === (input.description ?? null)
+    earlier.customer_user_id === input.customer_id &&
+    Number(earlier.amount) === input.amount &&
+    earlier.currency === input.currency &&
+    (earlier.description ?? null) === (input.description ?? null)
   );
 }
 

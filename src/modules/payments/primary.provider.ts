@@ -86,7 +86,8 @@ export class PrimaryProvider {
           // Cards and other methods confirmed here, with no page to come back to.
           automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
           ...(request.description ? { description: request.description } : {}),
-          metadata: { plinth_payment_id: request.paymentId, plinth_customer_id: request.customerId },
+          // What a webhook needs to record the payment should its answer never reach us.
+          metadata: { plinth_payment_id: request.paymentId, plinth_customer_id: request.customerId, plinth_idempotency_key: request.idempotencyKey },
           expand: ['latest_charge'],
         },
         { idempotencyKey: request.idempotencyKey },

@@ -47,9 +47,21 @@ export class ProviderSwitch {
     ];
   }
 
+  get backupConfigured(): boolean {
+    return this.missingBackupSettings.length === 0;
+  }
+
+  /**
+   * The active provider as an SQL expression, for statements that read the switch as they write
+   * (`backupConfigured` is the parameter holding this.backupConfigured): the same rule as state().
+   */
+  activeProviderSql(backupConfigured: string): string {
+    return `(SELECT CASE WHEN provider = 'backup' AND ${backupConfigured}::boolean THEN 'backup' ELSE 'primary' END FROM payment_provider_state WHERE id)`;
+  }
+
   async state(): Promise<ProviderState> {
     const persisted = await this.persisted();
-    const backupConfigured = this.missingBackupSettings.length === 0;
+    const backupConfigured = this.backupConfigured;
     return {
       active: persisted === 'backup' && backupConfigured ? 'backup' : 'primary',
       persisted,

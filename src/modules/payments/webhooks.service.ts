@@ -124,9 +124,17 @@ export class WebhooksService {
       if (!providerPaymentId || !text(data.status)) return;
       const status = statusOfIntent(String(data.status));
       const error = object(data.last_payment_error);
+      const metadata = object(data.metadata);
       return this.payments.moveStatus(manager, 'primary', {
         providerPaymentId,
-        paymentId: text(object(data.metadata).plinth_payment_id),
+        payment: {
+          id: text(metadata.plinth_payment_id),
+          idempotencyKey: text(metadata.plinth_idempotency_key),
+          customerId: text(metadata.plinth_customer_id),
+          amount: typeof data.amount === 'number' && Number.isSafeInteger(data.amount) && data.amount > 0 ? data.amount : undefined,
+          currency: typeof data.currency === 'string' && /^[a-z]{3}$/i.test(data.currency) ? data.currency : undefined,
+          description: text(data.description),
+        },
         status,
         failure:
           status === PaymentStatus.FAILED
