@@ -223,6 +223,7 @@ describe('processPayment: refused input changes nothing', () => {
     ['payment method with odd characters', { payment_method_id: 'pm/../x' }, 'payment_method_id', 'INVALID_FORMAT'],
     ['customer not a UUID', { customer_id: 'alice' }, 'customer_id', 'INVALID_FORMAT'],
     ['description too long', { description: 'x'.repeat(1001) }, 'description', 'INVALID_LENGTH'],
+    ['description with a NUL', { description: 'a\u0000b' }, 'description', 'INVALID_FORMAT'],
   ])('%s', async (_case, overrides, field, code) => {
     const requests = provider.requests.length;
     const before = (await paymentRows()).length;

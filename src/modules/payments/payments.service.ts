@@ -130,12 +130,6 @@ export class PaymentsService {
     return (await query.getMany()).map(toPayment);
   }
 
-  /** One payment by the provider's id, when the session may see it. */
-  async findByProviderId(providerPaymentId: string): Promise<Payment | null> {
-    const record = await this.dataSource.getRepository(PaymentRecord).findOneBy({ providerPaymentId });
-    return record ? toPayment(record) : null;
-  }
-
   /**
    * A status a provider's webhook reports (spec: as Stripe moves them). The payment is found by
    * the provider's id, or by our id in the provider's metadata (a call whose answer was lost);
