@@ -33,7 +33,7 @@ export interface OrderChange {
   product?: string | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Crockford's base 32: no I, L, O or U to misread. */
 const KEY_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

@@ -5,7 +5,7 @@ import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
-import { ownerFilter } from './billing.service';
+import { ownerFilter, UUID } from './billing.service';
 import { PaymentRecord } from './payment.entity';
 import { Payment, PaymentInput, PaymentStatus, type PaymentOutput } from './payments.types';
 import type { ChargeRequest, ChargeResult } from './primary.provider';
@@ -25,7 +25,6 @@ export interface PaymentSettings {
 /** Longest client Idempotency-Key taken (the provider's limit is 255, ours adds the customer id). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A payment in a state it never leaves (a FAILED call that never reached the provider is not final). */
 const finalCondition = (table: string) =>
@@ -55,10 +54,10 @@ export class PaymentsService {
   ) {}
 
   /**
-   * processPayment (spec 1 §2.2): validates, records the payment, charges it at the active
-   * provider with an idempotency key (the client's Idempotency-Key, scoped to the customer, so a
-   * retried call charges once and answers the same payment) and records the outcome. Every
-   * failure is an answer with success=false, never an exception.
+   * processPayment (spec 1 §2.2): validates, charges the payment at the active provider with an
+   * idempotency key (the client's Idempotency-Key, scoped to the customer, so a retried call
+   * charges once and answers the same payment) and records it with the outcome. Every failure is
+   * an answer with success=false, never an exception.
    */
   async processPayment(raw: unknown, session: Session, clientKey?: string | string[]): Promise<PaymentOutput> {
     const input = normalise(raw);
