@@ -245,7 +245,7 @@ export class WebhooksService {
   /** Our product: the one named in the metadata we set, else the one whose price this is. */
   private primaryProduct(named: unknown, priceId?: string): string | undefined {
     const products = this.settings.primary.priceIds;
-    if (typeof named === 'string' && named in products) return named;
+    if (typeof named === 'string' && Object.hasOwn(products, named)) return named;
     return Object.keys(products).find((product) => products[product] === priceId);
   }
 
