@@ -200,8 +200,14 @@ describe('processPayment: an unreachable or slow provider', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const key = randomUUID();
+    const paid = await pay({ amount: 998 }, { ...aliceToken, 'idempotency-key': key });
     const down = await startTestServer(paymentSettings({ url: `http://127.0.0.1:${port}`, apiKey: provider.apiKey }), { database: server.database });
     try {
+      // A retry of a payment that is final is answered from the record, provider or not.
+      const retried = await graphql(down.graphqlUrl, ProcessPaymentDocument, { input: input({ amount: 998 }) }, { ...aliceToken, 'idempotency-key': key });
+      expect(retried.body.data!.processPayment).toEqual(paid);
+
       const response = await graphql(down.graphqlUrl, ProcessPaymentDocument, { input: input({ amount: 999 }) }, aliceToken);
       expect(response.body.data!.processPayment).toMatchObject({ success: false, status: 'FAILED', payment_intent_id: null });
       expect(response.body.data!.processPayment.message).toMatch(/could not be reached/);

@@ -80,22 +80,26 @@ export class PaymentsService {
     }
 
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
-    // One read: the active provider, the customer, and what an earlier call with this key asked for.
+    // One read: the active provider, the customer, and the payment an earlier call with this key made.
     const [context] = (await this.dataSource.query(
-      `WITH active AS (SELECT ${this.providers.activeProviderSql('$3')} AS provider)
-       SELECT active.provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists,
-              earlier.customer_user_id, earlier.amount, earlier.currency, earlier.description
-       FROM active LEFT JOIN payments earlier ON earlier.provider = active.provider AND earlier.idempotency_key = $2`,
+      `WITH active AS (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider)
+       SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, earlier.*
+       FROM active LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
       [input.customer_id, idempotencyKey, this.providers.backupConfigured],
-    )) as ({ provider: PaymentProviderName; customer_exists: boolean } & EarlierRequest)[];
+    )) as ({ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null })[];
     if (!context.customer_exists) {
       return refused('Validation failed', 'VALIDATION_ERROR', [{ field: 'customer_id', message: 'customer_id is not a user', code: 'NOT_FOUND' }]);
     }
-    if (context.amount !== null && !sameRequest(context, input)) return keyReused();
+    if (context.id !== null) {
+      const earlier = recordOf(context as PaymentRow);
+      if (!sameRequest(earlier, input)) return keyReused();
+      // A final payment is answered as it stands: the provider is not asked again (it may be down).
+      if (isFinal(earlier)) return outputOf(earlier, { providerPaymentId: earlier.providerPaymentId, status: earlier.status });
+    }
 
     // The id follows from the key, so a retry sends the provider the same metadata (the provider
     // compares parameters) and its webhooks find the row even before this call stores it.
-    const provider = context.provider;
+    const provider = context.active_provider;
     const paymentId = paymentIdOf(provider, idempotencyKey);
     const result = await this.chargers[provider].charge({
       paymentId,
@@ -303,16 +307,18 @@ function outputOf(record: PaymentRecord, result: ChargeResult): PaymentOutput {
   };
 }
 
-/** What an earlier call with an idempotency key asked for (all null when there was none). */
-type EarlierRequest = { [Column in 'customer_user_id' | 'amount' | 'currency' | 'description']: PaymentRow[Column] | null };
-
-function sameRequest(earlier: EarlierRequest, input: PaymentInput): boolean {
+function sameRequest(earlier: PaymentRecord, input: PaymentInput): boolean {
   return (
-    earlier.customer_user_id === input.customer_id &&
-    Number(earlier.amount) === input.amount &&
+    earlier.customerUserId === input.customer_id &&
+    earlier.amount === input.amount &&
     earlier.currency === input.currency &&
     (earlier.description ?? null) === (input.description ?? null)
   );
+}
+
+/** finalCondition, on a record. */
+function isFinal(record: PaymentRecord): boolean {
+  return record.status === PaymentStatus.SUCCEEDED || (record.status === PaymentStatus.FAILED && record.providerPaymentId !== null);
 }
 
 export function toPayment(record: PaymentRecord): Payment {
