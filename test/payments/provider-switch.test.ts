@@ -1,6 +1,7 @@
 import { spawnServer, type SpawnedServer } from '../support/spawn';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
-import { ADMIN_KEY, BACKUP_WEBHOOK_SECRET, paymentSettings } from './support';
+import { bearer, signToken } from '../support/tokens';
+import { ADMIN_KEY, BACKUP_WEBHOOK_SECRET, createUser, paymentSettings } from './support';
 
 const primary = { url: 'http://127.0.0.1:9', apiKey: 'sk_test_switch' };
 const backupSettings = {
@@ -142,5 +143,36 @@ describe('the selection lives in the database', () => {
     await other!.exited;
     other = await spawnServer(testEnvironment(server.database.url, paymentSettings(primary, backupSettings)));
     expect((await call(other.url, 'GET')).body).toMatchObject({ active: 'backup', persisted: 'backup' });
+  });
+});
+
+describe('a primary provider without its API key', () => {
+  it('is not configured: payments and checkouts are refused without any call out', async () => {
+    const settings = paymentSettings(primary);
+    delete (settings as Record<string, string | undefined>).PRIMARY_PROVIDER_API_KEY;
+    const unkeyed = await startTestServer(settings, { database: server.database });
+    try {
+      expect((await call(unkeyed.url, 'GET')).body).toMatchObject({ active: 'primary', primary_configured: false });
+      const user = await createUser(server.database, 'unkeyed@example.com');
+      const headers = { 'content-type': 'application/json', ...bearer(signToken({ userId: user })) };
+      const payment = await fetch(unkeyed.graphqlUrl, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          query: 'mutation ($input: PaymentInput!) { processPayment(input: $input) { success status message } }',
+          variables: { input: { amount: 100, currency: 'USD', payment_method_id: 'pm_card_visa', customer_id: user } },
+        }),
+      });
+      expect(((await payment.json()) as { data: { processPayment: unknown } }).data.processPayment).toMatchObject({
+        success: false,
+        status: 'FAILED',
+        message: expect.stringMatching(/not configured/),
+      });
+      const checkout = await fetch(`${unkeyed.url}/billing/checkout`, { method: 'POST', headers, body: JSON.stringify({ product: 'pro' }) });
+      expect(checkout.status).toBe(503);
+      expect(await checkout.json()).toMatchObject({ error_code: 'PROVIDER_NOT_CONFIGURED' });
+    } finally {
+      await unkeyed.close();
+    }
   });
 });

@@ -220,6 +220,7 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
         401: error('No valid bearer token (or no user id in it)'),
         403: error('The token does not allow the requested role'),
         502: error('The provider refused or failed'),
+        503: error('The active provider has no API key configured'),
         504: error('The provider did not answer in time'),
       },
     },
@@ -235,7 +236,7 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
       if (!userId) return sendError(reply, 401, 'UNAUTHENTICATED', 'A bearer token of a user is required');
       const result = await services.checkout.checkout(userId, request.body.product, request.body.email ?? null);
       if ('url' in result) return result;
-      const status = result.error === 'UNKNOWN_PRODUCT' ? 400 : result.error === 'PROVIDER_TIMEOUT' ? 504 : 502;
+      const status = { UNKNOWN_PRODUCT: 400, PROVIDER_NOT_CONFIGURED: 503, PROVIDER_TIMEOUT: 504 }[result.error] ?? 502;
       return sendError(reply, status, result.error, result.message);
     },
   });

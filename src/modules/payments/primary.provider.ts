@@ -56,11 +56,16 @@ export function statusOfIntent(status: string): PaymentStatus {
  * The primary provider through the official Stripe SDK, pointed at PRIMARY_PROVIDER_API_URL
  * when it is set. Every failure comes back as a ChargeResult, never as an exception.
  */
+const NOT_CONFIGURED = { code: 'PROVIDER_NOT_CONFIGURED', message: 'The primary payment provider is not configured (PRIMARY_PROVIDER_API_KEY)' };
+
 export class PrimaryProvider {
   private readonly stripe: Stripe;
+  private readonly configured: boolean;
 
   constructor(settings: PaymentsConfig) {
+    this.configured = settings.primary.apiKey !== undefined;
     const target = settings.primary.apiUrl ? new URL(settings.primary.apiUrl) : undefined;
+    // Without a key the client is never used (calls answer PROVIDER_NOT_CONFIGURED).
     this.stripe = new Stripe(settings.primary.apiKey ?? 'sk_unset', {
       ...(target
         ? {
@@ -76,6 +81,7 @@ export class PrimaryProvider {
   }
 
   async charge(request: ChargeRequest): Promise<ChargeResult> {
+    if (!this.configured) return { providerPaymentId: null, status: PaymentStatus.FAILED, failure: NOT_CONFIGURED };
     try {
       const intent = await this.stripe.paymentIntents.create(
         {
@@ -100,6 +106,7 @@ export class PrimaryProvider {
 
   /** A hosted Checkout session for a subscription to one price; its completion comes by webhook. */
   async createCheckout(request: CheckoutRequest): Promise<{ url: string } | { failure: { code: string; message: string } }> {
+    if (!this.configured) return { failure: NOT_CONFIGURED };
     try {
       const session = await this.stripe.checkout.sessions.create({
         mode: 'subscription',
