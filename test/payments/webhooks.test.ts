@@ -260,6 +260,22 @@ describe('subscription paymentUpdated', () => {
     }
   });
 
+  it('reaches a subscriber on another instance than the one the webhook came to', async () => {
+    const payment = await pay({ payment_method_id: 'pm_processing', amount: 2323 });
+    const id = payment.payment_intent_id!;
+    const other = await startTestServer(paymentSettings(provider, BACKUP_SETTINGS), { database: server.database });
+    const client = subscriptionClient(other.wsUrl, { headers: bearer(signToken({ userId: alice })) });
+    try {
+      const subscription = subscribe(client, PaymentUpdatedDocument, { payment_intent_id: id });
+      await subscription.ready;
+      await postPrimary(server.url, intentEvent('payment_intent.payment_failed', { id, status: 'requires_payment_method', last_payment_error: { code: 'card_declined', message: 'declined' } }));
+      expect((await subscription.next()).data).toMatchObject({ paymentUpdated: { payment_intent_id: id, status: 'FAILED', failure_code: 'CARD_DECLINED' } });
+    } finally {
+      await client.dispose();
+      await other.close();
+    }
+  });
+
   it('refuses an anonymous subscriber', async () => {
     const client = subscriptionClient(server.wsUrl);
     try {
