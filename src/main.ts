@@ -20,6 +20,7 @@ import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, type AnyModule, type Platform } from './platform/module';
 import { createOutboundHttp } from './platform/outbound-http';
+import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
 
 export interface RunningServer {
@@ -234,6 +235,10 @@ export function buildApiApp(
     rateLimits,
     apiDocs,
     actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
+    metadata: new MetadataApi(
+      dataSource,
+      modules.flatMap((module) => (module.metadata ? [module.metadata(services.get(module))] : [])),
+    ),
     routes: (routesApp) => {
       for (const module of modules) module.routes?.(routesApp, services.get(module));
     },

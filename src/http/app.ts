@@ -22,6 +22,8 @@ import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
+import { registerMetadataRoute } from './metadata';
+import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, SessionError } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -52,6 +54,8 @@ export interface HttpAppOptions {
   trustProxy: TrustProxy;
   /** The named limits for resolvers and action routes. */
   rateLimits: RateLimits;
+  /** The metadata API at POST /v1/metadata. */
+  metadata: MetadataApi;
   /** The API reference (/api-docs, the page, GraphiQL), when API_DOCS_ENABLED. */
   apiDocs: ApiReferenceOptions;
 }
@@ -173,6 +177,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema }, action);
   }
 
+  registerMetadataRoute(app, { adminSecret: sessionSettings.adminSecret, api: options.metadata });
   options.routes(app);
 
   const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger, {

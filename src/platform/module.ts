@@ -10,6 +10,7 @@ import type { RateLimits } from './rate-limits';
 import type { JobQueue } from './job-queue';
 import type { Mailer } from './mail/mailer';
 import type { JobDefinition } from './jobs';
+import type { MetadataFiles, ModuleMetadata } from './metadata';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -59,6 +60,14 @@ export interface PlinthModule<Services = unknown> {
    * send); only processes with the worker role (PLINTH_PROCESS_ROLES) run the workers.
    */
   jobs?(services: Services): JobDefinition[];
+  /**
+   * The module's part of the metadata API (`POST /v1/metadata`, platform/metadata.ts): the
+   * Hasura request types it answers, and its section of export/replace/reload_metadata. The
+   * same rule for `services` as for routes.
+   */
+  metadata?(services: Services): ModuleMetadata;
+  /** The files under `metadata/` holding the module's top-level metadata keys (`plinth metadata`). */
+  metadataFiles?: MetadataFiles;
 }
 
 /** A module of any services type, as the list holds them. */
