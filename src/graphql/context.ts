@@ -11,4 +11,6 @@ export interface GraphQLContext {
   clientIp: string;
   /** The server's named limits, for enforceRateLimit (platform/rate-limits.ts). */
   rateLimits: RateLimits;
+  /** The client's request headers (lower-case names), for actions that forward them to their handler. */
+  requestHeaders?: Record<string, string | string[] | undefined>;
 }

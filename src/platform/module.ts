@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
+import type { ServedSchema } from '../graphql/served-schema';
 import type { ActionDefinition } from '../http/actions';
 import type { Metrics } from './metrics';
 import type { OutboundHttp } from './outbound-http';
@@ -32,6 +33,8 @@ export interface Platform {
   jobs: JobQueue;
   /** Mail through the queue; modules that send call requireDelivery in create. */
   mailer: Mailer;
+  /** The schema as served: Plinth's own plus what metadata declares (modules add extensions and rebuild it). */
+  schema: ServedSchema;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */
