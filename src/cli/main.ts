@@ -13,6 +13,7 @@ import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
+import { schemaWithStoredActions } from '../modules/actions/actions.service';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -93,8 +94,18 @@ program
   .description('print the GraphQL schema (SDL) the resolvers emit')
   .option('-o, --output <file>', 'write it to a file instead of standard output')
   .option('--check <file>', 'exit 1 when <file> differs from what the resolvers emit')
-  .action(async (options: { output?: string; check?: string }) => {
-    const sdl = printPlinthSchema(await buildDeclaredSchema());
+  .option('--with-metadata', "the schema as served: with the actions the database's metadata declares (opens the database)")
+  .action(async (options: { output?: string; check?: string; withMetadata?: boolean }) => {
+    let schema = await buildDeclaredSchema();
+    if (options.withMetadata) {
+      const config = configuration();
+      const base = schema;
+      schema = await withDatabase(config, createLogger({ ...config, logLevel: 'warn' }), async (dataSource) => {
+        if (await pendingMigrations(dataSource)) throw new Error('the database has pending migrations: run "plinth migrate" (or start the server) first');
+        return schemaWithStoredActions(base, dataSource.manager);
+      });
+    }
+    const sdl = printPlinthSchema(schema);
     if (options.check) {
       const committed = fs.existsSync(options.check) ? fs.readFileSync(options.check, 'utf8') : '';
       if (committed !== sdl) {

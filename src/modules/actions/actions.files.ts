@@ -25,9 +25,13 @@ export function actionsSdl(actions: readonly ActionEntry[], types: CustomTypes):
     const fields = actions
       .filter((action) => (action.definition.type ?? 'mutation') === root.toLowerCase())
       .map((action) => {
-        const args = action.definition.arguments?.length
-          ? `(\n${action.definition.arguments.map((argument) => `${quoted(argument.description, '    ')}    ${argument.name}: ${argument.type}`).join('\n')}\n  )`
-          : '';
+        const list = action.definition.arguments ?? [];
+        // One line unless an argument has a description to show above it.
+        const args = list.some((argument) => argument.description)
+          ? `(\n${list.map((argument) => `${quoted(argument.description, '    ')}    ${argument.name}: ${argument.type}`).join('\n')}\n  )`
+          : list.length
+            ? `(${list.map((argument) => `${argument.name}: ${argument.type}`).join(', ')})`
+            : '';
         return `${quoted(action.comment, '  ')}  ${action.name}${args}: ${action.definition.output_type}`;
       });
     if (fields.length) blocks.push(`type ${root} {\n${fields.join('\n')}\n}`);
@@ -111,10 +115,19 @@ export const actionsFiles: MetadataFiles = {
     const types = (metadata.custom_types ?? {}) as CustomTypes;
     const yaml = {
       actions: actions.map((action) => {
-        const { arguments: _arguments, output_type: _output, type: _type, ...rest } = action.definition;
+        const { arguments: _arguments, output_type: _output, type: _type, kind, handler, forward_client_headers, headers, timeout, ...rest } = action.definition;
+        // One order and the defaults filled in, whichever way the metadata came: files compare equal when they mean the same.
+        const definition = {
+          kind: kind ?? 'synchronous',
+          handler,
+          ...(forward_client_headers !== undefined ? { forward_client_headers } : {}),
+          ...(headers?.length ? { headers } : {}),
+          ...(timeout !== undefined ? { timeout } : {}),
+          ...rest,
+        };
         return {
           name: action.name,
-          definition: rest,
+          definition,
           ...(action.comment ? { comment: action.comment } : {}),
           ...(action.permissions?.length ? { permissions: action.permissions } : {}),
         };

@@ -227,14 +227,8 @@ export class ActionsService implements ActionRunner {
     context.afterCommit(() => this.reload(this.deps.dataSource.manager, true));
   }
 
-  private async read(manager: EntityManager): Promise<ActionsMetadata> {
-    const [row] = (await manager.query('SELECT custom_types, actions FROM actions_metadata WHERE id = 1')) as { custom_types: CustomTypes; actions: ActionEntry[] }[];
-    return { customTypes: row.custom_types, actions: row.actions };
-  }
-
-  /** The schema with the stored actions, resolving nothing: what `plinth schema --with-metadata` prints. */
-  async declaredSchema(base: GraphQLSchema): Promise<GraphQLSchema> {
-    return extendWithActions(base, await this.read(this.deps.dataSource.manager));
+  private read(manager: EntityManager): Promise<ActionsMetadata> {
+    return storedActions(manager);
   }
 
   // --- Calls ----------------------------------------------------------------------------------
@@ -342,6 +336,17 @@ export class ActionsService implements ActionRunner {
       await changes.return?.();
     }
   }
+}
+
+/** The stored actions metadata. */
+export async function storedActions(manager: EntityManager): Promise<ActionsMetadata> {
+  const [row] = (await manager.query('SELECT custom_types, actions FROM actions_metadata WHERE id = 1')) as { custom_types: CustomTypes; actions: ActionEntry[] }[];
+  return { customTypes: row.custom_types, actions: row.actions };
+}
+
+/** Plinth's schema with the stored actions, resolving nothing: what `plinth schema --with-metadata` prints. */
+export async function schemaWithStoredActions(base: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema> {
+  return extendWithActions(base, await storedActions(manager));
 }
 
 function objectArgs(args: unknown): Record<string, unknown> {
