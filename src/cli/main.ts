@@ -14,6 +14,7 @@ import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
 import { schemaWithStoredActions } from '../modules/actions/actions.service';
+import { servicesCommand, startDeclaredServices } from './services';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -46,6 +47,8 @@ program
     const config = configuration({ PORT: options.port, HOST: options.host });
     const logger = createLogger(config);
     const server = await startServer(config, logger);
+    // The declared custom services run beside the server, their output prefixed with their names.
+    const services = startDeclaredServices(config, environmentWithEnvFile(process.env), (line) => process.stdout.write(`${line}\n`));
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -58,7 +61,7 @@ program
         logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out (PLINTH_SHUTDOWN_TIMEOUT_MS)');
         process.exit(1);
       }, config.shutdownTimeoutMs).unref();
-      server.close().then(() => process.exit(0));
+      Promise.all([server.close(), services?.stop()]).then(() => process.exit(0));
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -123,6 +126,7 @@ program
 registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
 program.addCommand(metadataCommand(configuration));
+program.addCommand(servicesCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

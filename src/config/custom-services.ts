@@ -12,6 +12,9 @@ export interface CustomService {
   host?: string;
 }
 
+/** The templates a service may name: `plinth` is Plinth itself, the others are scaffolded by `plinth build`. */
+export const SERVICE_TEMPLATES = ['plinth', 'express-ts', 'fastify-ts', 'nest-ts', 'fastapi', 'gin'] as const;
+
 const DECLARATION = /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?):([a-z0-9][a-z0-9-]*):(\d{1,5}):(\/[A-Za-z0-9._~\-/]*)$/;
 
 export function customServicesFromEnv(env: Record<string, string | undefined>): {
@@ -35,6 +38,10 @@ export function customServicesFromEnv(env: Record<string, string | undefined>): 
     }
     // A trailing slash would give handler URLs with "//"; the route is a prefix.
     const route = match[4].length > 1 ? match[4].replace(/\/+$/, '') : match[4];
+    if (!(SERVICE_TEMPLATES as readonly string[]).includes(match[2])) {
+      problems.push(`${variable} names the template "${match[2]}"; the templates are ${SERVICE_TEMPLATES.join(', ')}`);
+      continue;
+    }
     const service: CustomService = { variable, name: match[1], template: match[2], port, route };
     const host = env[`${variable}_HOST`]?.trim();
     if (host !== undefined && host !== '') {
