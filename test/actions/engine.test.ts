@@ -216,6 +216,42 @@ describe('the metadata requests', () => {
     expect((await metadata({ type: 'create_action', args: {} }, null)).status).toBe(401);
   });
 
+  it('answer malformed requests with 400 and change nothing (never a 500)', async () => {
+    const before = await exported();
+    const malformed: unknown[] = [
+      { type: 'create_action', args: [] },
+      { type: 'create_action', args: { name: 'x' } },
+      { type: 'create_action', args: { name: 'x', definition: null } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 42 } } },
+      { type: 'create_action', args: { name: '1x', definition: { output_type: 'ThingOutput', handler: 'http://h/x' } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: '[ThingOutput', handler: 'http://h/x' } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'ftp://h/x' } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'bad header', value: 'v' }] } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'X-A', value: 'v', value_from_env: 'HOME' }] } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', arguments: [{ name: 'a', type: 'String' }, { name: 'a', type: 'Int' }] } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x' }, comment: 'nul \u0000 inside' } },
+      { type: 'create_action', args: { name: 'x', definition: { type: 'query', kind: 'asynchronous', output_type: 'ThingOutput', handler: 'http://h/x' } } },
+      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', request_transform: {} } } },
+      { type: 'set_custom_types', args: 'types' },
+      { type: 'set_custom_types', args: { objects: [{ name: 'A', fields: [] }] } },
+      { type: 'set_custom_types', args: { objects: [{ name: 'A', fields: [{ name: 'f', type: 7 }] }] } },
+      { type: 'set_custom_types', args: { enums: [{ name: 'E', values: [{ value: 'true' }] }] } },
+      { type: 'set_custom_types', args: { scalars: [{ name: 'S' }], enums: [{ name: 'S', values: [{ value: 'A' }] }] } },
+      { type: 'set_custom_types', args: { objects: [{ name: '__Hidden', fields: [{ name: 'f', type: 'String' }] }] } },
+      { type: 'set_custom_types', args: { input_objects: [{ name: 'I', fields: [{ name: 'f', type: 'ThingOutput' }] }] } },
+      { type: 'create_action_permission', args: { action: 'makeThing', role: 'admin' } },
+      { type: 'create_action_permission', args: { action: 'makeThing', role: 'a b' } },
+      { type: 'create_action_permission', args: null },
+      { type: 'drop_action', args: { name: 'makeThing', clear_data: 'yes' } },
+    ];
+    for (const request of malformed) {
+      const response = await metadata(request);
+      expect({ request, status: response.status }).toEqual({ request, status: 400 });
+      expect(response.body).toEqual({ path: expect.any(String), error: expect.any(String), code: expect.any(String) });
+    }
+    expect(await exported()).toEqual(before);
+  });
+
   it('export the actions and custom types in Hasura\'s shape, and replace_metadata puts them back', async () => {
     const metadataObject = await exported();
     const makeThing = (metadataObject.actions as { name: string }[]).find((entry) => entry.name === 'makeThing');

@@ -121,6 +121,8 @@ export class ActionsService implements ActionRunner {
 
   /** Checks `next` whole (handler URLs, then the schema it gives) and stores it; served once the transaction commits. */
   private async commit(next: ActionsMetadata, context: MetadataRequestContext): Promise<typeof SUCCESS> {
+    const [unstorable] = unstorableTextPaths(next);
+    if (unstorable !== undefined) throw new MetadataError('parse-failed', `${unstorable.replace(/^customTypes/, 'custom_types')} ${UNSTORABLE_TEXT_MESSAGE}`, '$.args');
     for (const action of next.actions) {
       let url: URL;
       try {
