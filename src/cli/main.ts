@@ -7,13 +7,13 @@ import { ConfigError, loadConfig, type Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
 import { pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
+import { MODULES } from '../modules';
 import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
-import { schemaWithStoredActions } from '../modules/actions/actions.service';
 import { servicesCommand, startDeclaredServices } from './services';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
@@ -105,7 +105,9 @@ program
       const base = schema;
       schema = await withDatabase(config, createLogger({ ...config, logLevel: 'warn' }), async (dataSource) => {
         if (await pendingMigrations(dataSource)) throw new Error('the database has pending migrations: run "plinth migrate" (or start the server) first');
-        return schemaWithStoredActions(base, dataSource.manager);
+        let served = base;
+        for (const module of MODULES) if (module.declaredSchema) served = await module.declaredSchema(served, dataSource.manager);
+        return served;
       });
     }
     const sdl = printPlinthSchema(schema);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
 import type { ServedSchema } from '../graphql/served-schema';
@@ -71,6 +72,11 @@ export interface PlinthModule<Services = unknown> {
   metadata?(services: Services): ModuleMetadata;
   /** The files under `metadata/` holding the module's top-level metadata keys (`plinth metadata`). */
   metadataFiles?: MetadataFiles;
+  /**
+   * What the module's stored metadata adds to `schema`, resolving nothing (`plinth schema
+   * --with-metadata` prints the result; no services are created for it).
+   */
+  declaredSchema?(schema: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema>;
 }
 
 /** A module of any services type, as the list holds them. */

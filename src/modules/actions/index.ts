@@ -1,7 +1,7 @@
 import type { PlinthModule } from '../../platform/module';
 import { ActionCalls } from './action-calls.service';
 import { actionsFiles } from './actions.files';
-import { ActionsService, ASYNC_ACTION_QUEUE } from './actions.service';
+import { ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './actions.service';
 
 /**
  * The action engine (spec 1 §1.2, §2.3, §5): user-declared actions and their custom types are
@@ -43,6 +43,7 @@ export const actionsModule: PlinthModule<ActionsService> = {
     },
   }),
   metadataFiles: actionsFiles,
+  declaredSchema: schemaWithStoredActions,
   jobs: (service) => [
     {
       queue: ASYNC_ACTION_QUEUE,
