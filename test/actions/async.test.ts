@@ -105,6 +105,15 @@ describe('an asynchronous action', () => {
     expect((await read(server.url, id, bearer(otherToken))).body.data).toEqual({ placeOrder: null });
     expect((await read(server.url, id, admin)).body.data?.placeOrder?.output).toEqual({ order_id: 'order-book', total: 42 });
     expect((await read(server.url, 'not-a-uuid', admin)).body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const client = subscriptionClient(server.wsUrl, { headers: { Authorization: `Bearer ${otherToken}` } });
+    const document = parse(`subscription { placeOrder(id: "${id}") { id output { order_id total } } }`) as TypedDocumentNode<{ placeOrder: Result | null }, Record<string, never>>;
+    const subscription = subscribe(client, document);
+    try {
+      expect((await subscription.next()).data).toEqual({ placeOrder: null });
+    } finally {
+      subscription.dispose();
+      await client.dispose();
+    }
     expect((await place(server.url, bearer(signToken({ roles: ['viewer'] })))).body.errors?.[0].extensions?.code).toBe('FORBIDDEN');
   });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError, type GraphQLOutputType, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
+import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 import type { DataSource, EntityManager } from 'typeorm';
 import { unstorableTextPaths, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import type { GraphQLContext } from '../../graphql/context';
@@ -28,6 +29,8 @@ export const ASYNC_ACTION_QUEUE = 'action-async';
 const CHANGED_TOPIC = 'plinth:actions-metadata';
 /** Published when an asynchronous call has its result; the call's id follows. */
 const RESULT_TOPIC = 'plinth:action-result';
+// The package is typed as an ES module but ships a CommonJS build, which require() loads.
+const { Repeater } = require('@repeaterjs/repeater') as typeof RepeaterModule;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SUCCESS = { message: 'success' } as const;
 
@@ -324,19 +327,26 @@ export class ActionsService implements ActionRunner {
     return row.session_variables['x-gql-role'] === session.role && (row.session_variables['x-gql-user-id'] ?? null) === session.userId;
   }
 
-  async *watch(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): AsyncIterable<AsyncActionResult | null> {
-    // Subscribed before the first read, so a result kept in between is not missed.
-    const changes = this.deps.pubSub.subscribe(RESULT_TOPIC, id)[Symbol.asyncIterator]();
-    const next = changes.next();
-    try {
-      const first = await this.state(action, id, context, outputType);
-      yield first.result;
-      if (first.done) return;
-      if ((await next).done) return;
-      yield await this.result(action, id, context, outputType);
-    } finally {
-      await changes.return?.();
-    }
+  watch(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): AsyncIterable<AsyncActionResult | null> {
+    if (!UUID.test(id)) throw new GraphQLError('id must be a UUID', { extensions: { code: 'BAD_USER_INPUT', argument: 'id' } });
+    // A Repeater, not a generator: a client that leaves while the call runs ends it at once.
+    return new Repeater<AsyncActionResult | null>(async (push, stop) => {
+      // Subscribed before the first read, so a result kept in between is not missed.
+      const changes = this.deps.pubSub.subscribe(RESULT_TOPIC, id)[Symbol.asyncIterator]();
+      const changed = changes.next();
+      try {
+        const first = await this.state(action, id, context, outputType);
+        await push(first.result);
+        if (!first.done && !(await Promise.race([changed, stop.then(() => ({ done: true }))])).done) {
+          await push(await this.result(action, id, context, outputType));
+        }
+        stop();
+      } catch (error) {
+        stop(error);
+      } finally {
+        await changes.return?.();
+      }
+    });
   }
 }
 
