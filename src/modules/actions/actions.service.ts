@@ -33,6 +33,8 @@ const RESULT_TOPIC = 'plinth:action-result';
 const { Repeater } = require('@repeaterjs/repeater') as typeof RepeaterModule;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SUCCESS = { message: 'success' } as const;
+/** How often an instance compares its metadata version with the database's, besides the announcements. */
+const VERSION_POLL_MS = 10_000;
 
 interface LogRow {
   id: string;
@@ -74,13 +76,14 @@ export class ActionsService implements ActionRunner {
     this.deps.schema.addExtension((base) => this.extension(base));
     const changes = this.deps.pubSub.subscribe(CHANGED_TOPIC)[Symbol.asyncIterator]();
     this.deps.shutdown.addEventListener('abort', () => void changes.return?.(), { once: true });
+    const reload = () =>
+      this.reload(this.deps.dataSource.manager).catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not reload the actions metadata'));
     void (async () => {
-      for (let next = await changes.next(); !next.done; next = await changes.next()) {
-        await this.reload(this.deps.dataSource.manager).catch((error: unknown) =>
-          this.deps.logger.error({ err: error }, 'could not reload the actions metadata'),
-        );
-      }
+      for (let next = await changes.next(); !next.done; next = await changes.next()) await reload();
     })();
+    // A change announced while this instance's LISTEN connection was down is caught up here.
+    const poll = setInterval(() => void reload(), VERSION_POLL_MS).unref();
+    this.deps.shutdown.addEventListener('abort', () => clearInterval(poll), { once: true });
   }
 
   /** The served schema's extension: the actions as declared, or none when they no longer fit (logged). */
