@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import type { GraphQLSchema } from 'graphql';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import pinoPretty from 'pino-pretty';
 import type { DataSource } from 'typeorm';
@@ -12,6 +11,7 @@ import { createDataSource, runMigrations, withMigrationLock } from './db/data-so
 import { openDatabaseEndpoint } from './db/database';
 import { PostgresPubSub } from './graphql/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
+import { ServedSchema } from './graphql/served-schema';
 import { buildHttpApp } from './http/app';
 import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
@@ -20,6 +20,7 @@ import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, type AnyModule, type Platform } from './platform/module';
 import { createOutboundHttp } from './platform/outbound-http';
+import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
 
 export interface RunningServer {
@@ -147,6 +148,7 @@ export async function startServer(
       http,
       mailer: mail.mailer,
       shutdown: shutdown.signal,
+      schema: new ServedSchema(),
     };
     const services = new ModuleServices();
     const container = new ResolverContainer();
@@ -165,8 +167,9 @@ export async function startServer(
     cleanup.push(() => jobs.stop());
     if (runWorkers) await jobs.work();
 
+    if (serveApi) platform.schema.setBase(await buildPlinthSchema({ container, pubSub }));
     const app = serveApi
-      ? await buildApiApp(platform, await buildPlinthSchema({ container, pubSub }), modules, services)
+      ? await buildApiApp(platform, modules, services)
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
     cleanup.push(() => app.close());
     await app.listen({ host: config.host, port: config.port });
@@ -191,12 +194,12 @@ export async function startServer(
 }
 
 /**
- * The full HTTP server of the api role: GraphQL, subscriptions, actions, the modules' routes.
+ * The full HTTP server of the api role: GraphQL, subscriptions, actions, the modules' routes,
+ * serving `platform.schema` (its base set).
  * `plinth build` builds it too, with stand-ins for the database and the services (src/apidocs/build.ts).
  */
 export function buildApiApp(
-  { config, logger, dataSource, metrics, rateLimits }: Platform,
-  schema: GraphQLSchema,
+  { config, logger, dataSource, metrics, rateLimits, schema }: Platform,
   modules: readonly AnyModule[],
   services: ModuleServices,
   apiDocs = apiReferenceOptions(config),
@@ -234,6 +237,10 @@ export function buildApiApp(
     rateLimits,
     apiDocs,
     actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
+    metadata: new MetadataApi(
+      dataSource,
+      modules.flatMap((module) => (module.metadata ? [module.metadata(services.get(module))] : [])),
+    ),
     routes: (routesApp) => {
       for (const module of modules) module.routes?.(routesApp, services.get(module));
     },

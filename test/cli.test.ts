@@ -7,6 +7,12 @@ import { spawn } from 'node:child_process';
 import { childEnvironment, CLI, runCli, spawnServer } from './support/spawn';
 
 const SCHEMA_FILE = path.resolve(__dirname, '..', '..', 'schema', 'schema.graphql');
+/** The migrations in the order they apply, as TypeORM names them (`<Name><timestamp>`), read from migrations/. */
+const MIGRATIONS = fs
+  .readdirSync(path.resolve(__dirname, '..', '..', 'migrations'))
+  .filter((file) => /^\d+-\w+\.ts$/.test(file))
+  .sort()
+  .map((file) => file.replace(/^(\d+)-(\w+)\.ts$/, '$2$1'));
 const STACK_TRACE = /\n\s+at \S+/;
 
 let database: TestDatabase;
@@ -77,16 +83,20 @@ describe('plinth', () => {
   describe('migrate', () => {
     const env = () => testEnvironment(database.url);
 
-    it('applies the migrations, reports an up-to-date database, reverts and re-applies', async () => {
+    it('applies the migrations, reports an up-to-date database, reverts each one after the invitations\' and re-applies', async () => {
       const first = await runCli(['migrate'], env());
       expect(first.code).toBe(0);
-      expect(first.stdout).toBe(
-        'applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001, CreateRateLimits1795270000000, CreateUserInvitations1795280000000\n',
-      );
+      expect(first.stdout).toBe(`applied: ${MIGRATIONS.join(', ')}\n`);
       expect((await runCli(['migrate'], env())).stdout).toBe('the database is up to date\n');
       expect((await runCli(['migrate', '--check'], env())).code).toBe(0);
 
-      // An invited user (no password) does not survive the revert: password_hash is NOT NULL again.
+      // Every migration from the invitations' on can be reverted, newest first, one per call.
+      const fromInvitations = MIGRATIONS.slice(MIGRATIONS.indexOf('CreateUserInvitations1795280000000'));
+      for (let index = fromInvitations.length - 1; index > 0; index -= 1) {
+        const reverted = await runCli(['migrate', '--revert'], env());
+        expect({ migration: fromInvitations[index], code: reverted.code, stderr: reverted.stderr }).toEqual({ migration: fromInvitations[index], code: 0, stderr: '' });
+      }
+      // An invited user (no password) does not survive the invitations' revert: password_hash is NOT NULL again.
       await database.query("INSERT INTO users (email, name) VALUES ('invited@example.com', 'Invited')");
       expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
       expect(await database.query("SELECT to_regclass('user_invitations') AS t")).toEqual([{ t: null }]);
@@ -96,7 +106,7 @@ describe('plinth', () => {
       expect(pending.code).toBe(2);
       expect(pending.stdout).toBe('migrations are pending\n');
 
-      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreateUserInvitations1795280000000\n');
+      expect((await runCli(['migrate'], env())).stdout).toBe(`applied: ${fromInvitations.join(', ')}\n`);
     });
 
     it('fails with a clear message when the database cannot be reached', async () => {

@@ -163,6 +163,12 @@ describe('loadConfig', () => {
     expect(config.customServices.map((service) => service.name)).toEqual(['api', 'hooks']);
   });
 
+  it('takes a custom service\'s host override from CS_<N>_HOST, and the action engine\'s settings', () => {
+    const config = loadConfig({ CS_1: 'api:express-ts:3000:/api', CS_1_HOST: '127.0.0.1', ACTIONS_HANDLER_TIMEOUT_SECONDS: '12' });
+    expect(config.customServices[0]).toMatchObject({ name: 'api', host: '127.0.0.1', port: 3000, route: '/api' });
+    expect(config.actionEngine).toEqual({ handlerTimeoutSeconds: 12, serviceRestartMaxDelayMs: 30_000, handlerRateLimit: { points: 5, durationSeconds: 60 } });
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
   });
@@ -248,6 +254,12 @@ describe('loadConfig', () => {
     ['CS_1', { CS_1: 'just-a-name' }],
     ['CS_1', { CS_1: 'svc:express-ts:99999:/api' }],
     ['CS_2', { CS_1: 'svc:express-ts:3000:/a', CS_2: 'svc:fastapi:3001:/b' }],
+    ['CS_1', { CS_1: 'svc:rails:3000:/api' }],
+    ['CS_1_HOST', { CS_1: 'svc:express-ts:3000:/api', CS_1_HOST: 'not a host' }],
+    ['ACTIONS_HANDLER_TIMEOUT_SECONDS', { ACTIONS_HANDLER_TIMEOUT_SECONDS: '0' }],
+    ['ACTIONS_SERVICE_RESTART_MAX_DELAY_MS', { ACTIONS_SERVICE_RESTART_MAX_DELAY_MS: 'soon' }],
+    ['RATE_LIMIT_ACTION_HANDLERS_POINTS', { RATE_LIMIT_ACTION_HANDLERS_POINTS: '0' }],
+    ['RATE_LIMIT_ACTION_HANDLERS_DURATION_SECONDS', { RATE_LIMIT_ACTION_HANDLERS_DURATION_SECONDS: '-1' }],
     ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: 'web' }],
     ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: 'api,scheduler' }],
     ['PLINTH_PROCESS_ROLES', { PLINTH_PROCESS_ROLES: ' , ' }],

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { buildDeclaredSchema } from '../graphql/schema';
+import { ServedSchema } from '../graphql/served-schema';
 import { buildApiApp } from '../main';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
@@ -102,11 +103,13 @@ export async function documentationApp(config: Config, logger: Logger, modules: 
     jobs: standIn('the job queue') as Platform['jobs'],
     mailer: standIn('the mailer') as Platform['mailer'],
     shutdown: new AbortController().signal,
+    schema: new ServedSchema(),
   };
+  platform.schema.setBase(await buildDeclaredSchema());
   const services = new ModuleServices();
   for (const module of modules) services.set(module, standIn(`the ${module.name} module's services`));
   // Generated from the routes, whatever an earlier build left.
-  const app = await buildApiApp(platform, await buildDeclaredSchema(), modules, services, { ...apiReferenceOptions(config), builtDir: undefined });
+  const app = await buildApiApp(platform, modules, services, { ...apiReferenceOptions(config), builtDir: undefined });
   await app.ready();
   return app;
 }

@@ -13,6 +13,10 @@ type Json = Record<string, unknown>;
 const PLATFORM_TAGS: Record<string, { title: string; description?: string }> = {
   graphql: { title: 'GraphQL' },
   actions: { title: 'Actions', description: 'Engine-compatible action handlers: the engine POSTs the action envelope, Plinth answers with the result.' },
+  metadata: {
+    title: 'Metadata',
+    description: "The metadata API, with Hasura's request shapes: actions, event triggers, cron triggers and scheduled events.",
+  },
   auth: { title: 'Auth', description: 'The authentication service.' },
   events: { title: 'Events', description: 'Event triggers, scheduled events and inbound webhooks.' },
   errors: { title: 'Error tracking', description: 'Error tracking: ingestion and management.' },

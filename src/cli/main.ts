@@ -7,11 +7,14 @@ import { ConfigError, loadConfig, type Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
 import { pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
+import { MODULES } from '../modules';
 import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
+import { metadataCommand } from './metadata';
+import { servicesCommand, startDeclaredServices } from './services';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -44,6 +47,8 @@ program
     const config = configuration({ PORT: options.port, HOST: options.host });
     const logger = createLogger(config);
     const server = await startServer(config, logger);
+    // The declared custom services run beside the server, their output prefixed with their names.
+    const services = startDeclaredServices(config, environmentWithEnvFile(process.env), (line) => process.stdout.write(`${line}\n`));
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -56,7 +61,7 @@ program
         logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out (PLINTH_SHUTDOWN_TIMEOUT_MS)');
         process.exit(1);
       }, config.shutdownTimeoutMs).unref();
-      server.close().then(() => process.exit(0));
+      Promise.all([server.close(), services?.stop()]).then(() => process.exit(0));
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -92,8 +97,20 @@ program
   .description('print the GraphQL schema (SDL) the resolvers emit')
   .option('-o, --output <file>', 'write it to a file instead of standard output')
   .option('--check <file>', 'exit 1 when <file> differs from what the resolvers emit')
-  .action(async (options: { output?: string; check?: string }) => {
-    const sdl = printPlinthSchema(await buildDeclaredSchema());
+  .option('--with-metadata', "the schema as served: with the actions the database's metadata declares (opens the database)")
+  .action(async (options: { output?: string; check?: string; withMetadata?: boolean }) => {
+    let schema = await buildDeclaredSchema();
+    if (options.withMetadata) {
+      const config = configuration();
+      const base = schema;
+      schema = await withDatabase(config, createLogger({ ...config, logLevel: 'warn' }), async (dataSource) => {
+        if (await pendingMigrations(dataSource)) throw new Error('the database has pending migrations: run "plinth migrate" (or start the server) first');
+        let served = base;
+        for (const module of MODULES) if (module.declaredSchema) served = await module.declaredSchema(served, dataSource.manager);
+        return served;
+      });
+    }
+    const sdl = printPlinthSchema(schema);
     if (options.check) {
       const committed = fs.existsSync(options.check) ? fs.readFileSync(options.check, 'utf8') : '';
       if (committed !== sdl) {
@@ -110,6 +127,8 @@ program
 
 registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
+program.addCommand(metadataCommand(configuration));
+program.addCommand(servicesCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

@@ -223,6 +223,12 @@ const environmentSchema = z.object({
   PLINTH_PROJECT_NAME: oneLine.default('Plinth'),
   PLINTH_PLUGINS_DIR: nonEmpty.default('plugins'),
   PLINTH_SERVICES_DIR: nonEmpty.default('services'),
+
+  // The action engine (user-declared actions): handler calls and the custom services' limiter.
+  ACTIONS_HANDLER_TIMEOUT_SECONDS: integer(1, 3600).default(30),
+  ACTIONS_SERVICE_RESTART_MAX_DELAY_MS: integer(100, 600_000).default(30_000),
+  RATE_LIMIT_ACTION_HANDLERS_POINTS: integer(1, 1_000_000).default(5),
+  RATE_LIMIT_ACTION_HANDLERS_DURATION_SECONDS: integer(1, 86_400).default(60),
   PLINTH_DIST_DIR: nonEmpty.default('.nself/dist'),
   PLINTH_PROXY_CONF_DIR: nonEmpty.default('nginx/conf.d'),
   API_DOCS_ENABLED: boolean.default(true),
@@ -356,6 +362,15 @@ export interface Config {
   pluginsDir: string;
   /** PLINTH_SERVICES_DIR: one folder per custom service (CS_<N>), named as the service. */
   servicesDir: string;
+  /** The action engine: calls to user-declared actions' handlers, and the custom services `plinth start` runs. */
+  actionEngine: {
+    /** Seconds a handler may take when its action sets no timeout. */
+    handlerTimeoutSeconds: number;
+    /** The longest wait before a crashed custom service is started again (the delay doubles from 250 ms). */
+    serviceRestartMaxDelayMs: number;
+    /** Spec 1 §8's reference limiter, for Plinth's own handler routes and the scaffolded services: per user. */
+    handlerRateLimit: { points: number; durationSeconds: number };
+  };
   /** What `plinth build` writes: the API reference files and the proxy's serving block. */
   build: {
     /** PLINTH_DIST_DIR: openapi.json and scalar.html, served by the proxy and by `plinth start`. */
@@ -594,6 +609,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     projectName: values.PLINTH_PROJECT_NAME,
     pluginsDir: path.resolve(values.PLINTH_PLUGINS_DIR),
     servicesDir: path.resolve(values.PLINTH_SERVICES_DIR),
+    actionEngine: {
+      handlerTimeoutSeconds: values.ACTIONS_HANDLER_TIMEOUT_SECONDS,
+      serviceRestartMaxDelayMs: values.ACTIONS_SERVICE_RESTART_MAX_DELAY_MS,
+      handlerRateLimit: {
+        points: values.RATE_LIMIT_ACTION_HANDLERS_POINTS,
+        durationSeconds: values.RATE_LIMIT_ACTION_HANDLERS_DURATION_SECONDS,
+      },
+    },
     build: {
       distDir: path.resolve(values.PLINTH_DIST_DIR),
       proxyConfDir: path.resolve(values.PLINTH_PROXY_CONF_DIR),

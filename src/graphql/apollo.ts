@@ -8,6 +8,7 @@ import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
+import { ServedSchema } from './served-schema';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 
 export interface ApolloSettings {
@@ -18,14 +19,14 @@ export interface ApolloSettings {
 }
 
 export function createApolloServer(
-  schema: GraphQLSchema,
+  schema: GraphQLSchema | ServedSchema,
   settings: ApolloSettings,
   limits: QueryLimits,
   logger: Logger,
   extraPlugins: ApolloServerPlugin<GraphQLContext>[] = [],
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
-    schema,
+    ...(schema instanceof ServedSchema ? { gateway: followSchema(schema) } : { schema }),
     introspection: settings.introspection,
     // Credentials are headers only (bearer token, admin secret), never cookies, so a cross-site
     // "simple" request can act only as the unauthorised role; GET queries must work for explorers.
@@ -54,6 +55,24 @@ export function createApolloServer(
       ...extraPlugins,
     ],
   });
+}
+
+/**
+ * Apollo's way to serve a schema that changes (a "gateway" without an executor): each request
+ * is parsed, validated and executed against the schema current when it started, and a new one
+ * replaces it for the requests after (with its own document cache keys).
+ */
+function followSchema(schema: ServedSchema) {
+  let stop: (() => void) | undefined;
+  return {
+    onSchemaLoadOrUpdate(callback: (context: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
+      callback({ apiSchema: schema.current, coreSupergraphSdl: '' });
+      stop = schema.onChange((apiSchema) => callback({ apiSchema, coreSupergraphSdl: '' }));
+      return () => stop?.();
+    },
+    load: async () => ({ executor: null }),
+    stop: async () => stop?.(),
+  };
 }
 
 /**
@@ -141,8 +160,8 @@ function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<GraphQLContext> {
 /** Rejects operations costlier than the limit before they run. */
 function complexityLimit(limits: QueryLimits): ApolloServerPlugin<GraphQLContext> {
   const listener: GraphQLRequestListener<GraphQLContext> = {
-    async didResolveOperation({ request, document, operationName }) {
-      const error = limits.complexityError(document, operationName, request.variables);
+    async didResolveOperation({ request, document, operationName, schema }) {
+      const error = limits.complexityError(document, operationName, request.variables, schema);
       if (error) throw error;
     },
   };

@@ -11,6 +11,8 @@ export interface GraphQLContext {
   clientIp: string;
   /** The server's named limits, for enforceRateLimit (platform/rate-limits.ts). */
   rateLimits: RateLimits;
-  /** The request's Idempotency-Key header (HTTP only): a retried mutation that honours it has its effect once. */
+  /** The request's Idempotency-Key header (HTTP only, never a WebSocket connection's): a retried mutation that honours it has its effect once. */
   idempotencyKey?: string | string[];
+  /** The client's request headers (lower-case names), for actions that forward them to their handler. */
+  requestHeaders?: Record<string, string | string[] | undefined>;
 }

@@ -35,7 +35,13 @@ export interface QueryLimits {
   /** Validation rules added to graphql-js's own: depth, aliases, root fields. */
   rules: ValidationRule[];
   /** The error for an operation costlier than the limit, or undefined when it is within it. */
-  complexityError(document: DocumentNode, operationName: string | null | undefined, variables?: Record<string, unknown>): GraphQLError | undefined;
+  /** `schema`: the one the operation runs on, when it is not the one the limits were made with. */
+  complexityError(
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables?: Record<string, unknown>,
+    schema?: GraphQLSchema,
+  ): GraphQLError | undefined;
 }
 
 /** Introspection (__schema, __type, __typename) costs nothing, so explorers work under any limit. */
@@ -57,12 +63,12 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
   // (which could change it) is computed once.
   const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
   const costWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
-  const cost = (document: DocumentNode, operationName: string, variables: Record<string, unknown> | undefined) => {
+  const cost = (document: DocumentNode, operationName: string, variables: Record<string, unknown> | undefined, operationSchema: GraphQLSchema) => {
     const cacheable = !variables || Object.keys(variables).length === 0;
     let byOperation = cacheable ? costWithoutVariables.get(document) : undefined;
     const cached = byOperation?.get(operationName);
     if (cached !== undefined) return cached;
-    const computed = getComplexity({ schema, query: document, operationName: operationName || undefined, variables, estimators });
+    const computed = getComplexity({ schema: operationSchema, query: document, operationName: operationName || undefined, variables, estimators });
     if (cacheable) {
       if (!byOperation) costWithoutVariables.set(document, (byOperation = new Map()));
       byOperation.set(operationName, computed);
@@ -80,10 +86,10 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
     parseOptions: { maxTokens: settings.maxTokens },
     maxDocumentBytes: settings.maxDocumentBytes,
     rules: [depthRule as ValidationRule, aliasesRule as ValidationRule, maxRootFieldsRule(settings.maxRootFields)],
-    complexityError(document, operationName, variables) {
+    complexityError(document, operationName, variables, operationSchema = schema) {
       let complexity: number;
       try {
-        complexity = cost(document, operationName ?? '', variables);
+        complexity = cost(document, operationName ?? '', variables, operationSchema);
       } catch (error) {
         // Variables that do not coerce: execution reports them as BAD_USER_INPUT next.
         if (error instanceof GraphQLError) return undefined;

@@ -27,6 +27,7 @@ export interface ConnectionContext {
 
 interface ConnectionState {
   session?: Session;
+  headers?: Record<string, string>;
   requestId?: string;
   expiryTimer?: NodeJS.Timeout;
 }
@@ -42,13 +43,15 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export function attachSubscriptions(
   server: Server,
-  schema: GraphQLSchema,
+  served: GraphQLSchema | (() => GraphQLSchema),
   settings: SubscriptionSettings,
   limits: QueryLimits,
   logger: FastifyBaseLogger,
   connection: ConnectionContext,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
+  // An operation runs to its end on the schema current when it was subscribed.
+  const currentSchema = typeof served === 'function' ? served : () => served;
   const states = new WeakMap<object, ConnectionState>();
   const stateOf = (extra: object) => {
     let state = states.get(extra);
@@ -58,10 +61,11 @@ export function attachSubscriptions(
 
   const disposable = serveGraphQLWs<Record<string, unknown> | undefined>(
     {
-      schema,
+      schema: () => currentSchema(),
       connectionInitWaitTimeout: settings.initTimeoutMs,
       // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
       onSubscribe: (_ctx, _id, payload) => {
+        const schema = currentSchema();
         const tooLarge = documentSizeError(payload.query, limits);
         if (tooLarge) return [tooLarge];
         let document: DocumentNode;
@@ -76,14 +80,15 @@ export function attachSubscriptions(
           const name = payload.operationName ? `named "${payload.operationName}"` : 'to run (name one with operationName)';
           return [new GraphQLError(`The document has no single operation ${name}`, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })];
         }
-        const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined);
+        const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined, schema);
         if (tooComplex) return [tooComplex];
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
       },
       onConnect: (ctx) => {
         const state = stateOf(ctx.extra);
         try {
-          state.session = resolveSession(headersFromPayload(ctx.connectionParams), settings);
+          state.headers = headersFromPayload(ctx.connectionParams);
+          state.session = resolveSession(state.headers, settings);
           state.requestId = randomUUID();
         } catch (error) {
           if (!(error instanceof SessionError)) throw error;
@@ -106,6 +111,7 @@ export function attachSubscriptions(
           logger: logger.child({ reqId: state.requestId, transport: 'ws' }),
           clientIp: connection.clientIp(ctx.extra.request),
           rateLimits: connection.rateLimits,
+          requestHeaders: state.headers,
         };
       },
       onNext: (ctx, _id, _payload, _args, result) => {

@@ -58,6 +58,7 @@ export function registerActionRoute(
   action: ActionDefinition,
 ): void {
   const limiter = action.rateLimit ? settings.rateLimits.get(action.rateLimit) : undefined;
+  const handlersLimiter = settings.rateLimits.get('actionHandlers');
   const output = outputJsonSchema(rootFieldType(settings.schema, action.name));
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
     // Action services validate their input with fieldErrors, which reports unstorable text per field.
@@ -69,7 +70,7 @@ export function registerActionRoute(
         `The engine-compatible handler of the \`${action.name}\` GraphQL operation (spec 1 §2.3): the engine's envelope in, ` +
         `the operation's result out, with \`success: false\` and per-field \`errors\` for invalid input. ` +
         `Roles: ${action.roles.join(', ')} (X-Gql-Role; admin when none is given).` +
-        (action.rateLimit ? ` Rate limit: ${action.rateLimit}.` : ''),
+        ` Rate limit: actionHandlers (RATE_LIMIT_ACTION_HANDLERS_*, per user)${action.rateLimit ? ` and ${action.rateLimit}` : ''}.`,
       security: requires('adminSecret'),
       body: {
         type: 'object',
@@ -131,6 +132,7 @@ export function registerActionRoute(
       if (!isRoleAllowed(session, action.roles)) {
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }
+      if (!(await admitRequest(reply, handlersLimiter, { ip: request.ip, userId: session.userId }))) return reply;
       if (limiter && !(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
       const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);

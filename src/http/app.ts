@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { OPENAPI_PATH } from '../apidocs/openapi';
@@ -17,11 +17,14 @@ import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subsc
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
 import { installRawBodyParser } from '../platform/signatures';
+import type { ServedSchema } from '../graphql/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
+import { registerMetadataRoute } from './metadata';
+import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, SessionError } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -35,7 +38,8 @@ declare module 'fastify' {
 
 export interface HttpAppOptions {
   logger: Logger;
-  schema: GraphQLSchema;
+  /** Served as it changes; its base documents the API and types Plinth's own action routes. */
+  schema: ServedSchema;
   dataSource: DataSource;
   apollo: ApolloSettings;
   limits: QueryLimitSettings;
@@ -52,6 +56,8 @@ export interface HttpAppOptions {
   trustProxy: TrustProxy;
   /** The named limits for resolvers and action routes. */
   rateLimits: RateLimits;
+  /** The metadata API at POST /v1/metadata. */
+  metadata: MetadataApi;
   /** The API reference (/api-docs, the page, GraphiQL), when API_DOCS_ENABLED. */
   apiDocs: ApiReferenceOptions;
 }
@@ -101,7 +107,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // First: it documents the routes registered after it.
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
-    await installApiReference(app, options.apiDocs, { schema: options.schema, actions, logger });
+    await installApiReference(app, options.apiDocs, { schema: options.schema.base, actions, logger });
   }
   const graphiql = apiDocs ? graphiqlResponder(options.apiDocs.settings) : undefined;
   installErrorHandling(app);
@@ -125,7 +131,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
 
   registerHealthRoutes(app, options.dataSource);
 
-  const limits = createQueryLimits(options.schema, options.limits);
+  const limits = createQueryLimits(options.schema.base, options.limits);
   const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [
     graphqlMetricsPlugin(options.metrics),
   ]);
@@ -156,6 +162,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
               clientIp: request.ip,
               rateLimits,
               idempotencyKey: request.headers['idempotency-key'],
+              requestHeaders: request.headers,
             };
           } catch (error) {
             if (!(error instanceof SessionError)) throw error;
@@ -171,12 +178,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   for (const action of options.actions) {
-    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema }, action);
+    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema.base }, action);
   }
 
+  registerMetadataRoute(app, { adminSecret: sessionSettings.adminSecret, api: options.metadata });
   options.routes(app);
 
-  const ws = attachSubscriptions(app.server, options.schema, sessionSettings, limits, logger, {
+  const ws = attachSubscriptions(app.server, () => options.schema.current, sessionSettings, limits, logger, {
     clientIp: (request) => clientAddress(request, trust),
     rateLimits,
   });

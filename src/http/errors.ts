@@ -5,8 +5,11 @@ import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type'
 /** What a client is told of an error the server did not expect; the details go to the log. */
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
 
-/** How a route reports errors: the handler envelope of spec 1 §2.3, or a GraphQL response. */
-export type ErrorFormat = 'envelope' | 'graphql';
+/**
+ * How a route reports errors: the handler envelope of spec 1 §2.3, a GraphQL response, or
+ * Hasura's metadata error `{path, error, code}` (POST /v1/metadata).
+ */
+export type ErrorFormat = 'envelope' | 'graphql' | 'metadata';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -55,6 +58,12 @@ export function sendError(
   errors?: FieldError[],
 ): FastifyReply {
   const format = reply.request.routeOptions.config?.errorFormat ?? 'envelope';
+  if (format === 'metadata') {
+    // Fields are named from the body ("body.args.name", or "args.name" by the schema check).
+    const field = errors?.[0]?.field.replace(/^body\.?/, '');
+    const path = field ? `$.${field}` : '$';
+    return reply.code(status).send({ path, error: message, code: status === 400 ? 'parse-failed' : code.toLowerCase().replace(/_/g, '-') });
+  }
   if (format === 'graphql') {
     const mediaType = chooseGraphQLMediaType(reply.request.headers.accept) ?? APPLICATION_JSON;
     return reply

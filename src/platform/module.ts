@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
+import type { ServedSchema } from '../graphql/served-schema';
 import type { ActionDefinition } from '../http/actions';
 import type { Metrics } from './metrics';
 import type { OutboundHttp } from './outbound-http';
@@ -10,6 +12,7 @@ import type { RateLimits } from './rate-limits';
 import type { JobQueue } from './job-queue';
 import type { Mailer } from './mail/mailer';
 import type { JobDefinition } from './jobs';
+import type { MetadataFiles, ModuleMetadata } from './metadata';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -31,6 +34,8 @@ export interface Platform {
   jobs: JobQueue;
   /** Mail through the queue; modules that send call requireDelivery in create. */
   mailer: Mailer;
+  /** The schema as served: Plinth's own plus what metadata declares (modules add extensions and rebuild it). */
+  schema: ServedSchema;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */
@@ -59,6 +64,19 @@ export interface PlinthModule<Services = unknown> {
    * send); only processes with the worker role (PLINTH_PROCESS_ROLES) run the workers.
    */
   jobs?(services: Services): JobDefinition[];
+  /**
+   * The module's part of the metadata API (`POST /v1/metadata`, platform/metadata.ts): the
+   * Hasura request types it answers, and its section of export/replace/reload_metadata. The
+   * same rule for `services` as for routes.
+   */
+  metadata?(services: Services): ModuleMetadata;
+  /** The files under `metadata/` holding the module's top-level metadata keys (`plinth metadata`). */
+  metadataFiles?: MetadataFiles;
+  /**
+   * What the module's stored metadata adds to `schema`, resolving nothing (`plinth schema
+   * --with-metadata` prints the result; no services are created for it).
+   */
+  declaredSchema?(schema: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema>;
 }
 
 /** A module of any services type, as the list holds them. */

@@ -101,7 +101,9 @@ describe('the OpenAPI document at /api-docs', () => {
 
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
     const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'billing', 'health', 'docs']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'health', 'docs']);
+    expect(byTag('metadata')).toEqual(['post /v1/metadata']);
+    expect(spec.paths['/v1/metadata'].post.security).toEqual([{ adminSecret: [] }]);
     expect(byTag('actions').sort()).toEqual(['post /actions/bulk-create-users', 'post /actions/process-payment', 'post /actions/register-user']);
     expect(byTag('billing').sort()).toEqual([
       'get /admin/payment-provider',
@@ -296,8 +298,8 @@ describe('the API_DOCS_* settings', () => {
 
   it('API_DOCS_HIDE_ENDPOINTS leaves out every path under its prefixes', async () => {
     const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks' }));
-    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['health', 'docs']);
+    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz', '/v1/metadata']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['metadata', 'health', 'docs']);
     // Routes stay served: only the spec leaves them out.
     expect((await validateOpenApi(spec)).valid).toBe(true);
   });
@@ -352,7 +354,7 @@ describe('plugins and custom services', () => {
       responses: { default: { description: 'Answered by the reports plugin' } },
     });
     expect(spec.paths['/reports'].post.tags).toEqual(['reports']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'billing', 'health', 'docs', 'invoices', 'reports']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'health', 'docs', 'invoices', 'reports']);
 
     const invoice = spec.paths['/invoices/{id}'];
     expect(invoice.servers).toEqual([{ url: 'http://invoices:4000', description: 'CS_1 (invoices)' }]);

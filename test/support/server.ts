@@ -22,6 +22,8 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     GQL_GRAPHQL_JWT_SECRET: JWT_SECRET,
     // Tests register many users from one address; the registration limit has tests of its own.
     RATE_LIMIT_REGISTRATION_POINTS: '1000000',
+    // Likewise the handler routes' limiter (spec 1 §8); test/actions/handler-routes.test.ts tests it.
+    RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
     ...overrides,
   };
 }

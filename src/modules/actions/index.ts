@@ -1,0 +1,55 @@
+import type { PlinthModule } from '../../platform/module';
+import { ActionCalls } from './action-calls.service';
+import { actionsFiles } from './actions.files';
+import { ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './actions.service';
+
+/**
+ * The action engine (spec 1 §1.2, §2.3, §5): user-declared actions and their custom types are
+ * metadata (POST /v1/metadata, metadata/actions.graphql and actions.yaml), added to the served
+ * schema, and resolved by POSTing Hasura's payload to their handlers.
+ */
+export const actionsModule: PlinthModule<ActionsService> = {
+  name: 'actions',
+  create: async ({ config, dataSource, schema, http, jobs, pubSub, logger, shutdown }) => {
+    const moduleLogger = logger.child({ module: 'actions' });
+    const calls = new ActionCalls(
+      http,
+      {
+        adminSecret: config.graphql.adminSecret ?? '',
+        defaultTimeoutSeconds: config.actionEngine.handlerTimeoutSeconds,
+        customServices: config.customServices,
+        env: process.env,
+      },
+      moduleLogger,
+    );
+    const service = new ActionsService({ dataSource, schema, calls, jobs, pubSub, logger: moduleLogger, shutdown });
+    await service.start();
+    return service;
+  },
+  // Handlers reach the service only when a request comes (plinth build passes a stand-in).
+  metadata: (service) => ({
+    requests: {
+      set_custom_types: (args, context) => service.setCustomTypes(args, context),
+      create_action: (args, context) => service.createAction(args, context),
+      update_action: (args, context) => service.updateAction(args, context),
+      drop_action: (args, context) => service.dropAction(args, context),
+      create_action_permission: (args, context) => service.createPermission(args, context),
+      drop_action_permission: (args, context) => service.dropPermission(args, context),
+    },
+    section: {
+      export: (metadata, manager) => service.exportTo(metadata, manager),
+      replace: (metadata, context) => service.replaceFrom(metadata, context),
+      reload: (context) => service.reloadMetadata(context),
+    },
+  }),
+  metadataFiles: actionsFiles,
+  declaredSchema: schemaWithStoredActions,
+  jobs: (service) => [
+    {
+      queue: ASYNC_ACTION_QUEUE,
+      // A handler may take up to an hour (an action's timeout); a crashed call is taken back after this.
+      settings: { timeoutSeconds: 3660, retryLimit: 5 },
+      work: (data: { id: string }) => service.runQueued(data.id),
+    },
+  ],
+};
