@@ -29,12 +29,14 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration';
+export type RateLimitName = 'registration' | 'newsletterSubscribe';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
     // Spec 1 §8: the reference handler allows 5 registrations per 60 seconds per user.
     registration: { ...config.rateLimit.registration, key: 'user' },
+    // Spec 3 §8: 3 subscribe attempts per client address per hour.
+    newsletterSubscribe: { ...config.newsletter.subscribeRateLimit, key: 'ip' },
   };
 }
 
