@@ -12,6 +12,7 @@ import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
+import { newsletterCommand } from './newsletter';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -110,6 +111,7 @@ program
 
 registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
+program.addCommand(newsletterCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

@@ -1,11 +1,10 @@
-import { queueSettings } from '../../platform/job-queue';
 import { mailTemplates } from '../../platform/mail/mailer';
 import type { PlinthModule } from '../../platform/module';
 import type { RateLimiter } from '../../platform/rate-limits';
-import { ISSUE_QUEUE_SETTINGS, newsletterJobs, startNewsletterScheduler } from './newsletter.jobs';
+import { issueLeaseSeconds, newsletterJobs, startNewsletterScheduler } from './newsletter.jobs';
 import { NewsletterResolver } from './newsletter.resolver';
 import { newsletterRoutes } from './newsletter.routes';
-import { ISSUE_QUEUE, NewsletterService } from './newsletter.service';
+import { NewsletterService } from './newsletter.service';
 
 export interface NewsletterServices {
   newsletter: NewsletterService;
@@ -26,7 +25,6 @@ export const newsletterModule: PlinthModule<NewsletterServices> = {
   resolvers: [NewsletterResolver],
   create: ({ config, dataSource, mailer, jobs, logger, shutdown, rateLimits }) => {
     const log = logger.child({ module: 'newsletter' });
-    const lease = queueSettings({ queue: ISSUE_QUEUE, settings: ISSUE_QUEUE_SETTINGS, work: async () => undefined }, config.jobs).timeoutSeconds + 2;
     const newsletter = new NewsletterService({
       config,
       dataSource,
@@ -34,7 +32,7 @@ export const newsletterModule: PlinthModule<NewsletterServices> = {
       jobs,
       templates: mailTemplates(config),
       logger: log,
-      issueLeaseSeconds: lease,
+      issueLeaseSeconds: issueLeaseSeconds(config.jobs),
     });
     const problem = newsletter.configurationProblem;
     if (problem) {

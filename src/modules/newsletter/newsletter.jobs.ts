@@ -3,12 +3,18 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
-import type { NewsletterConfig } from '../../config';
+import type { JobsConfig, NewsletterConfig } from '../../config';
+import { queueSettings } from '../../platform/job-queue';
 import type { JobDefinition, JobSender } from '../../platform/jobs';
 import { CLEANUP_QUEUE, ISSUE_QUEUE, NewsletterError, SERIES_QUEUE, type NewsletterService } from './newsletter.service';
 
 /** The issue queue's defaults: a batch must finish within its timeout, which is also the lease of its claims. */
 export const ISSUE_QUEUE_SETTINGS = { timeoutSeconds: 120, retryLimit: 10, retryDelaySeconds: 5, retryBackoff: true };
+
+/** How long an issue recipient's claim holds: the issue queue's timeout (after which its job is given up) and a margin. */
+export function issueLeaseSeconds(jobs: JobsConfig): number {
+  return queueSettings({ queue: ISSUE_QUEUE, settings: ISSUE_QUEUE_SETTINGS, work: async () => undefined }, jobs).timeoutSeconds + 2;
+}
 
 /** The newsletter's queues and their workers. */
 export function newsletterJobs(newsletter: NewsletterService): JobDefinition[] {

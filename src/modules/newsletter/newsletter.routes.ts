@@ -312,7 +312,16 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       }),
     );
 
-    scope.post<{ Querystring: LinkQuery }>('/newsletter/unsubscribe', { schema: unsubscribeSchema('POST') }, (request, reply) =>
+    scope.post<{ Querystring: LinkQuery }>(
+      '/newsletter/unsubscribe',
+      {
+        schema: unsubscribeSchema('POST'),
+        // The link's query is all that counts: a POST without a body is a one-click POST too.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+      },
+      (request, reply) =>
       refusalsAsAnswers(request, reply, async () => {
         const { email = '', token = '' } = request.query;
         const outcome = await services.newsletter.unsubscribe(email, token);
