@@ -469,7 +469,7 @@ export class NewsletterService {
     }
     const outcome = await this.deps.dataSource.transaction(async (manager) => {
       // One issue number at a time, across processes, until this transaction ends.
-      await run(manager, 'SELECT pg_advisory_xact_lock(7313850301, $1)', [input.issueNumber]);
+      await run(manager, 'SELECT pg_advisory_xact_lock(7313850301000000 + $1::bigint)', [input.issueNumber]);
       const existing = (
         await run<{ id: string; status: string; variables: MailVariables }>(manager, 'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1', [input.issueNumber])
       ).rows[0];
