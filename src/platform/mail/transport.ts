@@ -86,6 +86,9 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
       text: mail.text,
       headers: mail.headers && Object.fromEntries(Object.entries(mail.headers).map(([name, value]) => [name, oneLine(value)])),
       messageId: mail.idempotencyKey && `<${mail.idempotencyKey.replace(/[^A-Za-z0-9._-]/g, '.')}@${senderDomain(sender.address)}>`,
+      // What nodemailer picks for our mostly-ASCII templates anyway; choosing it by scanning each
+      // body cost a third of the CPU of building a 15 kB mail (1.9 ms against 1.2 ms).
+      textEncoding: 'quoted-printable' as const,
       disableFileAccess: true,
       disableUrlAccess: true,
     };
