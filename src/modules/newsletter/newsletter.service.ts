@@ -558,6 +558,17 @@ export class NewsletterService {
       for (const row of rows) stopped.add(row.id);
     };
     let failure: unknown;
+    // Deliveries are recorded as they are acknowledged: while one UPDATE runs, the next ones
+    // gather, and the following UPDATE records them all (one statement per round trip, not per mail).
+    const acknowledged: string[] = [];
+    let recording: Promise<void> | undefined;
+    const record = () =>
+      (recording ??= (async () => {
+        while (acknowledged.length > 0) {
+          const ids = acknowledged.splice(0);
+          await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[])`, [issueId, ids]);
+        }
+      })().finally(() => (recording = undefined)));
     const queue = claimed.filter((row) => row.deliverable);
     const next = () => queue.shift();
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, queue.length) }, async () => {
@@ -568,7 +579,8 @@ export class NewsletterService {
           await this.deps.mailer.deliver(
             this.listMail(recipient, ISSUE_TEMPLATE, issue.variables, `newsletter-issue-${issue.issue_number}/${recipient.id}`),
           );
-          await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = $2`, [issueId, recipient.id]);
+          acknowledged.push(recipient.id);
+          void record().catch((error: unknown) => (failure ??= error));
           counts.sent++;
         } catch (error) {
           // Left claimed: taken again after the lease, until MAX_DELIVERY_ATTEMPTS.
@@ -586,6 +598,7 @@ export class NewsletterService {
       }
     });
     await Promise.all(workers);
+    while (recording || acknowledged.length > 0) await record().catch((error: unknown) => (failure ??= error));
     const skip = [...stopped];
     if (skip.length > 0) {
       await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, skip]);
