@@ -111,6 +111,25 @@ describe('the newsletter admin API', () => {
     ]);
   });
 
+  it("shows a confirmation mail as sent once the mail queue delivered it", async () => {
+    const response = await fetch(`${server.url}/newsletter/subscribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.77' },
+      body: JSON.stringify({ email: 'fresh@example.com' }),
+    });
+    expect(response.status).toBe(202);
+    await mailTo(receiver, 'fresh@example.com', /Confirm your subscription/);
+    await until(async () => {
+      const mails = await graphql(server.graphqlUrl, NewsletterSubscriberMailsDocument, { email: 'fresh@example.com' }, admin);
+      return mails.body.data!.newsletterSubscriberMails[0]?.status === 'sent';
+    });
+    const mails = await graphql(server.graphqlUrl, NewsletterSubscriberMailsDocument, { email: 'fresh@example.com' }, admin);
+    expect(mails.body.data!.newsletterSubscriberMails).toEqual([
+      { template: 'T1-confirm', status: 'sent', dueAt: expect.any(String), sentAt: expect.any(String), issueNumber: null },
+    ]);
+    await server.database.query("DELETE FROM newsletter_subscribers WHERE email = 'fresh@example.com'");
+  });
+
   it('refuses series mails to subscribers who are not active, unknown templates and unknown addresses', async () => {
     const cases = [
       { email: 'waiting@example.com', template: 'W2-first-plugin', code: 'CONFLICT' },

@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { Config, NewsletterConfig } from '../../config';
 import { MAIL_ADDRESS } from '../../common/mail-address';
-import type { JobQueue } from '../../platform/job-queue';
+import { JOBS_SCHEMA, type JobQueue } from '../../platform/job-queue';
 import { MailError, type Mailer, type MailMessage, type MailVariables } from '../../platform/mail/mailer';
 import type { MailTemplates } from '../../platform/mail/templates';
 import { publicUrl } from '../../platform/urls';
@@ -75,7 +75,7 @@ export interface Subscriber {
 export interface SubscriberMail {
   id: string;
   template: string;
-  /** queued (handed to the mail queue), scheduled, sending, sent, cancelled; for issues: pending, sent, skipped, failed. */
+  /** queued (in the mail queue), scheduled, sending, sent, failed, cancelled; for issues: pending, sending, sent, skipped, failed. */
   status: string;
   due_at: Date;
   sent_at: Date | null;
@@ -246,6 +246,8 @@ export class NewsletterService {
       let subscriber = inserted.rows[0];
       if (!subscriber) {
         const existing = (await run<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+        // Deleted by the clean-up between the two statements: the caller may simply ask again.
+        if (!existing) throw new NewsletterError('CONFLICT', 'the subscription changed meanwhile; please try again');
         if (existing.status === 'active') return;
         if (existing.status === 'pending' && existing.confirmations_sent > this.settings.confirmResendLimit) return;
         // A pending address gets a fresh link; an unsubscribed one asks again, and confirms again.
@@ -681,7 +683,18 @@ export class NewsletterService {
   async mailsOf(subscriberId: string): Promise<SubscriberMail[]> {
     const { rows } = await run<SubscriberMail>(
       this.pool,
-      `SELECT id::text, template, status, due_at, sent_at, NULL::int AS issue_number FROM newsletter_mails WHERE subscriber_id = $1
+      // A mail handed to the mail queue (T1, T2) takes its job's outcome while pg-boss keeps the job.
+      `SELECT m.id::text, m.template,
+         CASE WHEN m.status = 'queued' AND j.state = 'completed' THEN 'sent' WHEN m.status = 'queued' AND j.state = 'failed' THEN 'failed' ELSE m.status END AS status,
+         m.due_at, CASE WHEN m.status = 'queued' AND j.state = 'completed' THEN j.completed_on ELSE m.sent_at END AS sent_at,
+         NULL::int AS issue_number
+       FROM newsletter_mails m
+       LEFT JOIN LATERAL (
+         SELECT state::text, completed_on FROM ${JOBS_SCHEMA}.job WHERE id = m.job_id
+         UNION ALL SELECT state::text, completed_on FROM ${JOBS_SCHEMA}.archive WHERE id = m.job_id
+         LIMIT 1
+       ) j ON m.status = 'queued'
+       WHERE m.subscriber_id = $1
        UNION ALL
        SELECT i.id::text, $2, r.status, i.created_at, r.sent_at, i.issue_number
        FROM newsletter_issue_recipients r JOIN newsletter_issues i ON i.id = r.issue_id WHERE r.subscriber_id = $1

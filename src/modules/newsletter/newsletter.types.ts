@@ -79,7 +79,7 @@ export class NewsletterMail {
   @Field({ description: 'T1-confirm, T2-unsub, W1-welcome to W5-cloud-preview, N1-biweekly' })
   template!: string;
 
-  @Field({ description: 'queued (in the mail queue), scheduled, sending, sent, cancelled; for issues pending, sending, sent, skipped, failed' })
+  @Field({ description: 'queued (in the mail queue), scheduled, sending, sent, failed, cancelled; for issues pending, sending, sent, skipped, failed' })
   status!: string;
 
   @Field(() => DateTimeResolver, { description: 'When it is or was due' })
