@@ -130,7 +130,7 @@ export async function startServer(
     // The clients workers use close after the workers stop (cleanup runs in reverse).
     const http = createOutboundHttp(config.outboundHttp);
     cleanup.push(() => http.close());
-    const mail = createMailer({ config, logger, jobs });
+    const mail = createMailer({ config, logger, jobs, http });
     cleanup.push(async () => mail.close());
     const metrics = new Metrics();
     metrics.addGauge('plinth_jobs', 'Jobs kept in the queue tables, by queue and state', ['queue', 'state'], async () =>

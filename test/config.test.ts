@@ -339,7 +339,13 @@ describe('.env and development secrets', () => {
   });
 
   it('leaves configured secrets alone', () => {
-    const config = loadConfig({ PLINTH_DATA_DIR: folder, GQL_GRAPHQL_ADMIN_SECRET: 'given', GQL_GRAPHQL_JWT_SECRET: VALID_JWT });
+    const config = loadConfig({
+      PLINTH_DATA_DIR: folder,
+      GQL_GRAPHQL_ADMIN_SECRET: 'given',
+      GQL_GRAPHQL_JWT_SECRET: VALID_JWT,
+      NEWSLETTER_CONFIRM_SECRET: 'c'.repeat(64),
+      NEWSLETTER_UNSUBSCRIBE_SECRET: 'd'.repeat(64),
+    });
     expect(withDevelopmentSecrets(config, () => undefined)).toBe(config);
     expect(fs.readdirSync(folder)).toEqual([]);
   });

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config';
 import { createLogger } from '../main';
 import { createMailDelivery, mailTemplates, type MailVariables } from '../platform/mail/mailer';
+import { BUILT_IN_TEMPLATES_DIR } from '../platform/mail/templates';
+import { createOutboundHttp } from '../platform/outbound-http';
 
 /** `plinth mail ...`: look at a mail before anyone receives it, and check that mail goes out. */
 export function registerMailCommands(program: Command, configuration: () => Config): void {
@@ -15,7 +18,8 @@ export function registerMailCommands(program: Command, configuration: () => Conf
     .action(async (address: string) => {
       const config = configuration();
       // The outcome is printed below; log lines would only repeat it.
-      const delivery = createMailDelivery(config, createLogger({ ...config, logLevel: 'warn' }));
+      const http = createOutboundHttp(config.outboundHttp);
+      const delivery = createMailDelivery(config, createLogger({ ...config, logLevel: 'warn' }), http);
       try {
         const sent = await delivery.deliver({ to: address, template: 'test' });
         process.stdout.write(
@@ -28,6 +32,7 @@ export function registerMailCommands(program: Command, configuration: () => Conf
       } finally {
         // The SMTP pool would otherwise keep the process alive.
         delivery.close();
+        await http.close();
       }
     });
 
@@ -36,13 +41,23 @@ export function registerMailCommands(program: Command, configuration: () => Conf
     .description('render a template to an HTML file, and print its subject and text part')
     .argument('<template>', 'template name, e.g. verify-email (AUTH_EMAIL_TEMPLATES_DIR first, then the built-in ones)')
     .option('--vars <file>', 'JSON object with the template variables')
+    .option('--sample', 'use the sample variables shipped with a built-in template (templates/samples/<template>.json)')
     .requiredOption('--out <file>', 'where to write the HTML part')
-    .action(async (template: string, options: { vars?: string; out: string }) => {
+    .action(async (template: string, options: { vars?: string; sample?: boolean; out: string }) => {
       const config = configuration();
-      const rendered = await mailTemplates(config).render(template, options.vars ? readVariables(options.vars) : {});
+      if (options.sample && options.vars) throw new Error('give --vars or --sample, not both');
+      const file = options.sample ? sampleVariablesFile(template) : options.vars;
+      const rendered = await mailTemplates(config).render(template, file ? readVariables(file) : {});
       fs.writeFileSync(options.out, rendered.html);
       process.stdout.write(`Subject: ${rendered.subject}\nHTML part: ${options.out}\n\n${rendered.text}\n`);
     });
+}
+
+/** The sample variables of a built-in template; the name is checked before it becomes a path. */
+function sampleVariablesFile(template: string): string {
+  const file = /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(template) ? path.join(BUILT_IN_TEMPLATES_DIR, 'samples', `${template}.json`) : '';
+  if (!file || !fs.existsSync(file)) throw new Error(`there are no sample variables for "${template}"`);
+  return file;
 }
 
 function readVariables(file: string): MailVariables {

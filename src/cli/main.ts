@@ -15,6 +15,7 @@ import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
 import { servicesCommand, startDeclaredServices } from './services';
+import { newsletterCommand } from './newsletter';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -129,6 +130,7 @@ registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
 program.addCommand(metadataCommand(configuration));
 program.addCommand(servicesCommand(configuration));
+program.addCommand(newsletterCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

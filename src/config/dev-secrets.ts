@@ -10,6 +10,10 @@ import { jwtSecretSchema } from './jwt-secret';
  * time it is created. loadConfig already refused to run without them in production.
  */
 export function withDevelopmentSecrets(config: Config, print: (line: string) => void): Config {
+  return withNewsletterSecrets(withApiSecrets(config, print));
+}
+
+function withApiSecrets(config: Config, print: (line: string) => void): Config {
   if (config.graphql.adminSecret && config.graphql.jwtSecret) return config;
   fs.mkdirSync(config.database.dataDir, { recursive: true });
   const adminSecret =
@@ -28,10 +32,30 @@ export function withDevelopmentSecrets(config: Config, print: (line: string) => 
   return { ...config, graphql: { ...config.graphql, adminSecret, jwtSecret } };
 }
 
-function readOrCreate(file: string, onCreate: (secret: string, file: string) => void): string {
+/**
+ * The newsletter's two HMAC secrets, likewise generated and kept outside production, so that
+ * links in mails sent before a restart still work. In production they must be set (the
+ * newsletter answers 503 without them).
+ */
+function withNewsletterSecrets(config: Config): Config {
+  const { newsletter } = config;
+  if (config.env === 'production' || (newsletter.confirmSecret && newsletter.unsubscribeSecret)) return config;
+  fs.mkdirSync(config.database.dataDir, { recursive: true });
+  const keep = (name: string) => readOrCreate(path.join(config.database.dataDir, name), () => undefined, /^[0-9a-f]{64}$/);
+  return {
+    ...config,
+    newsletter: {
+      ...newsletter,
+      confirmSecret: newsletter.confirmSecret ?? keep('newsletter-confirm-secret'),
+      unsubscribeSecret: newsletter.unsubscribeSecret ?? keep('newsletter-unsubscribe-secret'),
+    },
+  };
+}
+
+function readOrCreate(file: string, onCreate: (secret: string, file: string) => void, format = /^.{32,}$/): string {
   try {
     const existing = fs.readFileSync(file, 'utf8').trim();
-    if (existing.length >= 32) return existing;
+    if (format.test(existing)) return existing;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }

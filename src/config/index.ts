@@ -118,6 +118,8 @@ export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];
 
 /** PRIMARY_PROVIDER_PRICE_ID_<PRODUCT> and BACKUP_PROVIDER_VARIANT_ID_<PRODUCT>: one per product. */
 const PRODUCT_VARIABLE = /^(PRIMARY_PROVIDER_PRICE_ID|BACKUP_PROVIDER_VARIANT_ID)_([A-Z][A-Z0-9_]*)$/;
+/** A secret of 32 random bytes written as 64 hex digits (`openssl rand -hex 32`). */
+const hexSecret = z.string().trim().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 32 random bytes as 64 hex digits (openssl rand -hex 32)' });
 
 const oneLine = nonEmpty.refine((value) => !/[\r\n]/.test(value), { error: 'must be one line' });
 
@@ -274,6 +276,41 @@ const environmentSchema = z.object({
   PAYMENTS_LICENSE_ACTIVATION_LIMIT: integer(1, 1_000_000).default(5),
   BILLING_CHECKOUT_SUCCESS_URL: nonEmpty.refine((value) => URL.canParse(value) && /^https?:/.test(value), { error: 'must be an absolute http(s) URL' }).optional(),
   BILLING_CHECKOUT_CANCEL_URL: nonEmpty.refine((value) => URL.canParse(value) && /^https?:/.test(value), { error: 'must be an absolute http(s) URL' }).optional(),
+  // Newsletter (spec 3 §2.3, issue 14) and the HTTP mail-delivery provider of the platform mailer.
+  NEWSLETTER_CONFIRM_SECRET: hexSecret.optional(),
+  NEWSLETTER_UNSUBSCRIBE_SECRET: hexSecret.optional(),
+  NEWSLETTER_CONFIRM_TTL_SECONDS: integer(60, 30 * 86_400).default(48 * 3600),
+  NEWSLETTER_CONFIRM_RESEND_LIMIT: integer(0, 100).default(3),
+  NEWSLETTER_SUBSCRIBE_RATE_LIMIT_POINTS: integer(1, 1_000_000).default(3),
+  NEWSLETTER_SUBSCRIBE_RATE_LIMIT_DURATION_SECONDS: integer(1, 86_400).default(3600),
+  NEWSLETTER_DAY_SECONDS: integer(1, 86_400).default(86_400),
+  NEWSLETTER_SERIES_DAYS: z
+    .string()
+    .trim()
+    .regex(/^\d{1,3}(\s*,\s*\d{1,3}){3}$/, { error: 'must be four whole numbers of days, such as 3,7,14,21' })
+    .transform((value) => value.split(',').map((day) => Number(day.trim())))
+    .refine((days) => days.every((day, index) => day > 0 && (index === 0 || day > days[index - 1])), {
+      error: 'must be four increasing numbers of days above 0, such as 3,7,14,21',
+    })
+    .default([3, 7, 14, 21]),
+  NEWSLETTER_CLEANUP_AFTER_DAYS: integer(1, 3650).default(7),
+  NEWSLETTER_ISSUE_INTERVAL_DAYS: integer(1, 365).default(14),
+  NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE: nonEmpty.optional(),
+  NEWSLETTER_SCHEDULER_INTERVAL_SECONDS: integer(1, 3600).default(60),
+  NEWSLETTER_SEND_BATCH_SIZE: integer(1, 10_000).default(200),
+  NEWSLETTER_SEND_CONCURRENCY: integer(1, 1000).default(20),
+  EMAIL_DELIVERY_API_KEY: nonEmpty.optional(),
+  EMAIL_DELIVERY_API_URL: baseUrl.default('https://api.resend.com'),
+  EMAIL_DELIVERY_FROM: z
+    .string()
+    .trim()
+    .regex(MAIL_ADDRESS, { error: 'must be an e-mail address such as news@example.com' })
+    .optional(),
+  EMAIL_DELIVERY_LIST_ID_NEWSLETTER: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_.-]{1,128}$/, { error: 'must be 1 to 128 letters, digits, ".", "_" or "-"' })
+    .optional(),
 });
 
 /** Variables whose values are never repeated in a message. */
@@ -334,6 +371,8 @@ export interface Config {
     templateCacheSize: number;
     retryLimit: number;
     retryDelaySeconds: number;
+    /** EMAIL_DELIVERY_API_KEY set: mail goes to an HTTP delivery API with Resend's shape instead of SMTP. */
+    api: { url: string; key: string } | undefined;
   };
   /** `CS_<N>` declarations; `actionsRoute` is the route of the built-in one (template `plinth`). */
   customServices: CustomService[];
@@ -395,6 +434,39 @@ export interface Config {
     /** API_DOCS_HIDE_ENDPOINTS: paths equal to or under one of these prefixes are left out of the spec. */
     hiddenPrefixes: string[];
   };
+  /** The newsletter (spec 3 §1.2, §2.2–2.4): double opt-in, the welcome series, the bi-weekly issue. */
+  newsletter: NewsletterConfig;
+}
+
+export interface NewsletterConfig {
+  /** Outside production start-up generates missing ones (dev-secrets.ts); in production the newsletter is off without them. */
+  confirmSecret: string | undefined;
+  unsubscribeSecret: string | undefined;
+  /** How long a confirmation link is valid (48 hours). */
+  confirmTtlSeconds: number;
+  /** Fresh confirmation links one pending address may be sent before subscribing again stays silent. */
+  confirmResendLimit: number;
+  /** Subscribe attempts per client address and window. */
+  subscribeRateLimit: { points: number; durationSeconds: number };
+  /** The length of a day in the newsletter's schedules (series, clean-up, cadence); tests shorten it. */
+  daySeconds: number;
+  /** Days after confirmation of W2, W3, W4 and W5. */
+  seriesDays: number[];
+  /** Unverified rows whose link expired are deleted once they are this many days old. */
+  cleanupAfterDays: number;
+  /** Days between two scheduled issues. */
+  issueIntervalDays: number;
+  /** Set: the next issue is sent every issueIntervalDays with the variables of this file. Unset: no schedule. */
+  issueScheduleVarsFile: string | undefined;
+  /** How often a worker looks for scheduled work that is due (clean-up, the issue schedule). */
+  schedulerIntervalSeconds: number;
+  /** Recipients one issue-send job claims at once, and how many of them are sent at once. */
+  sendBatchSize: number;
+  sendConcurrency: number;
+  /** EMAIL_DELIVERY_FROM: the sender of newsletter mail (default AUTH_EMAIL_FROM). */
+  from: { address: string; name: string };
+  /** EMAIL_DELIVERY_LIST_ID_NEWSLETTER: the list at the delivery service, named in each newsletter mail. */
+  listId: string | undefined;
 }
 
 export interface PaymentsConfig {
@@ -572,6 +644,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       templateCacheSize: values.MAIL_TEMPLATE_CACHE_SIZE,
       retryLimit: values.MAIL_RETRY_LIMIT,
       retryDelaySeconds: values.MAIL_RETRY_DELAY_SECONDS,
+      api: values.EMAIL_DELIVERY_API_KEY ? { url: values.EMAIL_DELIVERY_API_URL, key: values.EMAIL_DELIVERY_API_KEY } : undefined,
     },
     customServices: services.services,
     actionsRoute: builtIn?.route ?? '/actions',
@@ -654,6 +727,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bearerToken,
       graphql: { enabled: values.API_DOCS_GRAPHQL_ENABLED, endpoint: values.API_DOCS_GRAPHQL_ENDPOINT },
       hiddenPrefixes: values.API_DOCS_HIDE_ENDPOINTS ?? [],
+    },
+    newsletter: {
+      confirmSecret: values.NEWSLETTER_CONFIRM_SECRET?.toLowerCase(),
+      unsubscribeSecret: values.NEWSLETTER_UNSUBSCRIBE_SECRET?.toLowerCase(),
+      confirmTtlSeconds: values.NEWSLETTER_CONFIRM_TTL_SECONDS,
+      confirmResendLimit: values.NEWSLETTER_CONFIRM_RESEND_LIMIT,
+      subscribeRateLimit: {
+        points: values.NEWSLETTER_SUBSCRIBE_RATE_LIMIT_POINTS,
+        durationSeconds: values.NEWSLETTER_SUBSCRIBE_RATE_LIMIT_DURATION_SECONDS,
+      },
+      daySeconds: values.NEWSLETTER_DAY_SECONDS,
+      seriesDays: values.NEWSLETTER_SERIES_DAYS,
+      cleanupAfterDays: values.NEWSLETTER_CLEANUP_AFTER_DAYS,
+      issueIntervalDays: values.NEWSLETTER_ISSUE_INTERVAL_DAYS,
+      issueScheduleVarsFile: values.NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE && path.resolve(values.NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE),
+      schedulerIntervalSeconds: values.NEWSLETTER_SCHEDULER_INTERVAL_SECONDS,
+      sendBatchSize: values.NEWSLETTER_SEND_BATCH_SIZE,
+      sendConcurrency: values.NEWSLETTER_SEND_CONCURRENCY,
+      from: { address: values.EMAIL_DELIVERY_FROM ?? values.AUTH_EMAIL_FROM, name: values.AUTH_EMAIL_FROM_NAME },
+      listId: values.EMAIL_DELIVERY_LIST_ID_NEWSLETTER,
     },
   };
 }

@@ -2,6 +2,7 @@ import type { AnyModule } from '../platform/module';
 import { actionsModule } from './actions';
 import { authModule } from './auth';
 import { jobsModule } from './jobs';
+import { newsletterModule } from './newsletter';
 import { paymentsModule } from './payments';
 import { usersModule } from './users';
 
@@ -9,4 +10,4 @@ import { usersModule } from './users';
  * Every module of the product, in creation order: a module may use the services of the modules
  * above it. Adding a module means adding its folder and one line here.
  */
-export const MODULES: readonly AnyModule[] = [authModule, usersModule, jobsModule, paymentsModule, actionsModule];
+export const MODULES: readonly AnyModule[] = [authModule, usersModule, jobsModule, paymentsModule, newsletterModule, actionsModule];

@@ -29,7 +29,7 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration' | 'actionHandlers';
+export type RateLimitName = 'registration' | 'actionHandlers' | 'newsletterSubscribe';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
@@ -37,6 +37,8 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     registration: { ...config.rateLimit.registration, key: 'user' },
     // The same reference limiter on every one of Plinth's own handler routes (and in the scaffolded services).
     actionHandlers: { ...config.actionEngine.handlerRateLimit, key: 'user' },
+    // Spec 3 §8: 3 subscribe attempts per client address per hour.
+    newsletterSubscribe: { ...config.newsletter.subscribeRateLimit, key: 'ip' },
   };
 }
 

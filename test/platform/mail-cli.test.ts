@@ -135,6 +135,6 @@ describe('plinth mail send-test', () => {
     const env = { NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'admin-secret', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
     const result = await runCli(['mail', 'send-test', 'ops@example.com'], env, folder);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('plinth: SMTP_HOST is required when NODE_ENV=production\n');
+    expect(result.stderr).toBe('plinth: SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production\n');
   });
 });

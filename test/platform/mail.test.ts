@@ -369,8 +369,8 @@ describe('without SMTP_HOST', () => {
     const production = { NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'admin-secret', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
     const { mailer, queue } = mailerWith(production);
     expect(() => mailer.requireDelivery('password reset')).toThrow(ConfigError);
-    expect(() => mailer.requireDelivery('password reset')).toThrow('SMTP_HOST is required when NODE_ENV=production (password reset sends mail)');
-    await expect(mailer.send(VERIFY)).rejects.toThrow('SMTP_HOST is required when NODE_ENV=production');
+    expect(() => mailer.requireDelivery('password reset')).toThrow('SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production (password reset sends mail)');
+    await expect(mailer.send(VERIFY)).rejects.toThrow('SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production');
     expect(queue.sent).toHaveLength(0);
     expect(fs.existsSync(path.join(folder, 'data', 'mail'))).toBe(false);
 

@@ -14,6 +14,8 @@ export interface ReceivedMail {
   /** The user the client authenticated as. */
   user: string | undefined;
   parsed: ParsedMail;
+  /** Date.now() when the message was received. */
+  receivedAt: number;
 }
 
 export interface SmtpReceiver {
@@ -48,7 +50,7 @@ export async function startSmtpReceiver({ port = 0, tls }: ReceiverOptions = {})
     onData(stream, session, callback) {
       simpleParser(stream)
         .then((parsed) => {
-          received.push({ recipients: session.envelope.rcptTo.map((to) => to.address), user: session.user as string | undefined, parsed });
+          received.push({ recipients: session.envelope.rcptTo.map((to) => to.address), user: session.user as string | undefined, parsed, receivedAt: Date.now() });
           waiting.splice(0).forEach((wake) => wake());
           callback();
         })
@@ -59,6 +61,9 @@ export async function startSmtpReceiver({ port = 0, tls }: ReceiverOptions = {})
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => resolve());
   });
+  // Errors of one connection (a client killed mid-dialogue, a refused TLS handshake) are that
+  // client's to report; smtp-server reports them here only when someone listens.
+  server.on('error', () => undefined);
   return {
     port: (server.server.address() as AddressInfo).port,
     received,

@@ -2,10 +2,12 @@ import type { Logger } from 'pino';
 import { MAIL_ADDRESS } from '../../common/mail-address';
 import { ConfigError, type Config } from '../../config';
 import type { JobDefinition, JobSender, SendOptions } from '../jobs';
+import type { OutboundHttp } from '../outbound-http';
 import { MailError, MailTemplates, type MailVariables, type RenderedMail } from './templates';
-import { createMailTransport, mailDeliveryProblem, type MailTransport, type SentMail } from './transport';
+import { createMailTransport, mailDeliveryProblem, type MailTransport, type OutgoingMail, type SentMail } from './transport';
 
 export { MailError, type MailVariables } from './templates';
+export type { SentMail } from './transport';
 
 /** The queue every mail goes through. */
 export const MAIL_QUEUE = 'mail';
@@ -17,6 +19,14 @@ export interface MailMessage {
   template: string;
   /** Values of the template's placeholders; auth_url, public_url and sender_name are given. */
   variables?: MailVariables;
+  /** The sender, when not AUTH_EMAIL_FROM (the newsletter's EMAIL_DELIVERY_FROM). */
+  from?: OutgoingMail['from'];
+  /** Extra header fields, e.g. List-Unsubscribe and List-Unsubscribe-Post (RFC 8058). */
+  headers?: Record<string, string>;
+  /** Names this one mail: the Message-ID over SMTP, the Idempotency-Key of the delivery API. */
+  idempotencyKey?: string;
+  /** Labels the delivery API keeps with the mail. */
+  tags?: Record<string, string>;
 }
 
 /** What modules send mail with (`platform.mailer`). */
@@ -27,6 +37,12 @@ export interface Mailer {
    * and queues nothing. The `mail` worker delivers it, retrying while the SMTP server is down.
    */
   send(message: MailMessage, options?: Pick<SendOptions, 'transaction'>): Promise<string>;
+  /**
+   * Renders and delivers at once, not through the `mail` queue: for a queue worker of its own
+   * that records each outcome and decides each retry itself (the newsletter's sends). Throws
+   * MailError for a bad message, the transport's error for a failed delivery.
+   */
+  deliver(message: MailMessage): Promise<SentMail>;
   /**
    * For a module that sends mail, at start-up: throws ConfigError when mail cannot be delivered
    * (NODE_ENV=production without SMTP_HOST), naming `feature`, so the server does not start.
@@ -66,7 +82,8 @@ export class MailDelivery {
 
   async deliver(message: MailMessage): Promise<SentMail> {
     const mail = await this.render(message);
-    const sent = await this.transport.send(message.to, mail);
+    const { to, from, headers, idempotencyKey, tags } = message;
+    const sent = await this.transport.send({ ...mail, to, from, headers, idempotencyKey, tags });
     // Recipient and subject only: a body holds sign-in links.
     const fields = { template: mail.template, to: message.to, subject: mail.subject, messageId: sent.messageId };
     if (sent.file) this.logger.info({ ...fields, file: sent.file }, 'mail written to a file (SMTP_HOST is unset)');
@@ -79,8 +96,9 @@ export class MailDelivery {
   }
 }
 
-export function createMailDelivery(config: Config, logger: Logger): MailDelivery {
-  return new MailDelivery(mailTemplates(config), createMailTransport(config), logger);
+/** `http` is needed when EMAIL_DELIVERY_API_KEY sends mail through the delivery API. */
+export function createMailDelivery(config: Config, logger: Logger, http?: OutboundHttp): MailDelivery {
+  return new MailDelivery(mailTemplates(config), createMailTransport(config, http), logger);
 }
 
 export interface MailService {
@@ -96,17 +114,21 @@ export interface MailService {
  * `send` survives a crash and an SMTP outage (retried MAIL_RETRY_LIMIT times, from
  * MAIL_RETRY_DELAY_SECONDS doubling).
  */
-export function createMailer({ config, logger, jobs }: { config: Config; logger: Logger; jobs: JobSender }): MailService {
+export function createMailer({ config, logger, jobs, http }: { config: Config; logger: Logger; jobs: JobSender; http?: OutboundHttp }): MailService {
   const log = logger.child({ component: 'mail' });
   const problem = mailDeliveryProblem(config);
-  const delivery = problem ? undefined : createMailDelivery(config, log);
+  const delivery = problem ? undefined : createMailDelivery(config, log, http);
 
   const mailer: Mailer = {
     async send(message, options = {}) {
       if (!delivery) throw new Error(`${problem}: mail cannot be sent`);
       await delivery.render(message);
-      const { to, template, variables = {} } = message;
-      return jobs.send<MailMessage>(MAIL_QUEUE, { to, template, variables }, { transaction: options.transaction });
+      const { variables = {}, ...rest } = message;
+      return jobs.send<MailMessage>(MAIL_QUEUE, { ...rest, variables }, { transaction: options.transaction });
+    },
+    async deliver(message) {
+      if (!delivery) throw new Error(`${problem}: mail cannot be sent`);
+      return delivery.deliver(message);
     },
     requireDelivery(feature) {
       if (problem) throw new ConfigError([`${problem} (${feature} sends mail)`]);

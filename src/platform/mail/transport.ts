@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Config, SmtpSettings } from '../../config';
+import type { OutboundHttp } from '../outbound-http';
 import type { RenderedMail } from './templates';
 
 export interface SentMail {
@@ -12,38 +13,86 @@ export interface SentMail {
   file?: string;
 }
 
-/** Where rendered mail goes: an SMTP server, or .eml files in development. */
+/** A rendered mail and where it goes. */
+export interface OutgoingMail extends RenderedMail {
+  to: string;
+  /** Default AUTH_EMAIL_FROM and AUTH_EMAIL_FROM_NAME. */
+  from?: { address: string; name: string };
+  /** Extra header fields (List-Unsubscribe, List-Id...): names and one-line values. */
+  headers?: Record<string, string>;
+  /**
+   * Names this one mail, so that sending it again after a crash is recognisably the same mail:
+   * it becomes the Message-ID over SMTP and the Idempotency-Key of the delivery API.
+   */
+  idempotencyKey?: string;
+  /** Key/value labels the delivery API keeps with the mail (Resend's tags); SMTP ignores them. */
+  tags?: Record<string, string>;
+}
+
+/** Where rendered mail goes: an SMTP server, an HTTP delivery API, or .eml files in development. */
 export interface MailTransport {
-  /** For messages: `smtp://host:port` or the folder of the .eml files. */
+  /** For messages: `smtp://host:port`, the API's origin, or the folder of the .eml files. */
   readonly destination: string;
-  send(to: string, mail: RenderedMail): Promise<SentMail>;
+  send(mail: OutgoingMail): Promise<SentMail>;
   close(): void;
+}
+
+/** A refusal of the delivery API; `responseCode` is its HTTP status (as nodemailer's is the SMTP code). */
+export class MailApiError extends Error {
+  override readonly name = 'MailApiError';
+  constructor(
+    message: string,
+    readonly responseCode: number,
+  ) {
+    super(message);
+  }
 }
 
 /** Why this configuration cannot deliver mail, or undefined when it can. */
 export function mailDeliveryProblem(config: Pick<Config, 'env' | 'mail'>): string | undefined {
-  return config.env === 'production' && !config.mail.smtp ? 'SMTP_HOST is required when NODE_ENV=production' : undefined;
+  return config.env === 'production' && !config.mail.smtp && !config.mail.api
+    ? 'SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production'
+    : undefined;
 }
 
+/** The domain of the sender's address, for Message-IDs. */
+const senderDomain = (address: string) => address.slice(address.lastIndexOf('@') + 1);
+
+/** A header value: one line whatever it was given. */
+const oneLine = (value: string) => value.replace(/[\r\n]+/g, ' ');
+
 /**
- * SMTP_HOST set: pooled SMTP connections. Unset outside production: each mail is written as an
- * .eml file under `<PLINTH_DATA_DIR>/mail/` (open it in any mail program), so sign-up works on a
- * fresh machine. Unset in production: throws (mailDeliveryProblem).
+ * EMAIL_DELIVERY_API_KEY set: the HTTP delivery API (httpMailTransport). Else SMTP_HOST set:
+ * pooled SMTP connections. Neither, outside production: each mail is written as an .eml file
+ * under `<PLINTH_DATA_DIR>/mail/` (open it in any mail program), so sign-up works on a fresh
+ * machine. Neither in production: throws (mailDeliveryProblem).
  */
-export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'database'>): MailTransport {
+export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'database'>, http?: OutboundHttp): MailTransport {
   const problem = mailDeliveryProblem(config);
   if (problem) throw new Error(problem);
-  const { smtp, from } = config.mail;
+  const { smtp, from, api } = config.mail;
+  if (api) {
+    if (!http) throw new Error('the mail delivery API needs the outbound HTTP client');
+    return httpMailTransport(api, from, http);
+  }
   // The content is ours, never a path or URL for nodemailer to read.
-  const message = (to: string, mail: RenderedMail) => ({
-    from,
-    to,
-    subject: mail.subject,
-    html: mail.html,
-    text: mail.text,
-    disableFileAccess: true,
-    disableUrlAccess: true,
-  });
+  const message = (mail: OutgoingMail) => {
+    const sender = mail.from ?? from;
+    return {
+      from: sender,
+      to: mail.to,
+      subject: mail.subject,
+      html: mail.html,
+      text: mail.text,
+      headers: mail.headers && Object.fromEntries(Object.entries(mail.headers).map(([name, value]) => [name, oneLine(value)])),
+      messageId: mail.idempotencyKey && `<${mail.idempotencyKey.replace(/[^A-Za-z0-9._-]/g, '.')}@${senderDomain(sender.address)}>`,
+      // What nodemailer picks for our mostly-ASCII templates anyway; choosing it by scanning each
+      // body cost a third of the CPU of building a 15 kB mail (1.9 ms against 1.2 ms).
+      textEncoding: 'quoted-printable' as const,
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    };
+  };
 
   if (smtp) {
     const transporter = nodemailer.createTransport({
@@ -65,8 +114,8 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
     });
     return {
       destination: `smtp://${smtp.host}:${smtp.port}`,
-      async send(to, mail) {
-        const info = await transporter.sendMail(message(to, mail));
+      async send(mail) {
+        const info = await transporter.sendMail(message(mail));
         return { messageId: info.messageId };
       },
       close: () => transporter.close(),
@@ -77,8 +126,8 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
   const transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     destination: folder,
-    async send(to, mail) {
-      const info = await transporter.sendMail(message(to, mail));
+    async send(mail) {
+      const info = await transporter.sendMail(message(mail));
       // Sign-in links are in there: readable by this user only.
       await fs.mkdir(folder, { recursive: true, mode: 0o700 });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -87,6 +136,50 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
       return { messageId: info.messageId, file };
     },
     close: () => transporter.close(),
+  };
+}
+
+/** What the delivery API answers: `{id}` on success, `{statusCode, name, message}` on a refusal (Resend's shapes). */
+interface ApiAnswer {
+  id?: unknown;
+  name?: unknown;
+  message?: unknown;
+}
+
+/**
+ * Resend's documented API: `POST <EMAIL_DELIVERY_API_URL>/emails` with `Authorization: Bearer
+ * <EMAIL_DELIVERY_API_KEY>` and `{from, to, subject, html, text, headers, tags}`, answered with
+ * `{id}`. The mail's idempotency key goes in the `Idempotency-Key` header, so a retry after a
+ * crash is not sent twice. Only the mail itself goes out: no contact or audience call.
+ */
+export function httpMailTransport(api: { url: string; key: string }, from: { address: string; name: string }, http: OutboundHttp): MailTransport {
+  const endpoint = `${api.url}/emails`;
+  const address = (sender: { address: string; name: string }) => `${sender.name.replace(/["\\\r\n]/g, '')} <${sender.address}>`;
+  return {
+    destination: new URL(api.url).origin,
+    async send(mail) {
+      const response = await http.requestJson<ApiAnswer>(endpoint, {
+        headers: {
+          authorization: `Bearer ${api.key}`,
+          ...(mail.idempotencyKey ? { 'idempotency-key': mail.idempotencyKey.slice(0, 256) } : {}),
+        },
+        json: {
+          from: address(mail.from ?? from),
+          to: [mail.to],
+          subject: mail.subject,
+          html: mail.html,
+          text: mail.text,
+          ...(mail.headers ? { headers: Object.fromEntries(Object.entries(mail.headers).map(([name, value]) => [name, oneLine(value)])) } : {}),
+          ...(mail.tags ? { tags: Object.entries(mail.tags).map(([name, value]) => ({ name, value })) } : {}),
+        },
+      });
+      const answer = response.body ?? {};
+      if (response.status >= 200 && response.status < 300 && typeof answer.id === 'string') return { messageId: answer.id };
+      const reason = typeof answer.message === 'string' ? answer.message.slice(0, 300) : 'no reason given';
+      const name = typeof answer.name === 'string' ? ` (${answer.name.slice(0, 64)})` : '';
+      throw new MailApiError(`the mail delivery API answered ${response.status}${name}: ${reason}`, response.status);
+    },
+    close: () => undefined,
   };
 }
 
