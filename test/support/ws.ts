@@ -16,7 +16,11 @@ export interface Subscription<TData> {
   dispose(): void;
 }
 
-export function subscribe<TData>(client: Client, document: TypedDocumentNode<TData, Record<string, never>>): Subscription<TData> {
+export function subscribe<TData, TVariables extends Record<string, unknown> = Record<string, never>>(
+  client: Client,
+  document: TypedDocumentNode<TData, TVariables>,
+  variables?: TVariables,
+): Subscription<TData> {
   const received: ExecutionResult<TData>[] = [];
   const waiting: ((result: ExecutionResult<TData>) => void)[] = [];
   let failure: unknown;
@@ -30,7 +34,7 @@ export function subscribe<TData>(client: Client, document: TypedDocumentNode<TDa
   });
   ready.catch(() => undefined);
   const dispose = client.subscribe<TData>(
-    { query: print(document) },
+    { query: print(document), variables },
     {
       next: (result) => {
         const resolve = waiting.shift();
