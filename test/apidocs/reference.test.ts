@@ -102,8 +102,8 @@ describe('the OpenAPI document at /api-docs', () => {
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
     const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'files', 'health', 'docs']);
-    expect(byTag('actions').sort()).toEqual(['post /actions/bulk-create-users', 'post /actions/register-user', 'post /actions/upload-and-process-file']);
-    expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail']);
+    expect(byTag('actions').sort()).toEqual(['post /actions/bulk-create-users', 'post /actions/generate-report', 'post /actions/register-user', 'post /actions/upload-and-process-file']);
+    expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail', 'get /reports/{id}/result']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
     expect(byTag('docs').sort()).toEqual(['get /api-docs', 'get /docs']);
 
@@ -289,7 +289,7 @@ describe('the API_DOCS_* settings', () => {
 
   it('API_DOCS_HIDE_ENDPOINTS leaves out every path under its prefixes', async () => {
     const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health' }));
-    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/files/{id}/content', '/files/{id}/thumbnail', '/healthz', '/metrics', '/readyz']);
+    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/files/{id}/content', '/files/{id}/thumbnail', '/healthz', '/metrics', '/readyz', '/reports/{id}/result']);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['files', 'health', 'docs']);
     // Routes stay served: only the spec leaves them out.
     expect((await validateOpenApi(spec)).valid).toBe(true);

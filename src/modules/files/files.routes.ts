@@ -22,7 +22,8 @@ export function filesActions({ files }: FilesServices): ActionDefinition[] {
   ];
 }
 
-const LINK_QUERY = {
+/** The query of a signed link (src/platform/signed-urls.ts). */
+export const LINK_QUERY = {
   type: 'object',
   properties: {
     expires: { type: 'string', description: 'Unix time (seconds) after which the link no longer works' },
