@@ -235,6 +235,43 @@ describe('a QUEUED job', () => {
   });
 });
 
+describe('failures', () => {
+  let database: TestDatabase;
+  let api: TestServer;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    api = await startTestServer({ PLINTH_PROCESS_ROLES: 'api' }, { database });
+  });
+  afterAll(async () => {
+    await api.close();
+    await database.drop();
+  });
+
+  it('records FAILED, without the database error text, when the report cannot be written', async () => {
+    const id = (await generate({ kind: 'USERS' }, ADMIN, api)).body.data!.generateReport.job_id!;
+    // The report's statement will fail: a column it reads is gone.
+    await database.query('ALTER TABLE users RENAME COLUMN company TO organisation');
+    const worker = await startTestServer({ PLINTH_PROCESS_ROLES: 'worker', JOBS_POLL_INTERVAL_SECONDS: '1' }, { database });
+    try {
+      const job = await until(id, finished, api);
+      expect(job).toMatchObject({ status: 'FAILED', result_url: null, error: expect.stringMatching(/internal error/) });
+      expect(job.error).not.toMatch(/company|column/);
+    } finally {
+      await worker.close();
+      await database.query('ALTER TABLE users RENAME COLUMN organisation TO company');
+    }
+  });
+
+  it('records FAILED at the first read once the queue gave up on a job (its worker crashed too often)', async () => {
+    const id = (await generate({ kind: 'USERS' }, ADMIN, api)).body.data!.generateReport.job_id!;
+    await database.query(`UPDATE report_jobs SET status = 'RUNNING' WHERE id = $1`, [id]);
+    await database.query(`UPDATE pgboss.job SET state = 'failed' WHERE id = (SELECT queue_job_id FROM report_jobs WHERE id = $1)`, [id]);
+    const job = await jobAs(id, ADMIN, api);
+    expect(job).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/too many times/) });
+    expect((await database.query<{ status: string }>('SELECT status FROM report_jobs WHERE id = $1', [id]))[0].status).toBe('FAILED');
+  });
+});
+
 describe('the handler route /actions/generate-report', () => {
   const call = (input: unknown, headers: Record<string, string>) =>
     fetch(`${server.url}/actions/generate-report`, {

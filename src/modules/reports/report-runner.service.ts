@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import QueryStream from 'pg-query-stream';
+import Cursor from 'pg-cursor';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
@@ -19,7 +19,7 @@ export const PROGRESS_INTERVAL_MS = 500;
 class CancelledError extends Error {}
 
 /**
- * The worker of generateReport. Rows come from a server-side cursor (pg-query-stream, a thousand
+ * The worker of generateReport. Rows come from a server-side cursor (pg-cursor, a thousand
  * at a time) and go to storage in 256 KiB pieces through a transaction of their own, so memory
  * stays flat whatever the report's size. Progress is recorded every half second; a cancellation
  * is noticed there. The result and the COMPLETED state commit together, and only if the job was
@@ -44,8 +44,9 @@ export class ReportRunner {
       // The process is stopping or the job timed out: the queue decides what happens next.
       if (signal.aborted) throw error;
       this.logger.error({ err: error, reportId }, 'report failed');
+      // The details (a database error's text) are for the log, not for the client.
       await this.reports.transition(reportId, [ReportStatus.RUNNING], ReportStatus.FAILED, {
-        error: `The report could not be written: ${(error as Error).message}`,
+        error: 'The report could not be written because of an internal error; ask for it again',
       });
       return { status: ReportStatus.FAILED };
     }
@@ -65,7 +66,7 @@ export class ReportRunner {
     try {
       await writer.connect();
       await writer.startTransaction();
-      const rows = reader.query(new QueryStream(rowsQuery(kind), parameters, { batchSize: FETCH_ROWS }));
+      const rows = cursorRows(reader.query(new Cursor<Record<string, unknown>>(rowsQuery(kind), parameters)));
       const key = resultKey(report.id);
       let written = 0;
       const pieces = this.formatted(rows, format, REPORT_KINDS[kind].columns, signal, async (count) => {
@@ -90,7 +91,7 @@ export class ReportRunner {
       throw error;
     } finally {
       await writer.release();
-      // A connection left mid-cursor is closed rather than reused.
+      // A connection left mid-cursor (or with a failed one) is closed rather than reused.
       reader.release(failed);
     }
   }
@@ -135,6 +136,32 @@ export class ReportRunner {
     )) as [ReportRow[], number];
     if (!rows[0]) throw new CancelledError();
     this.reports.publish(rows[0]);
+  }
+}
+
+/**
+ * The cursor's rows, FETCH_ROWS at a time. pg-cursor, not pg-query-stream: a stream whose query
+ * fails before its first read never ends (its close waits for a ready-for-query already past),
+ * where the cursor's read rejects. A cursor left early is closed; a failed one is left to the
+ * connection, which the caller discards.
+ */
+async function* cursorRows(cursor: Cursor<Record<string, unknown>>): AsyncGenerator<Record<string, unknown>> {
+  let open = true;
+  try {
+    for (;;) {
+      let rows: Record<string, unknown>[];
+      try {
+        rows = await cursor.read(FETCH_ROWS);
+      } catch (error) {
+        open = false;
+        throw error;
+      }
+      if (rows.length === 0) break;
+      yield* rows;
+    }
+    open = false;
+  } finally {
+    if (open) await cursor.close().catch(() => undefined);
   }
 }
 
