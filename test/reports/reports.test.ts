@@ -179,11 +179,28 @@ describe('a large report: progress, the subscription, cancellation', () => {
     }
   });
 
-  it('cancels a RUNNING job: the worker stops and keeps nothing', async () => {
+  it('cancels a RUNNING job: the worker stops and keeps nothing, and subscribers see CANCELLED', async () => {
     const id = (await generate({ kind: 'USERS', format: 'JSON' })).body.data!.generateReport.job_id!;
-    await until(id, (job) => job.status === 'RUNNING' && job.rows_written > 0);
-    const cancelled = (await graphql(server.graphqlUrl, CancelReportJobDocument, { job_id: id }, ADMIN)).body.data!.cancelReportJob;
-    expect(cancelled).toMatchObject({ status: 'CANCELLED', result_url: null });
+    const adminClient = subscriptionClient(server.wsUrl, { headers: ADMIN });
+    const strangerClient = subscriptionClient(server.wsUrl, { headers: STRANGER });
+    const updates = subscribe(adminClient, ReportJobUpdatedDocument, { job_id: id });
+    const forStranger = subscribe(strangerClient, ReportJobUpdatedDocument, { job_id: id });
+    try {
+      await Promise.all([updates.ready, forStranger.ready]);
+      await until(id, (job) => job.status === 'RUNNING' && job.rows_written > 0);
+      const cancelled = (await graphql(server.graphqlUrl, CancelReportJobDocument, { job_id: id }, ADMIN)).body.data!.cancelReportJob;
+      expect(cancelled).toMatchObject({ status: 'CANCELLED', result_url: null });
+      let last: ReportJobFieldsFragment;
+      do last = (await updates.next(10_000)).data!.reportJobUpdated;
+      while (last.status === 'RUNNING');
+      expect(last.status).toBe('CANCELLED');
+      await expect(forStranger.next(500)).rejects.toThrow(/no subscription result/);
+    } finally {
+      updates.dispose();
+      forStranger.dispose();
+      await adminClient.dispose();
+      await strangerClient.dispose();
+    }
     // The worker notices at its next progress record and rolls its writes back.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const job = await jobAs(id, ADMIN);
