@@ -229,6 +229,7 @@ export function buildApiApp(
       maxPayload: graphql.bodyLimit,
     },
     bodyLimit: graphql.bodyLimit,
+    uploadBodyLimit: config.files.uploadBodyLimit,
     corsOrigins: graphql.corsOrigins,
     actionsRoute: config.actionsRoute,
     metrics,

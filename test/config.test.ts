@@ -29,6 +29,15 @@ describe('loadConfig', () => {
       graphql: { unauthorizedRole: 'anonymous', introspection: true, devMode: false, maxDepth: 15, maxComplexity: 1000, bodyLimit: 1048576, corsOrigins: '*' },
       auth: { passwordMinLength: 8, serverUrl: 'http://localhost:8080/auth', invitationTtlSeconds: 604_800 },
       actions: { bulkCreateMaxUsers: 1000 },
+      files: {
+        maxBytes: 10 * 1024 * 1024,
+        // The file in base64 plus 64 KiB for the rest of the request.
+        uploadBodyLimit: 4 * Math.ceil((10 * 1024 * 1024) / 3) + 64 * 1024,
+        allowedTypes: ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'text/csv', 'application/json', 'text/plain', 'application/pdf'],
+        urlTtlSeconds: 3600,
+        reportUrlTtlSeconds: 3600,
+      },
+      storage: { driver: 'postgres', localDir: path.resolve('.data/storage'), signingSecret: undefined },
       trustProxy: false,
       rateLimit: { store: 'memory', registration: { points: 5, durationSeconds: 60 } },
       outboundHttp: { connectTimeoutMs: 5000, timeoutMs: 30000, maxResponseBytes: 10485760, maxConnectionsPerOrigin: 32 },
@@ -80,6 +89,19 @@ describe('loadConfig', () => {
       MAIL: { concurrency: 8, retryDelaySeconds: 60 },
       REPORT_RENDER: { timeoutSeconds: 600, retryBackoff: false },
     });
+  });
+
+  it('reads the files and storage settings: types lower-cased and deduplicated, the folder under the data folder', () => {
+    const config = loadConfig({
+      FILES_MAX_BYTES: '3000',
+      FILES_ALLOWED_TYPES: 'Image/PNG, text/csv,image/png',
+      STORAGE_DRIVER: 'local',
+      PLINTH_DATA_DIR: '/var/lib/plinth',
+      STORAGE_URL_SIGNING_SECRET: 's'.repeat(32),
+    });
+    expect(config.files).toMatchObject({ maxBytes: 3000, uploadBodyLimit: 4000 + 65536, allowedTypes: ['image/png', 'text/csv'] });
+    expect(config.storage).toEqual({ driver: 'local', localDir: '/var/lib/plinth/storage', signingSecret: 's'.repeat(32) });
+    expect(loadConfig({ STORAGE_LOCAL_DIR: '/srv/files' }).storage.localDir).toBe('/srv/files');
   });
 
   it('reads the API reference settings (spec 1 §2.7)', () => {
@@ -196,6 +218,13 @@ describe('loadConfig', () => {
     ['AUTH_PASSWORD_MAX_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '64', AUTH_PASSWORD_MAX_LENGTH: '32' }],
     ['AUTH_INVITATION_TTL_SECONDS', { AUTH_INVITATION_TTL_SECONDS: '0' }],
     ['ACTIONS_BULK_CREATE_MAX_USERS', { ACTIONS_BULK_CREATE_MAX_USERS: '0' }],
+    ['FILES_MAX_BYTES', { FILES_MAX_BYTES: '0' }],
+    ['FILES_ALLOWED_TYPES', { FILES_ALLOWED_TYPES: 'png,jpeg' }],
+    ['FILES_ALLOWED_TYPES', { FILES_ALLOWED_TYPES: ' , ' }],
+    ['FILES_URL_TTL_SECONDS', { FILES_URL_TTL_SECONDS: '5' }],
+    ['REPORTS_URL_TTL_SECONDS', { REPORTS_URL_TTL_SECONDS: 'an hour' }],
+    ['STORAGE_DRIVER', { STORAGE_DRIVER: 's3' }],
+    ['STORAGE_URL_SIGNING_SECRET', { STORAGE_URL_SIGNING_SECRET: 'too-short' }],
     ['LOG_FORMAT', { LOG_FORMAT: 'xml' }],
     ['PLINTH_METRICS', { PLINTH_METRICS: 'public' }],
     ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token' }],

@@ -23,7 +23,7 @@ const PLATFORM_TAGS: Record<string, { title: string; description?: string }> = {
   billing: { title: 'Billing', description: 'Payments and the payment provider.' },
   newsletter: { title: 'Newsletter', description: 'Newsletter subscriptions.' },
   admin: { title: 'Admin', description: 'Administration.' },
-  files: { title: 'Files', description: 'File uploads and processing.' },
+  files: { title: 'Files', description: 'Downloads of uploaded files, their thumbnails and report results, by signed link or session.' },
   health: { title: 'Health', description: 'Liveness, readiness and metrics, for orchestrators and monitoring.' },
   docs: { title: 'API reference', description: 'This reference: the OpenAPI document and the page.' },
 };

@@ -109,6 +109,12 @@ const urlPath = nonEmpty.regex(/^\/([A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*)?$/, {
 export const API_DOCS_THEMES = ['default', 'moon', 'purple', 'solarized'] as const;
 export type ApiDocsTheme = (typeof API_DOCS_THEMES)[number];
 
+/** What uploadAndProcessFile accepts by default: images it can process, data it can parse, and inert documents. */
+export const DEFAULT_FILE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'text/csv', 'application/json', 'text/plain', 'application/pdf'];
+/** Room in an upload's request for everything but the file: the query, the other fields, JSON. */
+const UPLOAD_ENVELOPE_BYTES = 64 * 1024;
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$/;
+
 /** Paths the server itself answers; the reference page cannot take one of them. */
 const RESERVED_PATHS = ['/api-docs', '/healthz', '/readyz', '/metrics', '/v1/graphql'];
 
@@ -248,6 +254,20 @@ const environmentSchema = z.object({
     .optional(),
   API_DOCS_GRAPHQL_ENABLED: boolean.default(true),
   API_DOCS_GRAPHQL_ENDPOINT: urlPath.default('/v1/graphql'),
+  // Files and reports (uploadAndProcessFile, generateReport, the storage behind them).
+  FILES_MAX_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  FILES_ALLOWED_TYPES: z
+    .string()
+    .default(DEFAULT_FILE_TYPES.join(','))
+    .transform((value) => [...new Set(value.split(',').map((type) => type.trim().toLowerCase()).filter(Boolean))])
+    .refine((types) => types.length > 0 && types.every((type) => MEDIA_TYPE.test(type)), {
+      error: 'must be a comma-separated list of media types such as image/png,text/csv',
+    }),
+  FILES_URL_TTL_SECONDS: integer(10, 7 * 86_400).default(3600),
+  STORAGE_DRIVER: z.enum(['postgres', 'local'], { error: 'must be postgres or local' }).default('postgres'),
+  STORAGE_LOCAL_DIR: nonEmpty.optional(),
+  STORAGE_URL_SIGNING_SECRET: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  REPORTS_URL_TTL_SECONDS: integer(10, 7 * 86_400).default(3600),
   API_DOCS_HIDE_ENDPOINTS: z
     .string()
     .transform((value) => value.split(',').map((prefix) => prefix.trim()))
@@ -373,6 +393,30 @@ export interface Config {
     retryDelaySeconds: number;
     /** EMAIL_DELIVERY_API_KEY set: mail goes to an HTTP delivery API with Resend's shape instead of SMTP. */
     api: { url: string; key: string } | undefined;
+  };
+  /** uploadAndProcessFile and generateReport. */
+  files: {
+    /** FILES_MAX_BYTES: the largest file one upload may carry (decoded). */
+    maxBytes: number;
+    /**
+     * The body limit of a request carrying an upload (the GraphQL mutation or its action route):
+     * the file in base64 plus room for the rest of the request. Every other request keeps
+     * GQL_GRAPHQL_BODY_LIMIT.
+     */
+    uploadBodyLimit: number;
+    /** FILES_ALLOWED_TYPES: the media types an upload may declare, lower-case. */
+    allowedTypes: string[];
+    /** How long a signed file link works. */
+    urlTtlSeconds: number;
+    /** How long a signed report result link works. */
+    reportUrlTtlSeconds: number;
+  };
+  storage: {
+    /** postgres: in the database, so every instance serves every file; local: a folder of this machine. */
+    driver: 'postgres' | 'local';
+    localDir: string;
+    /** Key of signed links: STORAGE_URL_SIGNING_SECRET, or unset to derive one from the admin secret. */
+    signingSecret: string | undefined;
   };
   /** `CS_<N>` declarations; `actionsRoute` is the route of the built-in one (template `plinth`). */
   customServices: CustomService[];
@@ -645,6 +689,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryLimit: values.MAIL_RETRY_LIMIT,
       retryDelaySeconds: values.MAIL_RETRY_DELAY_SECONDS,
       api: values.EMAIL_DELIVERY_API_KEY ? { url: values.EMAIL_DELIVERY_API_URL, key: values.EMAIL_DELIVERY_API_KEY } : undefined,
+    },
+    files: {
+      maxBytes: values.FILES_MAX_BYTES,
+      uploadBodyLimit: 4 * Math.ceil(values.FILES_MAX_BYTES / 3) + UPLOAD_ENVELOPE_BYTES,
+      allowedTypes: values.FILES_ALLOWED_TYPES,
+      urlTtlSeconds: values.FILES_URL_TTL_SECONDS,
+      reportUrlTtlSeconds: values.REPORTS_URL_TTL_SECONDS,
+    },
+    storage: {
+      driver: values.STORAGE_DRIVER,
+      localDir: path.resolve(values.STORAGE_LOCAL_DIR ?? path.join(values.PLINTH_DATA_DIR, 'storage')),
+      signingSecret: values.STORAGE_URL_SIGNING_SECRET,
     },
     customServices: services.services,
     actionsRoute: builtIn?.route ?? '/actions',

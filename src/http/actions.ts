@@ -31,6 +31,8 @@ export interface ActionDefinition {
   argumentsSchema: Record<string, unknown>;
   /** A named limit the route applies once the session is known: per user id, else per client address. */
   rateLimit?: RateLimitName;
+  /** The request carries a file: its body may be as large as the upload body limit. */
+  carriesUpload?: boolean;
   /**
    * Calls the service; its answer (with `success`) is the response envelope. `headers` are the
    * handler request's (the engine forwards client headers such as Idempotency-Key when told to).
@@ -54,7 +56,7 @@ interface ActionEnvelope {
  */
 export function registerActionRoute(
   app: FastifyInstance,
-  settings: { prefix: string; adminSecret: string; rateLimits: RateLimits; schema: GraphQLSchema },
+  settings: { prefix: string; adminSecret: string; rateLimits: RateLimits; schema: GraphQLSchema; uploadBodyLimit?: number; unauthorizedRole?: string },
   action: ActionDefinition,
 ): void {
   const limiter = action.rateLimit ? settings.rateLimits.get(action.rateLimit) : undefined;
@@ -63,6 +65,7 @@ export function registerActionRoute(
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
     // Action services validate their input with fieldErrors, which reports unstorable text per field.
     config: { errorFormat: 'envelope', checksOwnText: true },
+    ...(action.carriesUpload && settings.uploadBodyLimit ? { bodyLimit: settings.uploadBodyLimit } : {}),
     schema: {
       tags: ['actions'],
       summary: `${action.name} (action handler)`,
@@ -127,8 +130,10 @@ export function registerActionRoute(
       }
     },
     handler: async (request, reply) => {
-      const session = engineSession(request);
-      if ('error' in session) return sendError(reply, 400, 'VALIDATION_ERROR', session.error);
+      const asserted = engineSession(request);
+      if ('error' in asserted) return sendError(reply, 400, 'VALIDATION_ERROR', asserted.error);
+      // The engine sends the unauthorised role for callers without credentials: not signed in.
+      const session = asserted.role === settings.unauthorizedRole ? { ...asserted, authenticated: false } : asserted;
       if (!isRoleAllowed(session, action.roles)) {
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify';
 import { GraphQLError } from 'graphql';
@@ -13,6 +13,7 @@ import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Me
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
 import { prefersHtml } from '../graphql/media-type';
+import { isUploadRequest } from '../graphql/upload-body';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
@@ -45,6 +46,8 @@ export interface HttpAppOptions {
   limits: QueryLimitSettings;
   subscriptions: SubscriptionSettings;
   bodyLimit: number;
+  /** The body limit of requests carrying a file (upload mutations and their action routes). */
+  uploadBodyLimit: number;
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
@@ -66,6 +69,15 @@ export interface HttpAppOptions {
  * Apollo's view of a Fastify request. (The @as-integrations/fastify handler builds the query
  * string through new URL() from the Host header, which throws on a malformed Host.)
  */
+/** Whether the request carries valid credentials of a signed-in caller (not the unauthorised role). */
+function isSignedIn(headers: FastifyRequest['headers'], settings: SubscriptionSettings): boolean {
+  try {
+    return resolveSession(headers, settings).authenticated;
+  } catch {
+    return false;
+  }
+}
+
 function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
   const headers = new HeaderMap();
   for (const [name, value] of Object.entries(request.headers)) {
@@ -139,6 +151,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // app.close() stops accepting and waits for in-flight requests; Apollo stops after them.
   app.addHook('onClose', async () => apollo.stop());
 
+  const uploadBodyLimit = Math.max(options.bodyLimit, options.uploadBodyLimit);
+  const bodyBytes = new WeakMap<FastifyRequest, number>();
+  const tooLargeMessage =
+    `GraphQL requests are limited to ${options.bodyLimit} bytes (GQL_GRAPHQL_BODY_LIMIT); ` +
+    `only an upload mutation from a signed-in caller may send up to ${uploadBodyLimit} bytes (FILES_MAX_BYTES in base64)`;
   app.route({
     method: ['GET', 'POST'],
     url: GRAPHQL_PATH,
@@ -146,8 +163,37 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     config: { errorFormat: 'graphql', checksOwnText: true },
     // Any GraphQL body goes: the API reference documents this route by hand, from the schema.
     schema: { hide: true },
+    // Uploads may be larger than ordinary requests; the handler holds the others to bodyLimit.
+    bodyLimit: uploadBodyLimit,
+    // A large body is read only from a caller who may upload (signed in), and never past the upload limit.
+    onRequest: async (request, reply) => {
+      const declared = Number(request.headers['content-length'] ?? 0);
+      if (declared <= options.bodyLimit) return;
+      if (declared > uploadBodyLimit || !isSignedIn(request.headers, sessionSettings)) {
+        return sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+      }
+    },
+    // Counts the bytes received (chunked bodies have no Content-Length to go by).
+    preParsing: async (request, _reply, payload) => {
+      if (request.method !== 'POST') return payload;
+      let received = 0;
+      const counter = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          received += chunk.length;
+          bodyBytes.set(request, received);
+          callback(null, chunk);
+        },
+      });
+      pipeline(payload, counter, () => undefined);
+      return counter;
+    },
     handler: async (request, reply) => {
       if (graphiql && request.method === 'GET' && prefersHtml(request.headers.accept)) return graphiql(request, reply);
+      if ((bodyBytes.get(request) ?? 0) > options.bodyLimit) {
+        if (!isUploadRequest(options.schema.base, request.body) || !isSignedIn(request.headers, sessionSettings)) {
+          return sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+        }
+      }
       const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
       const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
       if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
@@ -178,7 +224,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
 
   for (const action of options.actions) {
-    registerActionRoute(app, { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema.base }, action);
+    registerActionRoute(
+      app,
+      { prefix: options.actionsRoute, adminSecret: sessionSettings.adminSecret, rateLimits, schema: options.schema.base, uploadBodyLimit, unauthorizedRole: sessionSettings.unauthorizedRole },
+      action,
+    );
   }
 
   registerMetadataRoute(app, { adminSecret: sessionSettings.adminSecret, api: options.metadata });

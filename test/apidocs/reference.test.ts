@@ -101,10 +101,16 @@ describe('the OpenAPI document at /api-docs', () => {
 
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
     const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'newsletter', 'health', 'docs']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'newsletter', 'files', 'health', 'docs']);
     expect(byTag('metadata')).toEqual(['post /v1/metadata']);
     expect(spec.paths['/v1/metadata'].post.security).toEqual([{ adminSecret: [] }]);
-    expect(byTag('actions').sort()).toEqual(['post /actions/bulk-create-users', 'post /actions/process-payment', 'post /actions/register-user']);
+    expect(byTag('actions').sort()).toEqual([
+      'post /actions/bulk-create-users',
+      'post /actions/generate-report',
+      'post /actions/process-payment',
+      'post /actions/register-user',
+      'post /actions/upload-and-process-file',
+    ]);
     expect(byTag('billing').sort()).toEqual([
       'get /admin/payment-provider',
       'get /billing/health',
@@ -113,6 +119,7 @@ describe('the OpenAPI document at /api-docs', () => {
       'post /webhooks/backup',
       'post /webhooks/primary',
     ]);
+    expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail', 'get /reports/{id}/result']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
     expect(byTag('docs').sort()).toEqual(['get /api-docs', 'get /docs']);
     expect(byTag('newsletter').sort()).toEqual(['get /newsletter/confirm', 'get /newsletter/unsubscribe', 'post /api/newsletter', 'post /newsletter/subscribe', 'post /newsletter/unsubscribe']);
@@ -298,7 +305,7 @@ describe('the API_DOCS_* settings', () => {
   });
 
   it('API_DOCS_HIDE_ENDPOINTS leaves out every path under its prefixes', async () => {
-    const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks,/newsletter,/api/newsletter' }));
+    const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks,/newsletter,/api/newsletter,/files,/reports' }));
     expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz', '/v1/metadata']);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['metadata', 'health', 'docs']);
     // Routes stay served: only the spec leaves them out.
@@ -355,7 +362,7 @@ describe('plugins and custom services', () => {
       responses: { default: { description: 'Answered by the reports plugin' } },
     });
     expect(spec.paths['/reports'].post.tags).toEqual(['reports']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'newsletter', 'health', 'docs', 'invoices', 'reports']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'billing', 'newsletter', 'files', 'health', 'docs', 'invoices', 'reports']);
 
     const invoice = spec.paths['/invoices/{id}'];
     expect(invoice.servers).toEqual([{ url: 'http://invoices:4000', description: 'CS_1 (invoices)' }]);

@@ -1,0 +1,50 @@
+import { GraphQLError } from 'graphql';
+import { UUIDResolver } from 'graphql-scalars';
+import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, type SubscriptionHandlerData } from 'type-graphql';
+import type { GraphQLContext } from '../../graphql/context';
+import { isOwnerOrAdmin } from '../files/files.service';
+import type { ReportsServices } from '.';
+import { REPORT_JOB_UPDATED, ReportError } from './reports.service';
+import { GENERATE_REPORT_ROLES, GenerateReportOutput, ReportInput, ReportJob } from './reports.types';
+
+@Resolver()
+export class ReportsResolver {
+  constructor(private readonly services: ReportsServices) {}
+
+  @Authorized(GENERATE_REPORT_ROLES)
+  @Mutation(() => GenerateReportOutput, {
+    description: 'Queues a report and answers at once with its job_id, status and estimated_duration; follow it with reportJob or reportJobUpdated',
+  })
+  generateReport(@Arg('input', () => ReportInput) input: ReportInput, @Ctx() context: GraphQLContext): Promise<GenerateReportOutput> {
+    return this.services.reports.generate(input, context.session);
+  }
+
+  @Authorized(GENERATE_REPORT_ROLES)
+  @Query(() => ReportJob, { nullable: true, description: 'A report job; null unless you asked for it or are an admin' })
+  reportJob(@Arg('job_id', () => UUIDResolver) jobId: string, @Ctx() context: GraphQLContext): Promise<ReportJob | null> {
+    return this.services.reports.reportJob(jobId, context.session);
+  }
+
+  @Authorized(GENERATE_REPORT_ROLES)
+  @Mutation(() => ReportJob, { description: 'Stops a QUEUED or RUNNING report job; nothing of it is kept' })
+  async cancelReportJob(@Arg('job_id', () => UUIDResolver) jobId: string, @Ctx() context: GraphQLContext): Promise<ReportJob> {
+    try {
+      return await this.services.reports.cancel(jobId, context.session);
+    } catch (error) {
+      if (error instanceof ReportError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
+      throw error;
+    }
+  }
+
+  @Authorized(GENERATE_REPORT_ROLES)
+  @Subscription(() => ReportJob, {
+    description: 'Each change of a report job: RUNNING, progress about every half second, then COMPLETED, FAILED or CANCELLED',
+    topics: REPORT_JOB_UPDATED,
+    topicId: ({ args }: { args: { job_id: string } }) => args.job_id,
+    filter: ({ payload, context }: SubscriptionHandlerData<ReportJob, { job_id: string }, GraphQLContext>) =>
+      isOwnerOrAdmin(context.session, payload.requested_by),
+  })
+  reportJobUpdated(@Arg('job_id', () => UUIDResolver) _jobId: string, @Root() job: ReportJob): ReportJob {
+    return job;
+  }
+}
