@@ -29,12 +29,17 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration';
+export type RateLimitName = 'registration' | 'authGlobal' | 'authBruteForce' | 'authSignups' | 'authEmail';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
     // Spec 1 §8: the reference handler allows 5 registrations per 60 seconds per user.
     registration: { ...config.rateLimit.registration, key: 'user' },
+    // The auth service's (AUTH_RATE_LIMIT_*), per client address as Nhost counts them.
+    authGlobal: { ...config.auth.rateLimits.global, key: 'ip' },
+    authBruteForce: { ...config.auth.rateLimits.bruteForce, key: 'ip' },
+    authSignups: { ...config.auth.rateLimits.signups, key: 'ip' },
+    authEmail: { ...config.auth.rateLimits.email, key: 'ip' },
   };
 }
 

@@ -1,14 +1,72 @@
+import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
+import type { SessionSettings } from '../../http/session';
 import type { PlinthModule } from '../../platform/module';
+import type { RateLimits } from '../../platform/rate-limits';
+import { AuthAccounts } from './accounts.service';
 import { AuthResolver } from './auth.resolver';
+import { authRoutes } from './auth.routes';
 import { AuthService } from './auth.service';
+import { BreachedPasswords } from './breached-passwords.service';
+import { CustomClaims } from './custom-claims.service';
+import { SessionTokens } from './session-tokens.service';
+import { Tickets } from './tickets.service';
 
 export interface AuthServices {
   auth: AuthService;
+  accounts: AuthAccounts;
+  tokens: SessionTokens;
+  /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
+  tickets: Tickets;
+  /** How the auth routes read a bearer token: the signing secret verifies it. */
+  bearer: SessionSettings;
+  rateLimits: RateLimits;
 }
 
-/** Sessions: what a caller may learn of its own credentials. */
+/**
+ * The signing secret: AUTH_JWT_SECRET's key (and namespace, when it names one) over the engine's
+ * GQL_GRAPHQL_JWT_SECRET, so that one secret serves both sides by default. The auth service
+ * signs, so the algorithm must be an HMAC one.
+ */
+export function signingSecret(config: Config): JwtSecretConfig {
+  const engine = config.graphql.jwtSecret!;
+  const own = config.auth.jwtSecret;
+  const secret: JwtSecretConfig = own
+    ? { ...engine, type: own.type ?? (engine.type.startsWith('HS') ? engine.type : 'HS256'), key: own.key, ...(own.claims_namespace ? { claims_namespace: own.claims_namespace } : {}) }
+    : engine;
+  if (!secret.type.startsWith('HS')) {
+    throw new ConfigError([`AUTH_JWT_SECRET is required when GQL_GRAPHQL_JWT_SECRET is ${secret.type}: the auth service signs with a shared secret`]);
+  }
+  return secret;
+}
+
+/** Sessions and the authentication service under /auth (spec 2, Nhost-compatible). */
 export const authModule: PlinthModule<AuthServices> = {
   name: 'auth',
   resolvers: [AuthResolver],
-  create: () => ({ auth: new AuthService() }),
+  create: ({ config, dataSource, http, mailer, logger, rateLimits }) => {
+    const log = logger.child({ module: 'auth' });
+    const secret = signingSecret(config);
+    const tokens = new SessionTokens(
+      dataSource,
+      {
+        secret,
+        accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
+        refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
+        reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+      },
+      new CustomClaims(http, config.auth.customClaimsWebhook, log),
+      log,
+    );
+    const tickets = new Tickets();
+    const breached = new BreachedPasswords(http, config.auth.hibp, log);
+    return {
+      auth: new AuthService(),
+      accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config),
+      tokens,
+      tickets,
+      bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
+      rateLimits,
+    };
+  },
+  routes: (app, services) => authRoutes(app, services),
 };
