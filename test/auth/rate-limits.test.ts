@@ -96,8 +96,32 @@ describe('sign-up settings', () => {
       });
       expect(response.status).toBe(200);
       expect(response.body.session.user).toMatchObject({ avatarUrl: '', emailVerified: false });
+      expect(await authPost(open.url, '/signin/passwordless/email', { email: 'open@example.com' })).toMatchObject({ status: 409, body: { error: 'disabled-endpoint' } });
     } finally {
       await open.close();
     }
+  });
+
+  it('in production without SMTP_HOST: routes that mail answer disabled-endpoint, and passwordless sign-in stops start-up', async () => {
+    const production = {
+      ...GENEROUS_AUTH_LIMITS,
+      NODE_ENV: 'production',
+      PLINTH_PUBLIC_URL: 'https://api.example.com',
+    };
+    const noMail = await startTestServer(production, { database: server.database });
+    try {
+      for (const [path, body] of [
+        ['/signup/email-password', { email: 'prod@example.com', password: 'long enough password' }],
+        ['/user/password/reset', { email: 'prod@example.com' }],
+      ] as const) {
+        expect(await authPost(noMail.url, path, body)).toMatchObject({ status: 409, body: { error: 'disabled-endpoint' } });
+      }
+      expect(await server.database.query("SELECT 1 FROM users WHERE email = 'prod@example.com'")).toHaveLength(0);
+    } finally {
+      await noMail.close();
+    }
+    await expect(startTestServer({ ...production, AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED: 'true' }, { database: server.database })).rejects.toThrow(
+      /SMTP_HOST is required when NODE_ENV=production \(AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED sends mail\)/,
+    );
   });
 });

@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
 import { hashPassword, passwordMatches } from '../../common/passwords';
 import type { Config } from '../../config';
-import type { Mailer } from '../../platform/mail/mailer';
+import type { MailMessage, Mailer } from '../../platform/mail/mailer';
 import { authUrl } from '../../platform/urls';
 import { AuthError, invalidRequest } from './auth-errors';
 import { gravatarUrl, toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
@@ -65,6 +65,8 @@ export class AuthAccounts {
     private readonly breached: BreachedPasswords,
     private readonly mailer: Mailer,
     private readonly config: Pick<Config, 'auth'>,
+    /** False when mail cannot be delivered (production without SMTP_HOST): routes that mail answer disabled-endpoint. */
+    private readonly canMail: boolean,
   ) {
     this.redirects = new RedirectPolicy(config.auth.allowedRedirectUrls);
   }
@@ -76,31 +78,46 @@ export class AuthAccounts {
   /** POST /auth/signup/email-password: the account, and a session unless the address must be verified first. */
   async signUpEmailPassword(input: SignUpInput): Promise<{ session: AuthSession | null }> {
     if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+    if (this.settings.emailVerifiedRequired) this.requireMail();
     const email = this.emailAddress(input.email, 'email');
     const options = input.options ?? {};
     const redirectTo = this.redirectTo(options.redirectTo);
-    const { defaultRole, allowedRoles } = this.requestedRoles(options);
-    const displayName = this.displayName(options.displayName) ?? email;
-    const locale = options.locale ?? 'en';
-    if (!LOCALE.test(locale)) throw invalidRequest('options.locale must be a language code of two or three letters, such as en');
+    this.checkProfile(options);
     await this.checkNewPassword(input.password);
     const passwordHash = await hashPassword(input.password);
 
     return this.dataSource.transaction(async (manager) => {
-      const [user] = (await manager.query(
-        `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, avatar_url, email_verified)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
-         ON CONFLICT DO NOTHING
-         RETURNING ${USER_COLUMNS}`,
-        [email, passwordHash, displayName, locale, defaultRole, allowedRoles, options.metadata ?? {}, this.avatarUrl(email)],
-      )) as UserRow[];
-      if (!user) throw new AuthError('email-already-in-use');
+      const user = await this.insertUser(manager, email, passwordHash, options);
       if (this.settings.emailVerifiedRequired) {
         await this.sendVerificationMail(manager, user, redirectTo);
         return { session: null };
       }
       return { session: await this.tokens.start(user, manager) };
     });
+  }
+
+  /** The sign-up options that need no database: roles, display name, locale. Throws the first problem. */
+  private checkProfile(options: SignUpOptions): void {
+    this.requestedRoles(options);
+    this.displayName(options.displayName);
+    if (options.locale !== undefined && !LOCALE.test(options.locale)) {
+      throw invalidRequest('options.locale must be a language code of two or three letters, such as en');
+    }
+  }
+
+  /** A new account (without a password for passwordless sign-in); 409 when the address is taken. */
+  private async insertUser(manager: EntityManager, email: string, passwordHash: string | null, options: SignUpOptions): Promise<UserRow> {
+    this.checkProfile(options);
+    const { defaultRole, allowedRoles } = this.requestedRoles(options);
+    const [user] = (await manager.query(
+      `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, avatar_url, email_verified)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
+       ON CONFLICT DO NOTHING
+       RETURNING ${USER_COLUMNS}`,
+      [email, passwordHash, this.displayName(options.displayName) ?? email, options.locale ?? 'en', defaultRole, allowedRoles, options.metadata ?? {}, this.avatarUrl(email)],
+    )) as UserRow[];
+    if (!user) throw new AuthError('email-already-in-use');
+    return user;
   }
 
   /**
@@ -117,6 +134,30 @@ export class AuthAccounts {
     if (!row || !matches || row.deleted_at) throw new AuthError('invalid-email-password');
     const { password_hash: _hash, ...user } = row;
     return this.signIn(user);
+  }
+
+  /**
+   * POST /auth/signin/passwordless/email (and its alias /auth/signin/magic-link): mails a
+   * single-use link (template magic-link) that signs the user in through GET /auth/verify. A new
+   * address gets an account first, with the sign-up options, unless sign-up is disabled.
+   */
+  async signInPasswordlessEmail(input: { email: string; options?: SignUpOptions }): Promise<void> {
+    if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+    this.requireMail();
+    const email = this.emailAddress(input.email, 'email');
+    const options = input.options ?? {};
+    const redirectTo = this.redirectTo(options.redirectTo);
+    await this.dataSource.transaction(async (manager) => {
+      let [user] = (await manager.query(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = $1`, [email])) as UserRow[];
+      if (!user) {
+        if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+        user = await this.insertUser(manager, email, null, options);
+      }
+      if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
+      const ticket = await this.tickets.issue(manager, 'signinPasswordless', user.id, this.settings.ticketTtlSeconds.passwordless);
+      const link = authUrl(this.config, '/verify', { ticket, type: 'signinPasswordless', redirectTo });
+      await this.mail(manager, { to: user.email, template: 'magic-link', variables: { display_name: user.name, link } });
+    });
   }
 
   /** The checks after the credentials, common to every sign-in method; a second factor gives a ticket instead. */
@@ -177,6 +218,7 @@ export class AuthAccounts {
 
   /** POST /auth/user/email/send-verification-email: a new link for an address not yet verified. */
   async sendVerificationEmail(emailInput: string, redirectToInput?: string): Promise<void> {
+    this.requireMail();
     const email = this.emailAddress(emailInput, 'email');
     const redirectTo = this.redirectTo(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
@@ -192,6 +234,7 @@ export class AuthAccounts {
    * The answer is the same whether or not the address has one.
    */
   async sendPasswordReset(emailInput: string, redirectToInput?: string): Promise<void> {
+    this.requireMail();
     const email = this.emailAddress(emailInput, 'email');
     const redirectTo = this.redirectTo(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
@@ -199,7 +242,7 @@ export class AuthAccounts {
       if (!user || user.disabled || user.deleted_at) return;
       const ticket = await this.tickets.issue(manager, 'passwordReset', user.id, this.settings.ticketTtlSeconds.passwordReset);
       const link = authUrl(this.config, '/verify', { ticket, type: 'passwordReset', redirectTo });
-      await this.mailer.send({ to: user.email, template: 'reset-password', variables: { display_name: user.name, link } }, { transaction: manager });
+      await this.mail(manager, { to: user.email, template: 'reset-password', variables: { display_name: user.name, link } });
     });
   }
 
@@ -237,6 +280,7 @@ export class AuthAccounts {
    * address; the address changes when that link is followed.
    */
   async changeEmail(userId: string, newEmailInput: string, redirectToInput?: string): Promise<void> {
+    this.requireMail();
     const newEmail = this.emailAddress(newEmailInput, 'newEmail');
     const redirectTo = this.redirectTo(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
@@ -246,10 +290,7 @@ export class AuthAccounts {
       await manager.query('UPDATE users SET new_email = $2 WHERE id = $1', [userId, newEmail]);
       const ticket = await this.tickets.issue(manager, 'emailConfirmChange', userId, this.settings.ticketTtlSeconds.emailChange, newEmail);
       const link = authUrl(this.config, '/verify', { ticket, type: 'emailConfirmChange', redirectTo });
-      await this.mailer.send(
-        { to: newEmail, template: 'confirm-email-change', variables: { display_name: user.name, new_email: newEmail, link } },
-        { transaction: manager },
-      );
+      await this.mail(manager, { to: newEmail, template: 'confirm-email-change', variables: { display_name: user.name, new_email: newEmail, link } });
     });
   }
 
@@ -270,10 +311,16 @@ export class AuthAccounts {
   private async sendVerificationMail(manager: EntityManager, user: UserRow, redirectTo: string): Promise<void> {
     const ticket = await this.tickets.issue(manager, 'emailVerify', user.id, this.settings.ticketTtlSeconds.verifyEmail);
     const link = authUrl(this.config, '/verify', { ticket, type: 'emailVerify', redirectTo });
-    await this.mailer.send(
-      { to: user.email, template: 'verify-email', variables: { display_name: user.name, email: user.email, link } },
-      { transaction: manager },
-    );
+    await this.mail(manager, { to: user.email, template: 'verify-email', variables: { display_name: user.name, email: user.email, link } });
+  }
+
+  private async mail(manager: EntityManager, message: MailMessage): Promise<void> {
+    await this.mailer.send(message, { transaction: manager });
+  }
+
+  /** Checked before anything else, so that the answer does not depend on the address. */
+  private requireMail(): void {
+    if (!this.canMail) throw new AuthError('disabled-endpoint', 'This server cannot send mail (SMTP_HOST is unset)');
   }
 
   /** The account, when it may act: not disabled, not deleted. */

@@ -18,6 +18,18 @@ const REDIRECT_TO = text(4096);
 const TICKET = text(512);
 const OPTIONS_REDIRECT = { type: 'object', properties: { redirectTo: REDIRECT_TO } } as const;
 
+const SIGN_UP_OPTIONS = {
+  type: 'object',
+  properties: {
+    displayName: text(1024),
+    locale: text(16),
+    defaultRole: text(64),
+    allowedRoles: { type: 'array', maxItems: 64, items: text(64) },
+    metadata: { type: 'object', additionalProperties: true },
+    redirectTo: REDIRECT_TO,
+  },
+} as const;
+
 const USER_SCHEMA = {
   type: 'object',
   properties: {
@@ -93,17 +105,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
         properties: {
           email: EMAIL,
           password: PASSWORD,
-          options: {
-            type: 'object',
-            properties: {
-              displayName: text(1024),
-              locale: text(16),
-              defaultRole: text(64),
-              allowedRoles: { type: 'array', maxItems: 64, items: text(64) },
-              metadata: { type: 'object', additionalProperties: true },
-              redirectTo: REDIRECT_TO,
-            },
-          },
+          options: SIGN_UP_OPTIONS,
         },
       },
       response: { 200: { type: 'object', properties: { session: NULLABLE_SESSION }, required: ['session'] }, ...ERRORS },
@@ -137,6 +139,30 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       return answer(reply, () => accounts.signInEmailPassword(email, password));
     },
   });
+
+  const passwordless = {
+    tags: TAGS,
+    description:
+      'With AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED: mails (template magic-link) a link to `{auth_url}/verify?ticket=otp:<id>&type=signinPasswordless&redirectTo=<URL>`, which signs the user in. A new address gets an account unless sign-up is disabled.',
+    body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: SIGN_UP_OPTIONS } },
+    response: { 200: OK, ...ERRORS },
+  };
+  for (const [url, summary] of [
+    ['/signin/passwordless/email', 'Sign in with a link mailed to the address'],
+    ['/signin/magic-link', 'Sign in with a magic link (the same as /signin/passwordless/email)'],
+  ]) {
+    route({
+      method: 'POST',
+      url,
+      limits: ['authBruteForce', 'authEmail'],
+      schema: { ...passwordless, summary },
+      handler: (request, reply) =>
+        answer(reply, async () => {
+          await accounts.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
+          return 'OK';
+        }),
+    });
+  }
 
   route({
     method: 'POST',

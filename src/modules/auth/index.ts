@@ -1,5 +1,6 @@
 import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
 import type { SessionSettings } from '../../http/session';
+import { mailDeliveryProblem } from '../../platform/mail/transport';
 import type { PlinthModule } from '../../platform/module';
 import type { RateLimits } from '../../platform/rate-limits';
 import { AuthAccounts } from './accounts.service';
@@ -45,6 +46,11 @@ export const authModule: PlinthModule<AuthServices> = {
   resolvers: [AuthResolver],
   create: ({ config, dataSource, http, mailer, logger, rateLimits }) => {
     const log = logger.child({ module: 'auth' });
+    // Passwordless sign-in is nothing but mail: without delivery the server does not start. The
+    // other routes that mail answer disabled-endpoint instead (a production server may run
+    // without SMTP_HOST when it does not verify addresses).
+    if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
+    const canMail = mailDeliveryProblem(config) === undefined;
     const secret = signingSecret(config);
     const tokens = new SessionTokens(
       dataSource,
@@ -61,7 +67,7 @@ export const authModule: PlinthModule<AuthServices> = {
     const breached = new BreachedPasswords(http, config.auth.hibp, log);
     return {
       auth: new AuthService(),
-      accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config),
+      accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
       tokens,
       tickets,
       bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
