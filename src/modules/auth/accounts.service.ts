@@ -169,9 +169,7 @@ export class AuthAccounts {
       const ticket = await this.tickets.issue(manager, kind, user.id, this.settings.ticketTtlSeconds.mfa);
       return { session: null, mfa: { ticket } };
     }
-    const session = await this.tokens.start(user, manager);
-    await manager.query('UPDATE users SET last_seen = now() WHERE id = $1', [user.id]);
-    return { session, mfa: null };
+    return { session: await this.tokens.start(user, manager), mfa: null };
   }
 
   /** GET /auth/user. */

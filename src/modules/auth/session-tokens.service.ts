@@ -88,11 +88,15 @@ export class SessionTokens {
     });
   }
 
-  /** A new session (a new family) for the user, written with `manager` when given (a transaction). */
+  /**
+   * A new session (a new family) for the user, written with `manager` when given (a
+   * transaction); the user's last_seen is set in the same statement.
+   */
   async start(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<AuthSession> {
     const refreshToken = randomUUID();
     const [row] = (await manager.query(
-      `INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+      `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
+       INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
        VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`,
       [secretHash(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
     )) as { id: string }[];
