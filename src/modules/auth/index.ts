@@ -1,7 +1,7 @@
 import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
 import type { SessionSettings } from '../../http/session';
 import { mailDeliveryProblem } from '../../platform/mail/transport';
-import type { PlinthModule } from '../../platform/module';
+import type { Platform, PlinthModule } from '../../platform/module';
 import type { RateLimits } from '../../platform/rate-limits';
 import { AuthAccounts } from './accounts.service';
 import { AuthResolver } from './auth.resolver';
@@ -11,6 +11,7 @@ import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
 import { Tickets } from './tickets.service';
+import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
   auth: AuthService;
@@ -18,6 +19,8 @@ export interface AuthServices {
   tokens: SessionTokens;
   /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
   tickets: Tickets;
+  /** The operator commands' (plinth auth user ...). */
+  admin: UserAdministration;
   /** How the auth routes read a bearer token: the signing secret verifies it. */
   bearer: SessionSettings;
   rateLimits: RateLimits;
@@ -40,39 +43,45 @@ export function signingSecret(config: Config): JwtSecretConfig {
   return secret;
 }
 
+/** What the auth services are built from: the platform's parts (the CLI gives the same). */
+export type AuthPlatform = Pick<Platform, 'config' | 'dataSource' | 'http' | 'mailer' | 'logger' | 'rateLimits'>;
+
+export function createAuthServices({ config, dataSource, http, mailer, logger, rateLimits }: AuthPlatform): AuthServices {
+  const log = logger.child({ module: 'auth' });
+  // Passwordless sign-in is nothing but mail: without delivery the server does not start. The
+  // other routes that mail answer disabled-endpoint instead (a production server may run
+  // without SMTP_HOST when it does not verify addresses).
+  if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
+  const canMail = mailDeliveryProblem(config) === undefined;
+  const secret = signingSecret(config);
+  const tokens = new SessionTokens(
+    dataSource,
+    {
+      secret,
+      accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
+      refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
+      reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+    },
+    new CustomClaims(http, config.auth.customClaimsWebhook, log),
+    log,
+  );
+  const tickets = new Tickets();
+  const breached = new BreachedPasswords(http, config.auth.hibp, log);
+  return {
+    auth: new AuthService(),
+    accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
+    tokens,
+    tickets,
+    admin: new UserAdministration(dataSource, tokens),
+    bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
+    rateLimits,
+  };
+}
+
 /** Sessions and the authentication service under /auth (spec 2, Nhost-compatible). */
 export const authModule: PlinthModule<AuthServices> = {
   name: 'auth',
   resolvers: [AuthResolver],
-  create: ({ config, dataSource, http, mailer, logger, rateLimits }) => {
-    const log = logger.child({ module: 'auth' });
-    // Passwordless sign-in is nothing but mail: without delivery the server does not start. The
-    // other routes that mail answer disabled-endpoint instead (a production server may run
-    // without SMTP_HOST when it does not verify addresses).
-    if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
-    const canMail = mailDeliveryProblem(config) === undefined;
-    const secret = signingSecret(config);
-    const tokens = new SessionTokens(
-      dataSource,
-      {
-        secret,
-        accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
-        refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
-        reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
-      },
-      new CustomClaims(http, config.auth.customClaimsWebhook, log),
-      log,
-    );
-    const tickets = new Tickets();
-    const breached = new BreachedPasswords(http, config.auth.hibp, log);
-    return {
-      auth: new AuthService(),
-      accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
-      tokens,
-      tickets,
-      bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
-      rateLimits,
-    };
-  },
+  create: (platform) => createAuthServices(platform),
   routes: (app, services) => authRoutes(app, services),
 };
