@@ -4,6 +4,7 @@ import { resolveSession, SessionError } from '../../http/session';
 import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
 import type { SignUpInput } from './accounts.service';
 import { AUTH_ERROR_SCHEMA, AuthError, invalidRequest } from './auth-errors';
+import { serveOnAuthPort } from './auth-port';
 import type { AuthServices } from '.';
 
 /** Where the auth routes live on the main port (the spec's `{auth_url}` by default). */
@@ -82,6 +83,7 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
     },
     { prefix: AUTH_PREFIX },
   );
+  serveOnAuthPort(app, AUTH_PREFIX, () => services.port);
 }
 
 function registerRoutes(scope: FastifyInstance, services: AuthServices): void {

@@ -24,6 +24,8 @@ export interface AuthServices {
   /** How the auth routes read a bearer token: the signing secret verifies it. */
   bearer: SessionSettings;
   rateLimits: RateLimits;
+  /** AUTH_PORT: the auth routes also listen on 127.0.0.1 at this port. */
+  port: number | undefined;
 }
 
 /**
@@ -75,6 +77,7 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
     admin: new UserAdministration(dataSource, tokens),
     bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
     rateLimits,
+    port: config.auth.port,
   };
 }
 
