@@ -47,7 +47,7 @@ function usersTable(users: AdministeredUser[]): string {
     ['ID', 'EMAIL', 'NAME', 'DEFAULT ROLE', 'ROLES', 'VERIFIED', 'STATE', 'CREATED'],
     ...users.map((user) => [
       user.id,
-      user.email,
+      user.email ?? '(anonymous)',
       user.displayName,
       user.defaultRole,
       user.roles.join(','),
@@ -62,7 +62,7 @@ function print(value: unknown, json: boolean | undefined, text: () => string): v
   process.stdout.write(`${json ? JSON.stringify(value, null, 2) : text()}\n`);
 }
 
-const describeUser = (user: AdministeredUser) => `${user.email} (${user.id}) is ${user.state}`;
+const describeUser = (user: AdministeredUser) => `${user.email ?? 'anonymous user'} (${user.id}) is ${user.state}`;
 
 /** `plinth auth ...`: the operator commands of spec 2 §3 and §4.1. */
 export function authCommand(configuration: () => Config): Command {
@@ -112,7 +112,7 @@ export function authCommand(configuration: () => Config): Command {
         async (services) => {
           const found = await services.admin.get(email);
           if (found.state !== 'active') throw new Error(`${found.email} is ${found.state}: no reset link is sent`);
-          await services.accounts.sendPasswordReset(found.email);
+          await services.accounts.sendPasswordReset(email);
         },
         { mail: true },
       );

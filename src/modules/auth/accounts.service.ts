@@ -7,6 +7,7 @@ import { authUrl } from '../../platform/urls';
 import { AuthError, invalidRequest } from './auth-errors';
 import { gravatarUrl, toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
 import type { BreachedPasswords } from './breached-passwords.service';
+import { queryRows } from './query-rows';
 import { RedirectPolicy, withQuery } from './redirects';
 import type { AuthSession, SessionTokens } from './session-tokens.service';
 import type { TicketKind, Tickets } from './tickets.service';
@@ -27,6 +28,16 @@ export interface SignUpInput {
   password: string;
   options?: SignUpOptions;
 }
+
+export interface DeanonymizeInput {
+  signInMethod: 'email-password' | 'passwordless';
+  email: string;
+  password?: string;
+  options?: SignUpOptions;
+}
+
+/** The role of anonymous users (spec 2 §2.3), their only one until they are upgraded. */
+export const ANONYMOUS_ROLE = 'anonymous';
 
 export interface SignInResult {
   session: AuthSession | null;
@@ -89,7 +100,7 @@ export class AuthAccounts {
     return this.dataSource.transaction(async (manager) => {
       const user = await this.insertUser(manager, email, passwordHash, options);
       if (this.settings.emailVerifiedRequired) {
-        await this.sendVerificationMail(manager, user, redirectTo);
+        await this.sendVerificationMail(manager, user, email, redirectTo);
         return { session: null };
       }
       return { session: await this.tokens.start(user, manager) };
@@ -100,9 +111,12 @@ export class AuthAccounts {
   private checkProfile(options: SignUpOptions): void {
     this.requestedRoles(options);
     this.displayName(options.displayName);
-    if (options.locale !== undefined && !LOCALE.test(options.locale)) {
-      throw invalidRequest('options.locale must be a language code of two or three letters, such as en');
-    }
+    this.locale(options.locale);
+  }
+
+  private locale(value: string | undefined): string {
+    if (value !== undefined && !LOCALE.test(value)) throw invalidRequest('locale must be a language code of two or three letters, such as en');
+    return value ?? 'en';
   }
 
   /** A new account (without a password for passwordless sign-in); 409 when the address is taken. */
@@ -156,7 +170,68 @@ export class AuthAccounts {
       if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
       const ticket = await this.tickets.issue(manager, 'signinPasswordless', user.id, this.settings.ticketTtlSeconds.passwordless);
       const link = authUrl(this.config, '/verify', { ticket, type: 'signinPasswordless', redirectTo });
-      await this.mail(manager, { to: user.email, template: 'magic-link', variables: { display_name: user.name, link } });
+      await this.mail(manager, { to: email, template: 'magic-link', variables: { display_name: user.name, link } });
+    });
+  }
+
+  /** POST /auth/signin/anonymous (AUTH_ANONYMOUS_USERS_ENABLED): a new account without an address, role `anonymous`. */
+  async signInAnonymous(input: { displayName?: string; locale?: string; metadata?: Record<string, unknown> }): Promise<{ session: AuthSession }> {
+    if (!this.settings.anonymousUsersEnabled) throw new AuthError('disabled-endpoint', 'Anonymous users are disabled (AUTH_ANONYMOUS_USERS_ENABLED)');
+    const displayName = this.displayName(input.displayName) ?? 'Anonymous';
+    const locale = this.locale(input.locale);
+    return this.dataSource.transaction(async (manager) => {
+      const [user] = (await manager.query(
+        `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, email_verified, is_anonymous)
+         VALUES (NULL, NULL, $1, $2, $3, $4, $5, false, true)
+         RETURNING ${USER_COLUMNS}`,
+        [displayName, locale, ANONYMOUS_ROLE, [ANONYMOUS_ROLE], input.metadata ?? {}],
+      )) as UserRow[];
+      return { session: await this.tokens.start(user, manager) };
+    });
+  }
+
+  /**
+   * POST /auth/user/deanonymize (Nhost's body): the anonymous account becomes an e-mail account,
+   * with a password (`email-password`) or a mailed link (`passwordless`), the roles of a new user
+   * (or those asked for, as at sign-up), and every anonymous session ended: the user signs in
+   * again with the new credentials (after verifying the address when that is required).
+   */
+  async deanonymize(userId: string, input: DeanonymizeInput): Promise<void> {
+    const email = this.emailAddress(input.email, 'email');
+    const options = input.options ?? {};
+    const redirectTo = this.redirectTo(options.redirectTo);
+    this.checkProfile(options);
+    const { defaultRole, allowedRoles } = this.requestedRoles(options);
+    let passwordHash: string | null = null;
+    if (input.signInMethod === 'email-password') {
+      if (input.password === undefined) throw invalidRequest('password is required with signInMethod email-password');
+      if (this.settings.emailVerifiedRequired) this.requireMail();
+      await this.checkNewPassword(input.password);
+      passwordHash = await hashPassword(input.password);
+    } else {
+      if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+      this.requireMail();
+    }
+    await this.dataSource.transaction(async (manager) => {
+      const user = await this.activeUser(manager, userId);
+      if (!user.is_anonymous) throw new AuthError('user-not-anonymous');
+      const taken = (await manager.query('SELECT 1 FROM users WHERE lower(email) = $1', [email])) as unknown[];
+      if (taken.length > 0) throw new AuthError('email-already-in-use');
+      const [upgraded] = await queryRows<UserRow>(
+        manager,
+        `UPDATE users SET email = $2, password_hash = $3, is_anonymous = false, email_verified = false, default_role = $4,
+           allowed_roles = $5, name = coalesce($6, name), locale = coalesce($7, locale), metadata = coalesce($8, metadata), avatar_url = $9
+         WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+        [userId, email, passwordHash, defaultRole, allowedRoles, this.displayName(options.displayName) ?? null, options.locale ?? null, options.metadata ?? null, this.avatarUrl(email)],
+      );
+      await this.tokens.revokeAll(userId, manager);
+      if (input.signInMethod === 'passwordless') {
+        const ticket = await this.tickets.issue(manager, 'signinPasswordless', userId, this.settings.ticketTtlSeconds.passwordless);
+        const link = authUrl(this.config, '/verify', { ticket, type: 'signinPasswordless', redirectTo });
+        await this.mail(manager, { to: email, template: 'magic-link', variables: { display_name: upgraded.name, link } });
+      } else if (this.settings.emailVerifiedRequired) {
+        await this.sendVerificationMail(manager, upgraded, email, redirectTo);
+      }
     });
   }
 
@@ -223,7 +298,7 @@ export class AuthAccounts {
       const [user] = (await manager.query(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = $1`, [email])) as UserRow[];
       if (!user) return;
       if (user.email_verified) throw new AuthError('email-already-verified');
-      await this.sendVerificationMail(manager, user, redirectTo);
+      await this.sendVerificationMail(manager, user, email, redirectTo);
     });
   }
 
@@ -240,7 +315,7 @@ export class AuthAccounts {
       if (!user || user.disabled || user.deleted_at) return;
       const ticket = await this.tickets.issue(manager, 'passwordReset', user.id, this.settings.ticketTtlSeconds.passwordReset);
       const link = authUrl(this.config, '/verify', { ticket, type: 'passwordReset', redirectTo });
-      await this.mail(manager, { to: user.email, template: 'reset-password', variables: { display_name: user.name, link } });
+      await this.mail(manager, { to: email, template: 'reset-password', variables: { display_name: user.name, link } });
     });
   }
 
@@ -255,7 +330,7 @@ export class AuthAccounts {
     const passwordHash = await hashPassword(newPassword);
     await this.dataSource.transaction(async (manager) => {
       if ('userId' in by) {
-        await this.activeUser(manager, by.userId);
+        if ((await this.activeUser(manager, by.userId)).is_anonymous) throw new AuthError('forbidden-anonymous');
         await manager.query('UPDATE users SET password_hash = $2 WHERE id = $1', [by.userId, passwordHash]);
         return;
       }
@@ -283,6 +358,7 @@ export class AuthAccounts {
     const redirectTo = this.redirectTo(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
       const user = await this.activeUser(manager, userId);
+      if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
       const taken = (await manager.query('SELECT 1 FROM users WHERE lower(email) = $1', [newEmail])) as unknown[];
       if (taken.length > 0) throw new AuthError('email-already-in-use');
       await manager.query('UPDATE users SET new_email = $2 WHERE id = $1', [userId, newEmail]);
@@ -306,10 +382,10 @@ export class AuthAccounts {
     return withQuery(target, { ticket, type: INVITE_TYPE });
   }
 
-  private async sendVerificationMail(manager: EntityManager, user: UserRow, redirectTo: string): Promise<void> {
+  private async sendVerificationMail(manager: EntityManager, user: UserRow, email: string, redirectTo: string): Promise<void> {
     const ticket = await this.tickets.issue(manager, 'emailVerify', user.id, this.settings.ticketTtlSeconds.verifyEmail);
     const link = authUrl(this.config, '/verify', { ticket, type: 'emailVerify', redirectTo });
-    await this.mail(manager, { to: user.email, template: 'verify-email', variables: { display_name: user.name, email: user.email, link } });
+    await this.mail(manager, { to: email, template: 'verify-email', variables: { display_name: user.name, email, link } });
   }
 
   private async mail(manager: EntityManager, message: MailMessage): Promise<void> {

@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 
 /** The columns of `users` the auth service reads. */
 export const USER_COLUMNS =
-  'id, email, name, created_at, locale, default_role, allowed_roles, metadata, avatar_url, email_verified, disabled, deleted_at, active_mfa_type, source_account_id';
+  'id, email, name, created_at, locale, default_role, allowed_roles, metadata, avatar_url, email_verified, disabled, deleted_at, active_mfa_type, source_account_id, is_anonymous';
 
 /** A row of `users` as USER_COLUMNS selects it. */
 export interface UserRow {
   id: string;
-  email: string;
+  /** Null for an anonymous user. */
+  email: string | null;
   name: string;
   created_at: Date;
   locale: string;
@@ -20,6 +21,7 @@ export interface UserRow {
   deleted_at: Date | null;
   active_mfa_type: string | null;
   source_account_id: string;
+  is_anonymous: boolean;
 }
 
 /** The user as Nhost's clients read it (session.user, GET /auth/user). */
@@ -29,7 +31,7 @@ export interface AuthUser {
   displayName: string;
   avatarUrl: string;
   locale: string;
-  email: string;
+  email: string | null;
   isAnonymous: boolean;
   defaultRole: string;
   roles: string[];
@@ -48,7 +50,7 @@ export function toAuthUser(row: UserRow): AuthUser {
     avatarUrl: row.avatar_url,
     locale: row.locale,
     email: row.email,
-    isAnonymous: false,
+    isAnonymous: row.is_anonymous,
     defaultRole: row.default_role,
     roles: row.allowed_roles,
     metadata: row.metadata,

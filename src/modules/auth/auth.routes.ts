@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import { requires } from '../../http/security-schemes';
 import { resolveSession, SessionError } from '../../http/session';
 import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
-import type { SignUpInput } from './accounts.service';
+import type { DeanonymizeInput, SignUpInput } from './accounts.service';
 import { AUTH_ERROR_SCHEMA, AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
 import type { AuthServices } from '.';
@@ -39,7 +39,7 @@ const USER_SCHEMA = {
     displayName: { type: 'string' },
     avatarUrl: { type: 'string' },
     locale: { type: 'string' },
-    email: { type: 'string' },
+    email: { type: ['string', 'null'] },
     isAnonymous: { type: 'boolean' },
     defaultRole: { type: 'string' },
     roles: { type: 'array', items: { type: 'string' } },
@@ -165,6 +165,50 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
         }),
     });
   }
+
+  route({
+    method: 'POST',
+    url: '/signin/anonymous',
+    limits: ['authSignups'],
+    schema: {
+      tags: TAGS,
+      summary: 'Sign in anonymously: a new account without an address (AUTH_ANONYMOUS_USERS_ENABLED)',
+      description: 'The session carries the role `anonymous` only; POST /auth/user/deanonymize upgrades the account to an e-mail account.',
+      body: { type: 'object', properties: { displayName: text(1024), locale: text(16), metadata: { type: 'object', additionalProperties: true } } },
+      response: { 200: { type: 'object', properties: { session: SESSION_SCHEMA }, required: ['session'] }, ...ERRORS },
+    },
+    handler: (request, reply) => answer(reply, () => accounts.signInAnonymous((request.body ?? {}) as { displayName?: string })),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/deanonymize',
+    limits: ['authSignups', 'authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: 'Upgrade the signed-in anonymous account to an e-mail account',
+      description:
+        'With a password (`signInMethod: email-password`; a verification mail when addresses must be verified) or a mailed sign-in link (`passwordless`). Every anonymous session ends: the user signs in again.',
+      security: requires('bearerAuth'),
+      body: {
+        type: 'object',
+        required: ['signInMethod', 'email'],
+        properties: {
+          signInMethod: { type: 'string', enum: ['email-password', 'passwordless'] },
+          email: EMAIL,
+          password: PASSWORD,
+          connection: text(256),
+          options: SIGN_UP_OPTIONS,
+        },
+      },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        await accounts.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
+        return 'OK';
+      }),
+  });
 
   route({
     method: 'POST',

@@ -5,7 +5,8 @@ import type { SessionTokens } from './session-tokens.service';
 /** A user as an operator sees it (`plinth auth user ...`). */
 export interface AdministeredUser {
   id: string;
-  email: string;
+  /** Null for an anonymous user. */
+  email: string | null;
   displayName: string;
   defaultRole: string;
   roles: string[];
@@ -25,7 +26,7 @@ const ROLE = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 interface AdministeredRow {
   id: string;
-  email: string;
+  email: string | null;
   name: string;
   default_role: string;
   allowed_roles: string[];
