@@ -81,11 +81,15 @@ describe('plinth', () => {
       const first = await runCli(['migrate'], env());
       expect(first.code).toBe(0);
       expect(first.stdout).toBe(
-        'applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001, CreateRateLimits1795270000000, CreateUserInvitations1795280000000\n',
+        'applied: CreateUsers1763700000000, CreatePubSubPayloads1763700000001, CreateRateLimits1795270000000, CreateUserInvitations1795280000000, CreateAuth1796000000000, AnonymousUsers1796000000001\n',
       );
       expect((await runCli(['migrate'], env())).stdout).toBe('the database is up to date\n');
       expect((await runCli(['migrate', '--check'], env())).code).toBe(0);
 
+      // The auth migrations are the newest: reverted first (an anonymous user goes with them).
+      await database.query("INSERT INTO users (name, is_anonymous) VALUES ('Guest', true)");
+      for (let step = 0; step < 2; step += 1) expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
+      expect(await database.query("SELECT to_regclass('auth_refresh_tokens') AS t")).toEqual([{ t: null }]);
       // An invited user (no password) does not survive the revert: password_hash is NOT NULL again.
       await database.query("INSERT INTO users (email, name) VALUES ('invited@example.com', 'Invited')");
       expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
@@ -96,7 +100,7 @@ describe('plinth', () => {
       expect(pending.code).toBe(2);
       expect(pending.stdout).toBe('migrations are pending\n');
 
-      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreateUserInvitations1795280000000\n');
+      expect((await runCli(['migrate'], env())).stdout).toBe('applied: CreateUserInvitations1795280000000, CreateAuth1796000000000, AnonymousUsers1796000000001\n');
     });
 
     it('fails with a clear message when the database cannot be reached', async () => {

@@ -239,6 +239,7 @@ const environmentSchema = z.object({
   AUTH_TICKET_EMAIL_CHANGE_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600),
   AUTH_TICKET_PASSWORDLESS_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600),
   AUTH_TICKET_MFA_TTL_SECONDS: integer(30, 86_400).default(300),
+  AUTH_CLEANUP_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
   AUTH_RATE_LIMIT_GLOBAL_BURST: integer(1, 1_000_000).default(100),
   AUTH_RATE_LIMIT_GLOBAL_INTERVAL_SECONDS: integer(1, 86_400).default(60),
   AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: integer(1, 1_000_000).default(10),
@@ -400,6 +401,8 @@ export interface Config {
     port: number | undefined;
     /** Lifetime of each kind of single-use ticket, in seconds. */
     ticketTtlSeconds: { verifyEmail: number; passwordReset: number; emailChange: number; passwordless: number; mfa: number };
+    /** How often each process deletes expired refresh tokens and tickets. */
+    cleanupIntervalSeconds: number;
     rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email', { points: number; durationSeconds: number }>;
   };
   actions: {
@@ -618,6 +621,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         passwordless: values.AUTH_TICKET_PASSWORDLESS_TTL_SECONDS,
         mfa: values.AUTH_TICKET_MFA_TTL_SECONDS,
       },
+      cleanupIntervalSeconds: values.AUTH_CLEANUP_INTERVAL_SECONDS,
       rateLimits: {
         global: { points: values.AUTH_RATE_LIMIT_GLOBAL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_GLOBAL_INTERVAL_SECONDS },
         bruteForce: { points: values.AUTH_RATE_LIMIT_BRUTE_FORCE_BURST, durationSeconds: values.AUTH_RATE_LIMIT_BRUTE_FORCE_INTERVAL_SECONDS },

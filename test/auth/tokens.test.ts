@@ -23,6 +23,7 @@ beforeAll(async () => {
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
     AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS: String(GRACE_SECONDS),
     AUTH_ALLOWED_ROLES: 'user,me,editor',
+    AUTH_CLEANUP_INTERVAL_SECONDS: '1',
   });
 });
 afterAll(() => server.close());
@@ -171,6 +172,18 @@ describe('POST /auth/token', () => {
     }
     const missing = await authPost<AuthErrorBody>(server.url, '/token', {});
     expect(missing.body).toEqual({ status: 400, error: 'invalid-request', message: expect.stringContaining('refreshToken') });
+  });
+
+  it('are deleted once expired, by each process in the background; live ones stay', async () => {
+    const expired = await signUp();
+    const live = await signUp();
+    await server.database.query("UPDATE auth_refresh_tokens SET expires_at = now() - interval '1 second' WHERE id = $1", [expired.refreshTokenId]);
+    const deadline = Date.now() + 10_000;
+    while ((await server.database.query('SELECT 1 FROM auth_refresh_tokens WHERE id = $1', [expired.refreshTokenId])).length > 0) {
+      if (Date.now() > deadline) throw new Error('the expired refresh token was not deleted');
+      await sleep(200);
+    }
+    expect(await server.database.query('SELECT 1 FROM auth_refresh_tokens WHERE id = $1', [live.refreshTokenId])).toHaveLength(1);
   });
 
   it('refuses the refresh tokens of a disabled user', async () => {

@@ -81,10 +81,23 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   };
 }
 
+/** Every AUTH_CLEANUP_INTERVAL_SECONDS until shutdown, expired refresh tokens and tickets go. */
+function sweepExpired(tokens: SessionTokens, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
+  const timer = setInterval(() => {
+    tokens.deleteExpired().catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
+  }, config.auth.cleanupIntervalSeconds * 1000);
+  timer.unref();
+  shutdown.addEventListener('abort', () => clearInterval(timer), { once: true });
+}
+
 /** Sessions and the authentication service under /auth (spec 2, Nhost-compatible). */
 export const authModule: PlinthModule<AuthServices> = {
   name: 'auth',
   resolvers: [AuthResolver],
-  create: (platform) => createAuthServices(platform),
+  create: (platform) => {
+    const services = createAuthServices(platform);
+    sweepExpired(services.tokens, platform);
+    return services;
+  },
   routes: (app, services) => authRoutes(app, services),
 };

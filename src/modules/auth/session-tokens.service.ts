@@ -180,6 +180,15 @@ export class SessionTokens {
     await manager.query('UPDATE auth_refresh_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [userId]);
   }
 
+  /**
+   * Deletes what can no longer be used: expired refresh tokens (rotated ones are kept until then,
+   * for reuse detection) and expired tickets. Idempotent, so every process may run it.
+   */
+  async deleteExpired(): Promise<void> {
+    await this.dataSource.query('DELETE FROM auth_refresh_tokens WHERE expires_at < now()');
+    await this.dataSource.query('DELETE FROM auth_tickets WHERE expires_at < now()');
+  }
+
   private async session(user: UserRow, refreshToken: string, refreshTokenId: string): Promise<AuthSession> {
     return {
       accessToken: await this.accessToken(user),
