@@ -2,7 +2,7 @@ import { loadConfig } from '../../src/config';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, jwtHeader, jwtPayload, type AuthErrorBody } from '../support/auth';
 import { postGraphQL } from '../support/graphql';
-import { CLAIMS_NAMESPACE, JWT_KEY, startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 
 interface Session {
@@ -104,6 +104,12 @@ describe('access tokens', () => {
     expectAuthError(await authCall(server.url, 'GET', '/user', undefined, bearer(expired)), 'unauthenticated-user');
     expectAuthError(await authCall(server.url, 'GET', '/user'), 'unauthenticated-user');
     expectAuthError(await authCall(server.url, 'GET', '/user', undefined, { authorization: 'Basic abc' }), 'unauthenticated-user');
+    // The admin secret may act as a user, by a user id that must be one.
+    const asUser = (id: string) => authCall(server.url, 'GET', '/user', undefined, { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': id });
+    expect((await asUser(session.user.id)).status).toBe(200);
+    expectAuthError(await asUser('l:Rb_~3y3'), 'unauthenticated-user');
+    expectAuthError(await asUser('6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11'), 'unauthenticated-user');
+    expectAuthError(await authCall(server.url, 'GET', '/user', undefined, { 'x-gql-admin-secret': 'wrong' }), 'unauthenticated-user');
   });
 });
 

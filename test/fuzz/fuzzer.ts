@@ -93,7 +93,8 @@ function httpProblem(status: number, text: string, contentType: string | null): 
 
 async function sendHttp(connections: Agent, url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
-    const response = await fetch(url, { ...init, dispatcher: connections, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    // A redirect is the server's answer (the auth service's links): it is checked, not followed.
+    const response = await fetch(url, { ...init, redirect: 'manual', dispatcher: connections, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   } catch (error) {
     const name = (error as Error).name;

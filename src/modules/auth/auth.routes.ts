@@ -11,6 +11,7 @@ import type { AuthServices } from '.';
 export const AUTH_PREFIX = '/auth';
 
 const TAGS = ['auth'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
 const EMAIL = text(1024);
 // Long enough for any AUTH_PASSWORD_MAX_LENGTH; the service applies the configured bounds.
@@ -391,7 +392,8 @@ async function answer(reply: FastifyReply, work: () => Promise<unknown>): Promis
 function bearerUser(request: FastifyRequest, services: AuthServices): string {
   try {
     const session = resolveSession(request.headers, services.bearer);
-    if (session.userId) return session.userId;
+    // A token we signed carries a user's UUID; the admin secret may assert any text.
+    if (session.userId && UUID.test(session.userId)) return session.userId;
   } catch (error) {
     if (!(error instanceof SessionError)) throw error;
     throw new AuthError('unauthenticated-user', `User is not authenticated: ${error.message}`);
