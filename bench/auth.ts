@@ -16,7 +16,8 @@ import { positiveInteger } from './settings';
  *   server (GraphQL `{ session { role } }` with a bearer token) as the baseline;
  * - sign-in per second (POST /auth/signin/email-password) against argon2id verifications per
  *   second of the same hash in the server's process (the hash alone), which gives the share of
- *   sign-in spent in argon2 and what sign-in costs beyond it.
+ *   sign-in spent in argon2 and what sign-in costs beyond it: at BENCH_AUTH_SIGNIN_CONCURRENCY (4)
+ *   at once, and one at a time (latency, where the other requests' CPU does not count).
  *
  *   npm run bench:auth      (BENCH_SECONDS per measure, 5; BENCH_AUTH_SESSIONS, 32)
  */
@@ -115,11 +116,16 @@ async function main(): Promise<void> {
     const refresh = await during(seconds, sessions, async (loop) => {
       tokens[loop] = (await post<Session>('/auth/token', { refreshToken: tokens[loop] })).refreshToken;
     });
-    const signIn = await during(seconds, signInConcurrency, async () => {
-      await post('/auth/signin/email-password', { email, password: PASSWORD });
-    });
-    child.send({ type: 'argon2', seconds, concurrency: signInConcurrency });
-    const argon2 = await new Promise<Measure>((resolve) => child.once('message', (message: { result: Measure }) => resolve(message.result)));
+    const signInOnce = () => post('/auth/signin/email-password', { email, password: PASSWORD }).then(() => undefined);
+    const argon2In = (concurrency: number) => {
+      child.send({ type: 'argon2', seconds, concurrency });
+      return new Promise<Measure>((resolve) => child.once('message', (message: { result: Measure }) => resolve(message.result)));
+    };
+    const signIn = await during(seconds, signInConcurrency, signInOnce);
+    const argon2 = await argon2In(signInConcurrency);
+    // One at a time: what a sign-in costs beyond its hash, without the CPU the other requests take.
+    const signInSerial = await during(seconds, 1, signInOnce);
+    const argon2Serial = await argon2In(1);
 
     const line = (name: string, measure: Measure) => `${name.padEnd(58)} ${measure.perSecond.toFixed(0).padStart(7)} /s  (${measure.count} in ${measure.seconds.toFixed(1)} s)`;
     process.stdout.write(
@@ -130,8 +136,13 @@ async function main(): Promise<void> {
         `  refresh / baseline: ${(refresh.perSecond / baseline.perSecond).toFixed(2)}   (target: 2000/s or more)`,
         line('argon2id verify alone (server process, same concurrency)', argon2),
         line('POST /auth/signin/email-password', signIn),
-        `  argon2 share of sign-in: ${((signIn.perSecond / argon2.perSecond) * 100).toFixed(1)}%; ` +
+        `  throughput: argon2 share of sign-in ${((signIn.perSecond / argon2.perSecond) * 100).toFixed(1)}%, ` +
           `sign-in costs ${((argon2.perSecond / signIn.perSecond - 1) * 100).toFixed(1)}% beyond the hash (target: under 10%)`,
+        line('argon2id verify alone, one at a time', argon2Serial),
+        line('POST /auth/signin/email-password, one at a time', signInSerial),
+        `  latency: ${(1000 / signInSerial.perSecond).toFixed(1)} ms a sign-in, ${(1000 / argon2Serial.perSecond).toFixed(1)} ms its hash: ` +
+          `argon2 share ${((signInSerial.perSecond / argon2Serial.perSecond) * 100).toFixed(1)}%, ` +
+          `${((argon2Serial.perSecond / signInSerial.perSecond - 1) * 100).toFixed(1)}% beyond the hash`,
       ].join('\n') + '\n',
     );
   } finally {

@@ -293,6 +293,16 @@ describe('sign-in', () => {
     expectAuthError(await signIn('invited@example.com', PASSWORD), 'invalid-email-password');
   });
 
+  it('asks for the second factor after a mailed link too: the redirect carries an MFA ticket, not a session', async () => {
+    const session = await verifiedAccount();
+    await server.database.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [session.user.id]);
+    await authPost(server.url, '/user/password/reset', { email: session.user.email });
+    const landing = await follow(linkIn((await mailTo(session.user.email)).parsed.text, `${AUTH_URL}/verify`));
+    expect(landing.location!.searchParams.get('refreshToken')).toBeNull();
+    expect(landing.location!.searchParams.get('mfaTicket')).toMatch(/^mfaTotp:[0-9a-f-]{36}$/);
+    expect(landing.location!.searchParams.get('type')).toBe('passwordReset');
+  });
+
   it('answers an MFA ticket instead of a session when the user has a second factor on', async () => {
     const session = await verifiedAccount();
     await server.database.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [session.user.id]);

@@ -263,15 +263,18 @@ export class AuthAccounts {
     if (!(query.type in VERIFY_TYPES)) throw invalidRequest(`type must be one of ${Object.keys(VERIFY_TYPES).join(', ')}`);
     const type = query.type as VerifyType;
     try {
-      const session = await this.dataSource.transaction(async (manager) => {
+      const result = await this.dataSource.transaction(async (manager) => {
         const redeemed = await this.tickets.redeem(manager, VERIFY_TYPES[type], query.ticket);
         if (!redeemed) throw new AuthError('invalid-ticket');
         const user = await this.activeUser(manager, redeemed.userId);
+        // Every link went to the address it verifies: following it proves the mailbox.
         if (type === 'emailConfirmChange') await this.moveEmail(manager, user, redeemed.newEmail);
-        else if (type !== 'passwordReset') await manager.query('UPDATE users SET email_verified = true WHERE id = $1', [user.id]);
-        return this.tokens.start(await this.activeUser(manager, user.id), manager);
+        else await manager.query('UPDATE users SET email_verified = true WHERE id = $1', [user.id]);
+        // As any sign-in: a second factor, when on, is still asked for (the MFA ticket instead of a session).
+        return this.signIn(await this.activeUser(manager, user.id), manager);
       });
-      return withQuery(redirectTo, { refreshToken: session.refreshToken, type });
+      if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type });
+      return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type });
     } catch (error) {
       if (!(error instanceof AuthError)) throw error;
       return withQuery(redirectTo, { error: error.code, errorDescription: error.message });
@@ -321,9 +324,9 @@ export class AuthAccounts {
 
   /**
    * POST /auth/user/password: the signed-in user's new password, or the holder of a ticket's: a
-   * password-reset ticket, or an invitation's (bulkCreateUsers), which also verifies the address
-   * the invitation went to. A ticket ends every session of the account: whoever had the old
-   * password is signed out.
+   * password-reset ticket, or an invitation's (bulkCreateUsers); either also verifies the address
+   * it was mailed to. A ticket ends every session of the account: whoever had the old password is
+   * signed out.
    */
   async changePassword(newPassword: string, by: { userId: string } | { ticket: string }): Promise<void> {
     await this.checkNewPassword(newPassword);
@@ -338,12 +341,9 @@ export class AuthAccounts {
         ? (await this.tickets.redeem(manager, 'passwordReset', by.ticket))?.userId
         : await this.tickets.redeemInvitation(manager, by.ticket);
       if (!userId) throw new AuthError('invalid-ticket');
-      const invitation = !by.ticket.includes(':');
       await this.activeUser(manager, userId);
-      await manager.query(
-        `UPDATE users SET password_hash = $2, email_verified = email_verified OR $3 WHERE id = $1`,
-        [userId, passwordHash, invitation],
-      );
+      // The ticket came by mail to the account's address: holding it proves the mailbox.
+      await manager.query('UPDATE users SET password_hash = $2, email_verified = true WHERE id = $1', [userId, passwordHash]);
       await this.tokens.revokeAll(userId, manager);
     });
   }
