@@ -62,6 +62,8 @@ describe('auth rate limits', () => {
     expect(statuses.slice(0, 12).every((status) => status === 401)).toBe(true);
     expect(statuses[12]).toBe(429);
     expectTooMany(await authCall(server.url, 'GET', '/user', undefined, from('10.0.3.1')), 60);
+    // The health check stays answered.
+    expect((await authCall(server.url, 'GET', '/healthz', undefined, from('10.0.3.1'))).status).toBe(200);
   });
 
   it('have defaults at least as strict as 100/min overall, 10 per 5 min on sign-in and sign-up, 10 mails an hour', () => {

@@ -9,6 +9,7 @@ import type { AuthServices } from '.';
 
 /** Where the auth routes live on the main port (the spec's `{auth_url}` by default). */
 export const AUTH_PREFIX = '/auth';
+const HEALTH_PATH = `${AUTH_PREFIX}/healthz`;
 
 const TAGS = ['auth'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -79,7 +80,9 @@ const ERRORS = { 400: AUTH_ERROR_SCHEMA, 401: AUTH_ERROR_SCHEMA, 403: AUTH_ERROR
 export function authRoutes(app: FastifyInstance, services: AuthServices): void {
   app.register(
     async (scope) => {
-      scope.addHook('onRequest', limit(services, 'authGlobal'));
+      const global = limit(services, 'authGlobal');
+      // A proxy's health checks do not use up its address's requests.
+      scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
       registerRoutes(scope, services);
     },
     { prefix: AUTH_PREFIX },
@@ -248,6 +251,13 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
         if (!(await tokens.revoke(body.refreshToken, userId))) throw new AuthError('invalid-refresh-token');
         return 'OK';
       }),
+  });
+
+  route({
+    method: 'GET',
+    url: '/healthz',
+    schema: { tags: TAGS, summary: "The auth service's health check (Nhost's path; a proxy in front of AUTH_PORT asks it)", response: { 200: OK } },
+    handler: (_request, reply) => answer(reply, async () => 'OK'),
   });
 
   route({
