@@ -144,6 +144,16 @@ describe('sign-up and verification', () => {
     expect(again.location!.searchParams.get('refreshToken')).toBeNull();
   });
 
+  it('lets one of two simultaneous uses of a link through, never both', async () => {
+    const email = nextEmail();
+    await signUp({ email, password: PASSWORD });
+    const link = linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`);
+    const results = await Promise.all([follow(link), follow(link), follow(link)]);
+    const signedIn = results.filter((result) => result.location!.searchParams.get('refreshToken'));
+    expect(signedIn).toHaveLength(1);
+    expect(results.filter((result) => result.location!.searchParams.get('error') === 'invalid-ticket')).toHaveLength(2);
+  });
+
   it('refuses an expired verification link, and a new link voids the previous one', async () => {
     const email = nextEmail();
     await signUp({ email, password: PASSWORD });
