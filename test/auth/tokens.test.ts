@@ -292,4 +292,16 @@ describe('token settings', () => {
     expect(() => config({ AUTH_DEFAULT_ROLE: 'editor' })).toThrow(/AUTH_DEFAULT_ROLE \(editor\) must be one of AUTH_ALLOWED_ROLES/);
     expect(config({ AUTH_REFRESH_TOKEN_EXPIRES_IN: '60' }).auth.refreshTokenExpiresInMinutes).toBe(60);
   });
+
+  it('refuses bad redirect, role, hook and port settings, naming the variable', () => {
+    expect(() => config({ AUTH_CLIENT_URL: 'not a url' })).toThrow(/AUTH_CLIENT_URL must be an absolute URL/);
+    expect(() => config({ AUTH_ALLOWED_REDIRECT_URLS: 'https://ok.example.com,nope' })).toThrow(/AUTH_ALLOWED_REDIRECT_URLS must be a comma-separated list of URLs/);
+    expect(() => config({ AUTH_ALLOWED_ROLES: 'user,no spaces' })).toThrow(/AUTH_ALLOWED_ROLES must be a comma-separated list of role names/);
+    expect(() => config({ AUTH_CUSTOM_CLAIMS_WEBHOOK: 'ftp://hook.example.com' })).toThrow(/AUTH_CUSTOM_CLAIMS_WEBHOOK must be an http\(s\) URL/);
+    expect(() => config({ AUTH_PORT: '70000' })).toThrow(/AUTH_PORT must be at most 65535/);
+    expect(() => config({ AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'maybe' })).toThrow(/AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED must be true or false/);
+    const settings = config({ AUTH_CLIENT_URL: 'https://app.example.com', AUTH_ALLOWED_REDIRECT_URLS: 'https://*.example.org/cb, myapp://auth' }).auth;
+    expect(settings.allowedRedirectUrls).toEqual(['https://app.example.com', 'https://*.example.org/cb', 'myapp://auth']);
+    expect(config({}).auth.clientUrl).toBe('http://localhost:0');
+  });
 });
