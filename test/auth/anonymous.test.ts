@@ -65,6 +65,21 @@ describe('anonymous users', () => {
     expect((await authPost(server.url, '/token', { refreshToken: session.refreshToken })).status).toBe(200);
   });
 
+  it('need no body: an empty one, or none', async () => {
+    for (const init of [{ headers: { 'content-type': 'application/json' } }, {}, { headers: { 'content-type': 'application/json' }, body: '  ' }]) {
+      const response = await fetch(`${server.url}/auth/signin/anonymous`, { method: 'POST', ...init });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { session: Session }).session.user.isAnonymous).toBe(true);
+    }
+    // Elsewhere an empty body is one without its fields.
+    const empty = await fetch(`${server.url}/auth/signin/email-password`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ error: 'invalid-request', message: expect.stringContaining('email') });
+    // A body with a prototype key is refused as Fastify refuses it everywhere.
+    const poisoned = await fetch(`${server.url}/auth/signin/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"x":1}}' });
+    expect(poisoned.status).toBe(400);
+  });
+
   it('cannot change an address or password they do not have', async () => {
     const session = await anonymous();
     expect(await authPost(server.url, '/user/email/change', { newEmail: 'guest@example.com' }, bearer(session.accessToken))).toMatchObject({ status: 403, body: { error: 'forbidden-anonymous' } });

@@ -17,7 +17,7 @@ const { MemoryStorage } = require('@nhost/nhost-js/session') as typeof NhostSess
 type NhostClient = NhostJs.NhostClient;
 
 beforeAll(async () => {
-  server = await startTestServer({ ...GENEROUS_AUTH_LIMITS, AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false' });
+  server = await startTestServer({ ...GENEROUS_AUTH_LIMITS, AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false', AUTH_ANONYMOUS_USERS_ENABLED: 'true' });
 });
 afterAll(() => server.close());
 
@@ -76,6 +76,17 @@ describe('@nhost/nhost-js against Plinth', () => {
     const duplicate = await nhost.auth.signUpEmailPassword({ email: 'nhost@example.com', password: 'nhost client password' }).catch((error: unknown) => error);
     expect(duplicate).toMatchObject({ status: 409, body: { error: 'email-already-in-use' } });
     expect(nhost.getUserSession()).toBeNull();
+  });
+
+  it('signs in anonymously and upgrades the account', async () => {
+    const nhost = client();
+    const anonymous = await nhost.auth.signInAnonymous();
+    expect(anonymous.body.session!.user).toMatchObject({ isAnonymous: true, defaultRole: 'anonymous' });
+    const upgrade = await nhost.auth.deanonymizeUser({ signInMethod: 'email-password', email: 'nhost-guest@example.com', password: 'nhost guest password' });
+    expect(upgrade.body).toBe('OK');
+    nhost.clearSession();
+    const signIn = await nhost.auth.signInEmailPassword({ email: 'nhost-guest@example.com', password: 'nhost guest password' });
+    expect(signIn.body.session!.user).toMatchObject({ id: anonymous.body.session!.user!.id, isAnonymous: false, defaultRole: 'user' });
   });
 
   it('signs out of every session', async () => {

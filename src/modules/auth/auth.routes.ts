@@ -80,6 +80,14 @@ const ERRORS = { 400: AUTH_ERROR_SCHEMA, 401: AUTH_ERROR_SCHEMA, 403: AUTH_ERROR
 export function authRoutes(app: FastifyInstance, services: AuthServices): void {
   app.register(
     async (scope) => {
+      // Nhost's client sends `Content-Type: application/json` without a body where the body is
+      // optional (anonymous sign-in): an empty JSON body is read as {} here, and the schema decides.
+      const { onProtoPoisoning = 'error', onConstructorPoisoning = 'error' } = scope.initialConfig;
+      const parseJson = scope.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning);
+      scope.removeContentTypeParser('application/json');
+      scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+        (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
+      );
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
       scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
@@ -180,6 +188,10 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       description: 'The session carries the role `anonymous` only; POST /auth/user/deanonymize upgrades the account to an e-mail account.',
       body: { type: 'object', properties: { displayName: text(1024), locale: text(16), metadata: { type: 'object', additionalProperties: true } } },
       response: { 200: { type: 'object', properties: { session: SESSION_SCHEMA }, required: ['session'] }, ...ERRORS },
+    },
+    // Every field is optional: no body at all is an empty one.
+    preValidation: async (request) => {
+      request.body ??= {};
     },
     handler: (request, reply) => answer(reply, () => accounts.signInAnonymous((request.body ?? {}) as { displayName?: string })),
   });
