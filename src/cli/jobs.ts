@@ -7,6 +7,7 @@ import type { Job } from '../modules/jobs/jobs.types';
 import { JobQueue } from '../platform/job-queue';
 import { JOB_STATES } from '../platform/jobs';
 import { withDatabase } from './database';
+import { table } from './table';
 
 /** Runs `use` with the jobs admin on the configured database; no worker runs. */
 async function withJobs<T>(config: Config, use: (jobs: JobsService) => Promise<T>): Promise<T> {
@@ -27,8 +28,8 @@ function describe(job: Job): string {
   return `job ${job.id} (queue ${job.queue}) is ${job.state.toUpperCase()}`;
 }
 
-function table(jobs: Job[]): string {
-  const rows = [
+function jobsTable(jobs: Job[]): string {
+  return table([
     ['ID', 'QUEUE', 'STATE', 'RETRIES', 'CREATED', 'ERROR'],
     ...jobs.map((job) => [
       job.id,
@@ -38,9 +39,7 @@ function table(jobs: Job[]): string {
       job.createdOn.toISOString(),
       job.error ?? '',
     ]),
-  ];
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd()).join('\n');
+  ]);
 }
 
 /** `plinth jobs list|retry|cancel`: the same service as the admin GraphQL API. */
@@ -58,7 +57,7 @@ export function jobsCommand(configuration: () => Config): Command {
       const found = await withJobs(configuration(), (service) =>
         service.list({ queue: options.queue, state: options.state, first: Number(options.first) }),
       );
-      process.stdout.write(`${options.json ? JSON.stringify(found, null, 2) : table(found)}\n`);
+      process.stdout.write(`${options.json ? JSON.stringify(found, null, 2) : jobsTable(found)}\n`);
       process.exit(0);
     });
 

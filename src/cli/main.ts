@@ -12,6 +12,7 @@ import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
+import { authCommand } from './auth';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
 import { servicesCommand, startDeclaredServices } from './services';
@@ -131,6 +132,7 @@ program.addCommand(jobsCommand(configuration));
 program.addCommand(metadataCommand(configuration));
 program.addCommand(servicesCommand(configuration));
 program.addCommand(newsletterCommand(configuration));
+program.addCommand(authCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

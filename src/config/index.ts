@@ -129,6 +129,46 @@ const hexSecret = z.string().trim().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be
 
 const oneLine = nonEmpty.refine((value) => !/[\r\n]/.test(value), { error: 'must be one line' });
 
+/** A role name: letters, digits, _ and -, as in X-Gql-Role. */
+const roleName = z.string().trim().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a role name such as user' });
+
+/** AUTH_CLIENT_URL and AUTH_ALLOWED_REDIRECT_URLS entries: an absolute URL, `*` allowed for one host label. */
+const redirectBase = nonEmpty.refine(
+  (value) => {
+    const probe = value.replace(/\*/g, 'wildcard');
+    if (!URL.canParse(probe)) return false;
+    const url = new URL(probe);
+    return !url.username && !url.password && !url.hash && url.host !== '';
+  },
+  { error: 'must be an absolute URL such as https://app.example.com (a * stands for one host label)' },
+);
+
+/**
+ * AUTH_JWT_SECRET: the signing key, as a raw key of 32 bytes or more or as the engine's JSON
+ * object (HS256, HS384 or HS512). Unset: the key of GQL_GRAPHQL_JWT_SECRET.
+ */
+const authJwtSecret = z
+  .string()
+  .transform((text, ctx): { type?: 'HS256' | 'HS384' | 'HS512'; key: string; claims_namespace?: string } => {
+    if (!text.trimStart().startsWith('{')) {
+      if (Buffer.byteLength(text) < 32) ctx.addIssue({ code: 'custom', message: 'must be at least 32 bytes' });
+      return { key: text };
+    }
+    const parsed = jwtSecretSchema.safeParse(text);
+    if (!parsed.success) {
+      ctx.addIssue({ code: 'custom', message: `must be a key of 32+ bytes or a JSON object such as {"type":"HS256","key":"..."}: ${parsed.error.issues[0].message}` });
+      return z.NEVER;
+    }
+    const { type, key } = parsed.data;
+    // Only a namespace the object names itself replaces the engine's.
+    const { claims_namespace } = JSON.parse(text) as { claims_namespace?: string };
+    if (type !== 'HS256' && type !== 'HS384' && type !== 'HS512') {
+      ctx.addIssue({ code: 'custom', message: 'type must be HS256, HS384 or HS512: the auth service signs with a shared secret' });
+      return z.NEVER;
+    }
+    return { type, key, claims_namespace };
+  });
+
 /** Every environment variable Plinth reads, with its default and its validation. */
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -173,6 +213,56 @@ const environmentSchema = z.object({
   AUTH_PASSWORD_MAX_LENGTH: integer(8, 4096).default(256),
   AUTH_INVITATION_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400),
   ACTIONS_BULK_CREATE_MAX_USERS: integer(1, 100_000).default(1000),
+
+  // The authentication service (/auth): tokens, sign-up and sign-in, tickets, redirects, roles.
+  AUTH_JWT_SECRET: authJwtSecret.optional(),
+  AUTH_ACCESS_TOKEN_EXPIRES_IN: integer(10, 7 * 86_400).optional(),
+  AUTH_TOKEN_EXPIRY_SECONDS: integer(10, 7 * 86_400).optional(),
+  AUTH_REFRESH_TOKEN_EXPIRES_IN: integer(1, 10 * 525_600).default(43_200),
+  AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS: integer(0, 300).default(5),
+  AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: boolean.default(true),
+  AUTH_DISABLE_SIGNUP: boolean.default(false),
+  AUTH_PASSWORD_HIBP_ENABLED: boolean.default(false),
+  AUTH_PASSWORD_HIBP_API_URL: baseUrl.default('https://api.pwnedpasswords.com'),
+  AUTH_PASSWORD_HIBP_TIMEOUT_MS: integer(100, 60_000).default(3_000),
+  AUTH_ANONYMOUS_USERS_ENABLED: boolean.default(false),
+  AUTH_GRAVATAR_ENABLED: boolean.default(true),
+  AUTH_GRAVATAR_DEFAULT: z.enum(['404', 'mp', 'identicon', 'monsterid', 'wavatar', 'retro', 'robohash', 'blank']).default('blank'),
+  AUTH_GRAVATAR_RATING: z.enum(['g', 'pg', 'r', 'x']).default('g'),
+  AUTH_CLIENT_URL: redirectBase.optional(),
+  AUTH_ALLOWED_REDIRECT_URLS: z
+    .string()
+    .transform((value) => value.split(',').map((entry) => entry.trim()).filter(Boolean))
+    .refine((entries) => entries.every((entry) => redirectBase.safeParse(entry).success), {
+      error: 'must be a comma-separated list of URLs such as https://app.example.com,https://*.example.com/callback',
+    })
+    .optional(),
+  AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED: boolean.default(false),
+  AUTH_DEFAULT_ROLE: roleName.default('user'),
+  AUTH_ALLOWED_ROLES: z
+    .string()
+    .default('user,me')
+    .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+    .refine((roles) => roles.length > 0 && roles.every((role) => roleName.safeParse(role).success), {
+      error: 'must be a comma-separated list of role names such as user,me,premium',
+    }),
+  AUTH_CUSTOM_CLAIMS_WEBHOOK: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  AUTH_CUSTOM_CLAIMS_WEBHOOK_TIMEOUT_MS: integer(50, 60_000).default(2_000),
+  AUTH_PORT: integer(1, 65535).optional(),
+  AUTH_TICKET_VERIFY_EMAIL_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400),
+  AUTH_TICKET_PASSWORD_RESET_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600),
+  AUTH_TICKET_EMAIL_CHANGE_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600),
+  AUTH_TICKET_PASSWORDLESS_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600),
+  AUTH_TICKET_MFA_TTL_SECONDS: integer(30, 86_400).default(300),
+  AUTH_CLEANUP_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  AUTH_RATE_LIMIT_GLOBAL_BURST: integer(1, 1_000_000).default(100),
+  AUTH_RATE_LIMIT_GLOBAL_INTERVAL_SECONDS: integer(1, 86_400).default(60),
+  AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: integer(1, 1_000_000).default(10),
+  AUTH_RATE_LIMIT_BRUTE_FORCE_INTERVAL_SECONDS: integer(1, 86_400).default(300),
+  AUTH_RATE_LIMIT_SIGNUPS_BURST: integer(1, 1_000_000).default(10),
+  AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS: integer(1, 86_400).default(300),
+  AUTH_RATE_LIMIT_EMAIL_BURST: integer(1, 1_000_000).default(10),
+  AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
 
   SMTP_HOST: nonEmpty.optional(),
   SMTP_PORT: integer(1, 65535).default(587),
@@ -377,6 +467,32 @@ export interface Config {
     serverUrl: string;
     /** How long an invitation link (bulkCreateUsers with send_invitations) stays valid. */
     invitationTtlSeconds: number;
+    /** AUTH_JWT_SECRET; unset: the engine's GQL_GRAPHQL_JWT_SECRET signs (one secret for both sides). */
+    jwtSecret: { type?: 'HS256' | 'HS384' | 'HS512'; key: string; claims_namespace?: string } | undefined;
+    accessTokenExpiresInSeconds: number;
+    refreshTokenExpiresInMinutes: number;
+    /** A rotated refresh token presented again within this many seconds is a client's retry, not a theft. */
+    refreshTokenReuseGraceSeconds: number;
+    emailVerifiedRequired: boolean;
+    signupDisabled: boolean;
+    hibp: { enabled: boolean; apiUrl: string; timeoutMs: number };
+    anonymousUsersEnabled: boolean;
+    gravatar: { enabled: boolean; default: string; rating: string };
+    /** AUTH_CLIENT_URL: the app; the default redirect target. */
+    clientUrl: string;
+    /** AUTH_CLIENT_URL and AUTH_ALLOWED_REDIRECT_URLS: where redirectTo may point. */
+    allowedRedirectUrls: string[];
+    passwordlessEmailEnabled: boolean;
+    defaultRole: string;
+    allowedRoles: string[];
+    customClaimsWebhook: { url: string; timeoutMs: number } | undefined;
+    /** AUTH_PORT: the auth routes also listen here, on 127.0.0.1 (spec 2 §1.4). */
+    port: number | undefined;
+    /** Lifetime of each kind of single-use ticket, in seconds. */
+    ticketTtlSeconds: { verifyEmail: number; passwordReset: number; emailChange: number; passwordless: number; mfa: number };
+    /** How often each process deletes expired refresh tokens and tickets. */
+    cleanupIntervalSeconds: number;
+    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email', { points: number; durationSeconds: number }>;
   };
   actions: {
     /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
@@ -614,6 +730,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.AUTH_PASSWORD_MAX_LENGTH < values.AUTH_PASSWORD_MIN_LENGTH) {
     problems.push('AUTH_PASSWORD_MAX_LENGTH must not be below AUTH_PASSWORD_MIN_LENGTH');
   }
+  if (
+    values.AUTH_ACCESS_TOKEN_EXPIRES_IN !== undefined &&
+    values.AUTH_TOKEN_EXPIRY_SECONDS !== undefined &&
+    values.AUTH_ACCESS_TOKEN_EXPIRES_IN !== values.AUTH_TOKEN_EXPIRY_SECONDS
+  ) {
+    problems.push('AUTH_ACCESS_TOKEN_EXPIRES_IN and AUTH_TOKEN_EXPIRY_SECONDS (its alias) must not differ; set one');
+  }
+  if (!values.AUTH_ALLOWED_ROLES.includes(values.AUTH_DEFAULT_ROLE)) {
+    problems.push(`AUTH_DEFAULT_ROLE (${values.AUTH_DEFAULT_ROLE}) must be one of AUTH_ALLOWED_ROLES`);
+  }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
   }
@@ -667,6 +793,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       passwordMaxLength: values.AUTH_PASSWORD_MAX_LENGTH,
       serverUrl: values.AUTH_SERVER_URL ?? `${publicUrl}/auth`,
       invitationTtlSeconds: values.AUTH_INVITATION_TTL_SECONDS,
+      jwtSecret: values.AUTH_JWT_SECRET,
+      accessTokenExpiresInSeconds: values.AUTH_ACCESS_TOKEN_EXPIRES_IN ?? values.AUTH_TOKEN_EXPIRY_SECONDS ?? 900,
+      refreshTokenExpiresInMinutes: values.AUTH_REFRESH_TOKEN_EXPIRES_IN,
+      refreshTokenReuseGraceSeconds: values.AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS,
+      emailVerifiedRequired: values.AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED,
+      signupDisabled: values.AUTH_DISABLE_SIGNUP,
+      hibp: { enabled: values.AUTH_PASSWORD_HIBP_ENABLED, apiUrl: values.AUTH_PASSWORD_HIBP_API_URL, timeoutMs: values.AUTH_PASSWORD_HIBP_TIMEOUT_MS },
+      anonymousUsersEnabled: values.AUTH_ANONYMOUS_USERS_ENABLED,
+      gravatar: { enabled: values.AUTH_GRAVATAR_ENABLED, default: values.AUTH_GRAVATAR_DEFAULT, rating: values.AUTH_GRAVATAR_RATING },
+      clientUrl: values.AUTH_CLIENT_URL ?? publicUrl,
+      allowedRedirectUrls: [values.AUTH_CLIENT_URL ?? publicUrl, ...(values.AUTH_ALLOWED_REDIRECT_URLS ?? [])],
+      passwordlessEmailEnabled: values.AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED,
+      defaultRole: values.AUTH_DEFAULT_ROLE,
+      allowedRoles: values.AUTH_ALLOWED_ROLES,
+      customClaimsWebhook: values.AUTH_CUSTOM_CLAIMS_WEBHOOK
+        ? { url: values.AUTH_CUSTOM_CLAIMS_WEBHOOK, timeoutMs: values.AUTH_CUSTOM_CLAIMS_WEBHOOK_TIMEOUT_MS }
+        : undefined,
+      port: values.AUTH_PORT,
+      ticketTtlSeconds: {
+        verifyEmail: values.AUTH_TICKET_VERIFY_EMAIL_TTL_SECONDS,
+        passwordReset: values.AUTH_TICKET_PASSWORD_RESET_TTL_SECONDS,
+        emailChange: values.AUTH_TICKET_EMAIL_CHANGE_TTL_SECONDS,
+        passwordless: values.AUTH_TICKET_PASSWORDLESS_TTL_SECONDS,
+        mfa: values.AUTH_TICKET_MFA_TTL_SECONDS,
+      },
+      cleanupIntervalSeconds: values.AUTH_CLEANUP_INTERVAL_SECONDS,
+      rateLimits: {
+        global: { points: values.AUTH_RATE_LIMIT_GLOBAL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_GLOBAL_INTERVAL_SECONDS },
+        bruteForce: { points: values.AUTH_RATE_LIMIT_BRUTE_FORCE_BURST, durationSeconds: values.AUTH_RATE_LIMIT_BRUTE_FORCE_INTERVAL_SECONDS },
+        signups: { points: values.AUTH_RATE_LIMIT_SIGNUPS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS },
+        email: { points: values.AUTH_RATE_LIMIT_EMAIL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS },
+      },
     },
     actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },
     mail: {

@@ -6,10 +6,11 @@ import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type'
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
 
 /**
- * How a route reports errors: the handler envelope of spec 1 §2.3, a GraphQL response, or
- * Hasura's metadata error `{path, error, code}` (POST /v1/metadata).
+ * How a route reports errors: the handler envelope of spec 1 §2.3, a GraphQL response, Hasura's
+ * metadata error `{path, error, code}` (POST /v1/metadata), or the auth service's
+ * `{status, message, error}` (Nhost's shape, with its kebab-case codes).
  */
-export type ErrorFormat = 'envelope' | 'graphql' | 'metadata';
+export type ErrorFormat = 'envelope' | 'graphql' | 'metadata' | 'auth';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -29,6 +30,15 @@ const CODES: Record<number, string> = {
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED',
 };
+
+/** The code of the auth format for a status the framework answered (validation, size, 404, 500). */
+function authErrorCodeForStatus(status: number): string {
+  if (status === 401) return 'unauthenticated-user';
+  if (status === 404) return 'route-not-found';
+  if (status === 429) return 'too-many-requests';
+  if (status >= 500) return 'internal-server-error';
+  return 'invalid-request';
+}
 
 /** The body `sendError` answers with on REST routes (the handler envelope of spec 1 §2.3), for route schemas. */
 export const ENVELOPE_ERROR_SCHEMA = {
@@ -71,6 +81,7 @@ export function sendError(
       .type(mediaType)
       .send({ errors: [{ message, extensions: { code, ...(errors ? { errors } : {}) } }] });
   }
+  if (format === 'auth') return reply.code(status).send({ status, message, error: authErrorCodeForStatus(status) });
   return reply.code(status).send({ success: false, message, error_code: code, ...(errors ? { errors } : {}) });
 }
 

@@ -29,7 +29,7 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration' | 'actionHandlers' | 'newsletterSubscribe';
+export type RateLimitName = 'registration' | 'actionHandlers' | 'newsletterSubscribe' | 'authGlobal' | 'authBruteForce' | 'authSignups' | 'authEmail';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
@@ -39,6 +39,11 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     actionHandlers: { ...config.actionEngine.handlerRateLimit, key: 'user' },
     // Spec 3 §8: 3 subscribe attempts per client address per hour.
     newsletterSubscribe: { ...config.newsletter.subscribeRateLimit, key: 'ip' },
+    // The auth service's (AUTH_RATE_LIMIT_*), per client address as Nhost counts them.
+    authGlobal: { ...config.auth.rateLimits.global, key: 'ip' },
+    authBruteForce: { ...config.auth.rateLimits.bruteForce, key: 'ip' },
+    authSignups: { ...config.auth.rateLimits.signups, key: 'ip' },
+    authEmail: { ...config.auth.rateLimits.email, key: 'ip' },
   };
 }
 

@@ -93,8 +93,8 @@ function httpProblem(status: number, text: string, contentType: string | null): 
 
 async function sendHttp(connections: Agent, url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
-    // A redirect is the server's answer: following it would judge another host (the form proxy
-    // sends people back to PLINTH_PUBLIC_URL, which is http://localhost:0 in tests).
+    // A redirect is the server's answer (the auth service's links, the newsletter's form proxy): it
+    // is checked, not followed (it may lead to PLINTH_PUBLIC_URL, http://localhost:0 in tests).
     const response = await fetch(url, { ...init, redirect: 'manual', dispatcher: connections, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   } catch (error) {

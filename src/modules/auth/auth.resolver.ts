@@ -6,7 +6,7 @@ import type { AuthServices } from '.';
 
 @Resolver()
 export class AuthResolver {
-  constructor(private readonly services: AuthServices) {}
+  constructor(private readonly services: Pick<AuthServices, 'auth'>) {}
 
   @Authorized(EVERY_ROLE)
   @Query(() => SessionInfo, { description: "The caller's own session: a quick check of a token or of headers" })

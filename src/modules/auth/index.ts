@@ -1,14 +1,103 @@
-import type { PlinthModule } from '../../platform/module';
+import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
+import type { SessionSettings } from '../../http/session';
+import { mailDeliveryProblem } from '../../platform/mail/transport';
+import type { Platform, PlinthModule } from '../../platform/module';
+import type { RateLimits } from '../../platform/rate-limits';
+import { AuthAccounts } from './accounts.service';
 import { AuthResolver } from './auth.resolver';
+import { authRoutes } from './auth.routes';
 import { AuthService } from './auth.service';
+import { BreachedPasswords } from './breached-passwords.service';
+import { CustomClaims } from './custom-claims.service';
+import { SessionTokens } from './session-tokens.service';
+import { Tickets } from './tickets.service';
+import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
   auth: AuthService;
+  accounts: AuthAccounts;
+  tokens: SessionTokens;
+  /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
+  tickets: Tickets;
+  /** The operator commands' (plinth auth user ...). */
+  admin: UserAdministration;
+  /** How the auth routes read a bearer token: the signing secret verifies it. */
+  bearer: SessionSettings;
+  rateLimits: RateLimits;
+  /** AUTH_PORT: the auth routes also listen on 127.0.0.1 at this port. */
+  port: number | undefined;
 }
 
-/** Sessions: what a caller may learn of its own credentials. */
+/**
+ * The signing secret: AUTH_JWT_SECRET's key (and namespace, when it names one) over the engine's
+ * GQL_GRAPHQL_JWT_SECRET, so that one secret serves both sides by default. The auth service
+ * signs, so the algorithm must be an HMAC one.
+ */
+export function signingSecret(config: Config): JwtSecretConfig {
+  const engine = config.graphql.jwtSecret!;
+  const own = config.auth.jwtSecret;
+  const secret: JwtSecretConfig = own
+    ? { ...engine, type: own.type ?? (engine.type.startsWith('HS') ? engine.type : 'HS256'), key: own.key, ...(own.claims_namespace ? { claims_namespace: own.claims_namespace } : {}) }
+    : engine;
+  if (!secret.type.startsWith('HS')) {
+    throw new ConfigError([`AUTH_JWT_SECRET is required when GQL_GRAPHQL_JWT_SECRET is ${secret.type}: the auth service signs with a shared secret`]);
+  }
+  return secret;
+}
+
+/** What the auth services are built from: the platform's parts (the CLI gives the same). */
+export type AuthPlatform = Pick<Platform, 'config' | 'dataSource' | 'http' | 'mailer' | 'logger' | 'rateLimits'>;
+
+export function createAuthServices({ config, dataSource, http, mailer, logger, rateLimits }: AuthPlatform): AuthServices {
+  const log = logger.child({ module: 'auth' });
+  // Passwordless sign-in is nothing but mail: without delivery the server does not start. The
+  // other routes that mail answer disabled-endpoint instead (a production server may run
+  // without SMTP_HOST when it does not verify addresses).
+  if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
+  const canMail = mailDeliveryProblem(config) === undefined;
+  const secret = signingSecret(config);
+  const tokens = new SessionTokens(
+    dataSource,
+    {
+      secret,
+      accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
+      refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
+      reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+    },
+    new CustomClaims(http, config.auth.customClaimsWebhook, log),
+    log,
+  );
+  const tickets = new Tickets();
+  const breached = new BreachedPasswords(http, config.auth.hibp, log);
+  return {
+    auth: new AuthService(),
+    accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
+    tokens,
+    tickets,
+    admin: new UserAdministration(dataSource, tokens),
+    bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
+    rateLimits,
+    port: config.auth.port,
+  };
+}
+
+/** Every AUTH_CLEANUP_INTERVAL_SECONDS until shutdown, expired refresh tokens and tickets go. */
+function sweepExpired(tokens: SessionTokens, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
+  const timer = setInterval(() => {
+    tokens.deleteExpired().catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
+  }, config.auth.cleanupIntervalSeconds * 1000);
+  timer.unref();
+  shutdown.addEventListener('abort', () => clearInterval(timer), { once: true });
+}
+
+/** Sessions and the authentication service under /auth (spec 2, Nhost-compatible). */
 export const authModule: PlinthModule<AuthServices> = {
   name: 'auth',
   resolvers: [AuthResolver],
-  create: () => ({ auth: new AuthService() }),
+  create: (platform) => {
+    const services = createAuthServices(platform);
+    sweepExpired(services.tokens, platform);
+    return services;
+  },
+  routes: (app, services) => authRoutes(app, services),
 };

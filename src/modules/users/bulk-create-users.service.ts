@@ -9,7 +9,7 @@ import { authUrl } from '../../platform/urls';
 import { optionalText, toUserInfo, trim } from './users.service';
 import { type BulkCreateUsersOutput, CreateUserInput, type UserCreationResult } from './users.types';
 
-/** The page of the auth service where an invited user sets a password (the authentication issue builds it). */
+/** The auth service's landing of an invitation link (src/modules/auth: it leads to setting a password). */
 export const INVITATION_PATH = '/invitations/accept';
 
 export interface BulkCreateSettings {

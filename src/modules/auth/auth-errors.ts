@@ -1,0 +1,59 @@
+/**
+ * The auth service's errors: Nhost's codes, statuses and body `{status, message, error}` so that
+ * Nhost's clients read them unchanged (docs/decisions.md lists them).
+ */
+export const AUTH_ERRORS = {
+  'invalid-request': { status: 400, message: 'The request payload is incorrect' },
+  'password-too-short': { status: 400, message: 'Password is too short' },
+  'password-in-hibp-database': { status: 400, message: 'Password is too weak: it appears in a list of breached passwords' },
+  'redirectTo-not-allowed': { status: 400, message: 'The value of "options.redirectTo" is not allowed' },
+  'role-not-allowed': { status: 400, message: 'Role not allowed' },
+  'default-role-must-be-in-allowed-roles': { status: 400, message: 'Default role must be in allowed roles' },
+  'email-already-verified': { status: 400, message: "User's email is already verified" },
+  'user-not-anonymous': { status: 400, message: 'Logged in user is not anonymous' },
+  'invalid-email-password': { status: 401, message: 'Incorrect email or password' },
+  'unverified-user': { status: 401, message: 'Email is not verified' },
+  'disabled-user': { status: 401, message: 'User is disabled' },
+  'invalid-refresh-token': { status: 401, message: 'Invalid or expired refresh token' },
+  'invalid-ticket': { status: 401, message: 'Invalid or expired ticket' },
+  'unauthenticated-user': { status: 401, message: 'User is not authenticated' },
+  'forbidden-anonymous': { status: 403, message: 'Forbidden, user is anonymous' },
+  'signup-disabled': { status: 403, message: 'Sign up is disabled' },
+  'disabled-endpoint': { status: 409, message: 'This endpoint is disabled' },
+  'email-already-in-use': { status: 409, message: 'Email already in use' },
+  'too-many-requests': { status: 429, message: 'Too many requests' },
+  'internal-server-error': { status: 500, message: 'Internal server error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type AuthErrorCode = keyof typeof AUTH_ERRORS;
+
+/** An answer of the auth service other than success; routes send it as `{status, message, error}`. */
+export class AuthError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: AuthErrorCode,
+    message: string = AUTH_ERRORS[code].message,
+  ) {
+    super(message);
+    this.name = 'AuthError';
+    this.status = AUTH_ERRORS[code].status;
+  }
+
+  toJSON(): { status: number; message: string; error: AuthErrorCode } {
+    return { status: this.status, message: this.message, error: this.code };
+  }
+}
+
+/** An invalid field of a request: 400 invalid-request naming it. */
+export const invalidRequest = (message: string) => new AuthError('invalid-request', message);
+
+/** The JSON schema of that body, for route schemas and the API reference. */
+export const AUTH_ERROR_SCHEMA = {
+  type: 'object',
+  properties: {
+    status: { type: 'integer' },
+    message: { type: 'string' },
+    error: { type: 'string' },
+  },
+  required: ['status', 'message', 'error'],
+} as const;

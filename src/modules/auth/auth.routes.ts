@@ -1,0 +1,440 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { requires } from '../../http/security-schemes';
+import { resolveSession, SessionError } from '../../http/session';
+import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
+import type { DeanonymizeInput, SignUpInput } from './accounts.service';
+import { AUTH_ERROR_SCHEMA, AuthError, invalidRequest } from './auth-errors';
+import { serveOnAuthPort } from './auth-port';
+import type { AuthServices } from '.';
+
+/** Where the auth routes live on the main port (the spec's `{auth_url}` by default). */
+export const AUTH_PREFIX = '/auth';
+const HEALTH_PATH = `${AUTH_PREFIX}/healthz`;
+
+const TAGS = ['auth'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
+const EMAIL = text(1024);
+// Long enough for any AUTH_PASSWORD_MAX_LENGTH; the service applies the configured bounds.
+const PASSWORD = text(16_384);
+const REDIRECT_TO = text(4096);
+const TICKET = text(512);
+const OPTIONS_REDIRECT = { type: 'object', properties: { redirectTo: REDIRECT_TO } } as const;
+
+const SIGN_UP_OPTIONS = {
+  type: 'object',
+  properties: {
+    displayName: text(1024),
+    locale: text(16),
+    defaultRole: text(64),
+    allowedRoles: { type: 'array', maxItems: 64, items: text(64) },
+    metadata: { type: 'object', additionalProperties: true },
+    redirectTo: REDIRECT_TO,
+  },
+} as const;
+
+const USER_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    createdAt: { type: 'string', format: 'date-time' },
+    displayName: { type: 'string' },
+    avatarUrl: { type: 'string' },
+    locale: { type: 'string' },
+    email: { type: ['string', 'null'] },
+    isAnonymous: { type: 'boolean' },
+    defaultRole: { type: 'string' },
+    roles: { type: 'array', items: { type: 'string' } },
+    metadata: { type: 'object', additionalProperties: true },
+    emailVerified: { type: 'boolean' },
+    phoneNumber: { type: ['string', 'null'] },
+    phoneNumberVerified: { type: 'boolean' },
+    activeMfaType: { type: ['string', 'null'] },
+  },
+  required: ['id', 'createdAt', 'displayName', 'avatarUrl', 'locale', 'email', 'isAnonymous', 'defaultRole', 'roles', 'metadata', 'emailVerified', 'phoneNumber', 'phoneNumberVerified', 'activeMfaType'],
+} as const;
+
+const SESSION_SCHEMA = {
+  type: 'object',
+  properties: {
+    accessToken: { type: 'string', description: 'JWT, signed HS256 with AUTH_JWT_SECRET' },
+    accessTokenExpiresIn: { type: 'integer', description: 'Seconds' },
+    refreshToken: { type: 'string', format: 'uuid' },
+    refreshTokenId: { type: 'string', format: 'uuid' },
+    user: USER_SCHEMA,
+  },
+  required: ['accessToken', 'accessTokenExpiresIn', 'refreshToken', 'refreshTokenId', 'user'],
+} as const;
+
+const NULLABLE_SESSION = { ...SESSION_SCHEMA, type: ['object', 'null'] } as const;
+const OK = { type: 'string', const: 'OK', description: 'Done' } as const;
+const REDIRECT = { description: 'Redirect to redirectTo', type: 'null' } as const;
+const ERRORS = { 400: AUTH_ERROR_SCHEMA, 401: AUTH_ERROR_SCHEMA, 403: AUTH_ERROR_SCHEMA, 409: AUTH_ERROR_SCHEMA, 429: AUTH_ERROR_SCHEMA };
+
+/**
+ * The authentication service's routes, Nhost's paths and bodies under /auth. Every route is
+ * limited per client address overall (AUTH_RATE_LIMIT_GLOBAL_*); sign-in, verification and
+ * ticket routes also by the brute-force limit, sign-up by its own, and routes that send mail by
+ * the mail limit. Errors are `{status, message, error}` with Nhost's codes.
+ */
+export function authRoutes(app: FastifyInstance, services: AuthServices): void {
+  app.register(
+    async (scope) => {
+      // Nhost's client sends `Content-Type: application/json` without a body where the body is
+      // optional (anonymous sign-in): an empty JSON body is read as {} here, and the schema decides.
+      const { onProtoPoisoning = 'error', onConstructorPoisoning = 'error' } = scope.initialConfig;
+      const parseJson = scope.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning);
+      scope.removeContentTypeParser('application/json');
+      scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+        (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
+      );
+      const global = limit(services, 'authGlobal');
+      // A proxy's health checks do not use up its address's requests.
+      scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
+      registerRoutes(scope, services);
+    },
+    { prefix: AUTH_PREFIX },
+  );
+  serveOnAuthPort(app, AUTH_PREFIX, () => services.port);
+}
+
+function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
+  const { accounts, tokens } = services;
+  const route = (options: RouteOptions & { limits?: RateLimitName[] }) => {
+    const { limits = [], ...rest } = options;
+    scope.route({ ...rest, config: { ...rest.config, errorFormat: 'auth' }, onRequest: limits.map((name) => limit(services, name)) });
+  };
+
+  route({
+    method: 'POST',
+    url: '/signup/email-password',
+    limits: ['authSignups', 'authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: 'Sign up with an e-mail address and a password',
+      description: 'With AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED (the default) a verification mail is sent and `session` is null until the link is followed.',
+      body: {
+        type: 'object',
+        required: ['email', 'password'],
+        properties: {
+          email: EMAIL,
+          password: PASSWORD,
+          options: SIGN_UP_OPTIONS,
+        },
+      },
+      response: { 200: { type: 'object', properties: { session: NULLABLE_SESSION }, required: ['session'] }, ...ERRORS },
+    },
+    handler: (request, reply) => answer(reply, () => accounts.signUpEmailPassword(request.body as SignUpInput)),
+  });
+
+  route({
+    method: 'POST',
+    url: '/signin/email-password',
+    limits: ['authBruteForce'],
+    schema: {
+      tags: TAGS,
+      summary: 'Sign in with an e-mail address and a password',
+      description: 'Answers a session, or `mfa.ticket` when the user has a second factor on.',
+      body: { type: 'object', required: ['email', 'password'], properties: { email: EMAIL, password: PASSWORD } },
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            session: NULLABLE_SESSION,
+            mfa: { type: ['object', 'null'], properties: { ticket: { type: 'string' } }, required: ['ticket'] },
+          },
+          required: ['session', 'mfa'],
+        },
+        ...ERRORS,
+      },
+    },
+    handler: (request, reply) => {
+      const { email, password } = request.body as { email: string; password: string };
+      return answer(reply, () => accounts.signInEmailPassword(email, password));
+    },
+  });
+
+  const passwordless = {
+    tags: TAGS,
+    description:
+      'With AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED: mails (template magic-link) a link to `{auth_url}/verify?ticket=otp:<id>&type=signinPasswordless&redirectTo=<URL>`, which signs the user in. A new address gets an account unless sign-up is disabled.',
+    body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: SIGN_UP_OPTIONS } },
+    response: { 200: OK, ...ERRORS },
+  };
+  for (const [url, summary] of [
+    ['/signin/passwordless/email', 'Sign in with a link mailed to the address'],
+    ['/signin/magic-link', 'Sign in with a magic link (the same as /signin/passwordless/email)'],
+  ]) {
+    route({
+      method: 'POST',
+      url,
+      limits: ['authBruteForce', 'authEmail'],
+      schema: { ...passwordless, summary },
+      handler: (request, reply) =>
+        answer(reply, async () => {
+          await accounts.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
+          return 'OK';
+        }),
+    });
+  }
+
+  route({
+    method: 'POST',
+    url: '/signin/anonymous',
+    limits: ['authSignups'],
+    schema: {
+      tags: TAGS,
+      summary: 'Sign in anonymously: a new account without an address (AUTH_ANONYMOUS_USERS_ENABLED)',
+      description: 'The session carries the role `anonymous` only; POST /auth/user/deanonymize upgrades the account to an e-mail account.',
+      body: { type: 'object', properties: { displayName: text(1024), locale: text(16), metadata: { type: 'object', additionalProperties: true } } },
+      response: { 200: { type: 'object', properties: { session: SESSION_SCHEMA }, required: ['session'] }, ...ERRORS },
+    },
+    // Every field is optional: no body at all is an empty one.
+    preValidation: async (request) => {
+      request.body ??= {};
+    },
+    handler: (request, reply) => answer(reply, () => accounts.signInAnonymous((request.body ?? {}) as { displayName?: string })),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/deanonymize',
+    limits: ['authSignups', 'authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: 'Upgrade the signed-in anonymous account to an e-mail account',
+      description:
+        'With a password (`signInMethod: email-password`; a verification mail when addresses must be verified) or a mailed sign-in link (`passwordless`). Every anonymous session ends: the user signs in again.',
+      security: requires('bearerAuth'),
+      body: {
+        type: 'object',
+        required: ['signInMethod', 'email'],
+        properties: {
+          signInMethod: { type: 'string', enum: ['email-password', 'passwordless'] },
+          email: EMAIL,
+          password: PASSWORD,
+          connection: text(256),
+          options: SIGN_UP_OPTIONS,
+        },
+      },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        await accounts.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
+        return 'OK';
+      }),
+  });
+
+  route({
+    method: 'POST',
+    url: '/token',
+    schema: {
+      tags: TAGS,
+      summary: 'Refresh the session',
+      description: 'Rotates the refresh token: the one presented stops working. Presenting a rotated token again revokes its whole session.',
+      body: { type: 'object', required: ['refreshToken'], properties: { refreshToken: text(512) } },
+      response: { 200: SESSION_SCHEMA, ...ERRORS },
+    },
+    handler: (request, reply) => answer(reply, () => tokens.refresh((request.body as { refreshToken: string }).refreshToken)),
+  });
+
+  route({
+    method: 'POST',
+    url: '/signout',
+    schema: {
+      tags: TAGS,
+      summary: 'Sign out: one session, or every session of the user',
+      description: '`{refreshToken}` revokes that session; `{all: true}` (bearer token required) revokes every session of the user.',
+      security: [...requires('bearerAuth'), {}],
+      body: { type: 'object', properties: { refreshToken: text(512), all: { type: 'boolean' } } },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const body = request.body as { refreshToken?: string; all?: boolean };
+        const userId = request.headers.authorization !== undefined ? bearerUser(request, services) : null;
+        if (body.all === true) {
+          if (!userId) throw new AuthError('unauthenticated-user', 'Signing out of every session needs the bearer token');
+          await tokens.revokeAll(userId);
+          return 'OK';
+        }
+        if (!body.refreshToken) throw invalidRequest('refreshToken is required unless all is true');
+        if (!(await tokens.revoke(body.refreshToken, userId))) throw new AuthError('invalid-refresh-token');
+        return 'OK';
+      }),
+  });
+
+  route({
+    method: 'GET',
+    url: '/healthz',
+    schema: { tags: TAGS, summary: "The auth service's health check (Nhost's path; a proxy in front of AUTH_PORT asks it)", response: { 200: OK } },
+    handler: (_request, reply) => answer(reply, async () => 'OK'),
+  });
+
+  route({
+    method: 'GET',
+    url: '/user',
+    schema: { tags: TAGS, summary: 'The signed-in user', security: requires('bearerAuth'), response: { 200: USER_SCHEMA, ...ERRORS } },
+    handler: (request, reply) => answer(reply, () => accounts.user(bearerUser(request, services))),
+  });
+
+  route({
+    method: 'GET',
+    url: '/verify',
+    limits: ['authBruteForce'],
+    schema: {
+      tags: TAGS,
+      summary: 'Follow a mailed link: verify an address, confirm an e-mail change, sign in without a password, or start a password reset',
+      description:
+        'Redirects to `redirectTo` with `refreshToken` and `type` added to its query (keeping its own), or with `error` and `errorDescription` when the ticket is invalid, used or expired.',
+      querystring: {
+        type: 'object',
+        required: ['ticket', 'type'],
+        properties: {
+          ticket: TICKET,
+          type: { type: 'string', enum: ['emailVerify', 'emailConfirmChange', 'signinPasswordless', 'passwordReset'] },
+          redirectTo: REDIRECT_TO,
+        },
+      },
+      response: { 302: REDIRECT, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => reply.redirect(await accounts.verify(request.query as { ticket: string; type: string; redirectTo?: string }), 302)),
+  });
+
+  route({
+    method: 'GET',
+    url: '/invitations/accept',
+    limits: ['authBruteForce'],
+    schema: {
+      tags: TAGS,
+      summary: 'Follow an invitation link',
+      description:
+        'Redirects to AUTH_CLIENT_URL with `ticket` and `type=invite` in the query; the app then sets the password with POST /auth/user/password `{newPassword, ticket}`. The ticket is not used up here.',
+      querystring: { type: 'object', required: ['ticket'], properties: { ticket: TICKET } },
+      response: { 302: REDIRECT, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => reply.redirect(await accounts.invitationLanding((request.query as { ticket: string }).ticket), 302)),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/email/send-verification-email',
+    limits: ['authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: 'Send the verification mail again',
+      body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: OPTIONS_REDIRECT } },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
+        await accounts.sendVerificationEmail(email, options?.redirectTo);
+        return 'OK';
+      }),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/password/reset',
+    limits: ['authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: 'Mail a password-reset link',
+      description: 'Answers OK whether or not the address has an account.',
+      body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: OPTIONS_REDIRECT } },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
+        await accounts.sendPasswordReset(email, options?.redirectTo);
+        return 'OK';
+      }),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/password',
+    limits: ['authBruteForce'],
+    schema: {
+      tags: TAGS,
+      summary: 'Set a new password',
+      description:
+        'With the bearer token of the signed-in user, or with a `ticket`: a password-reset ticket, or the ticket of an invitation (which also verifies the address). A ticket ends every session of the account.',
+      security: [...requires('bearerAuth'), {}],
+      body: { type: 'object', required: ['newPassword'], properties: { newPassword: PASSWORD, ticket: TICKET } },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
+        await accounts.changePassword(newPassword, ticket ? { ticket } : { userId: bearerUser(request, services) });
+        return 'OK';
+      }),
+  });
+
+  route({
+    method: 'POST',
+    url: '/user/email/change',
+    limits: ['authEmail'],
+    schema: {
+      tags: TAGS,
+      summary: "Change the signed-in user's e-mail address",
+      description: 'Mails a confirmation link to the new address; the address changes when it is followed.',
+      security: requires('bearerAuth'),
+      body: { type: 'object', required: ['newEmail'], properties: { newEmail: EMAIL, options: OPTIONS_REDIRECT } },
+      response: { 200: OK, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
+        await accounts.changeEmail(bearerUser(request, services), newEmail, options?.redirectTo);
+        return 'OK';
+      }),
+  });
+}
+
+/** Sends a service's result, or its AuthError as `{status, message, error}`; other errors go to the error handler (a masked 500). */
+async function answer(reply: FastifyReply, work: () => Promise<unknown>): Promise<unknown> {
+  try {
+    const result = await work();
+    // Nhost answers "OK" as a JSON string, which its clients parse; Fastify would send a bare string as text.
+    return typeof result === 'string' ? reply.type('application/json; charset=utf-8').send(JSON.stringify(result)) : result;
+  } catch (error) {
+    if (error instanceof AuthError) return reply.code(error.status).send(error.toJSON());
+    throw error;
+  }
+}
+
+/** The user id of the request's bearer token (verified with the signing secret), or 401 unauthenticated-user. */
+function bearerUser(request: FastifyRequest, services: AuthServices): string {
+  try {
+    const session = resolveSession(request.headers, services.bearer);
+    // A token we signed carries a user's UUID; the admin secret may assert any text.
+    if (session.userId && UUID.test(session.userId)) return session.userId;
+  } catch (error) {
+    if (!(error instanceof SessionError)) throw error;
+    throw new AuthError('unauthenticated-user', `User is not authenticated: ${error.message}`);
+  }
+  throw new AuthError('unauthenticated-user');
+}
+
+/** A hook taking one point of a named limit per client address; 429 too-many-requests with Retry-After past it. */
+function limit(services: AuthServices, name: RateLimitName) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    try {
+      await services.rateLimits.get(name).consume({ ip: request.ip });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof RateLimitExceeded)) throw error;
+      return reply
+        .code(429)
+        .header('retry-after', String(error.retryAfterSeconds))
+        .send(new AuthError('too-many-requests', error.message).toJSON());
+    }
+  };
+}

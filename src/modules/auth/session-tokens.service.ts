@@ -1,0 +1,201 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
+import type { Logger } from 'pino';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { JwtSecretConfig } from '../../config';
+import { AuthError } from './auth-errors';
+import { queryRows } from './query-rows';
+import { toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
+import type { ClaimValue, CustomClaims } from './custom-claims.service';
+
+/** What sign-in, sign-up and refresh answer (spec 2 §2.1, Nhost's session). */
+export interface AuthSession {
+  accessToken: string;
+  accessTokenExpiresIn: number;
+  refreshToken: string;
+  refreshTokenId: string;
+  user: AuthUser;
+}
+
+export interface TokenSettings {
+  /** The signing secret and the engine's claim namespace (HS256/384/512). */
+  secret: JwtSecretConfig;
+  accessTokenExpiresInSeconds: number;
+  refreshTokenExpiresInMinutes: number;
+  reuseGraceSeconds: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** SHA-256 of a refresh token or ticket: what the database keeps instead of it. */
+export const secretHash = (secret: string): Buffer => createHash('sha256').update(secret).digest();
+
+/** A refresh token row as the diagnosis of a failed rotation reads it. */
+interface TokenState {
+  family_id: string;
+  user_id: string;
+  rotated: boolean;
+  revoked: boolean;
+  live: boolean;
+  in_grace: boolean;
+  family_revoked: boolean;
+}
+
+/**
+ * Access tokens (JWT, signed with AUTH_JWT_SECRET under the engine's claim namespace) and
+ * sessions (refresh tokens: random UUIDs kept as SHA-256 hashes, one family per sign-in).
+ * Refreshing rotates: the presented token stops working at once. A token presented again after
+ * its rotation is a stolen copy or a replay, so its whole family is revoked (reuse detection),
+ * unless it comes within AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS, a client's concurrent retry.
+ */
+export class SessionTokens {
+  private readonly sign: (payload: Record<string, unknown>) => string;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly settings: TokenSettings,
+    private readonly customClaims: CustomClaims,
+    private readonly logger: Logger,
+  ) {
+    const { secret } = settings;
+    this.sign = createSigner({
+      key: secret.key,
+      algorithm: secret.type,
+      // fast-jwt sets iat, and exp from it (milliseconds here, seconds in the token).
+      expiresIn: settings.accessTokenExpiresInSeconds * 1000,
+      ...(secret.issuer ? { iss: secret.issuer } : {}),
+      ...(secret.audience ? { aud: secret.audience } : {}),
+    });
+  }
+
+  /** A signed access token for the user (spec 2 §2.2). */
+  async accessToken(user: UserRow): Promise<string> {
+    const standard: Record<string, ClaimValue> = {
+      'x-gql-allowed-roles': user.allowed_roles,
+      'x-gql-default-role': user.default_role,
+      'x-gql-user-id': user.id,
+      'x-gql-source-account-id': user.source_account_id,
+    };
+    const extra = await this.customClaims.claimsFor(user, standard);
+    const claims: Record<string, ClaimValue> = {};
+    for (const [name, value] of Object.entries({ ...standard, ...extra })) {
+      if (value !== null) claims[name] = value;
+    }
+    const { claims_namespace: namespace, claims_format: format } = this.settings.secret;
+    return this.sign({
+      sub: user.id,
+      [namespace]: format === 'stringified_json' ? JSON.stringify(claims) : claims,
+    });
+  }
+
+  /**
+   * A new session (a new family) for the user, written with `manager` when given (a
+   * transaction); the user's last_seen is set in the same statement.
+   */
+  async start(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<AuthSession> {
+    const refreshToken = randomUUID();
+    const [row] = (await manager.query(
+      `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
+       INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+       VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`,
+      [secretHash(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
+    )) as { id: string }[];
+    return this.session(user, refreshToken, row.id);
+  }
+
+  /** POST /auth/token: a new session for a valid refresh token, which stops working. */
+  async refresh(refreshToken: string): Promise<AuthSession> {
+    if (!UUID.test(refreshToken)) throw new AuthError('invalid-refresh-token');
+    const hash = secretHash(refreshToken);
+    const next = randomUUID();
+    // One round trip: rotate the presented token, read its user (active only), insert the next.
+    const rows = (await this.dataSource.query(
+      `WITH old AS (
+         UPDATE auth_refresh_tokens SET rotated_at = now()
+         WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+         RETURNING family_id, user_id
+       ), account AS (
+         SELECT ${USER_COLUMNS} FROM users
+         WHERE id = (SELECT user_id FROM old) AND NOT disabled AND deleted_at IS NULL
+       ), fresh AS (
+         INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+         SELECT $2, old.family_id, old.user_id, now() + make_interval(mins => $3) FROM old
+         WHERE EXISTS (SELECT 1 FROM account)
+         RETURNING id
+       )
+       SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`,
+      [hash, secretHash(next), this.settings.refreshTokenExpiresInMinutes],
+    )) as (UserRow & { refresh_token_id: string })[];
+    if (rows.length === 1) return this.session(rows[0], next, rows[0].refresh_token_id);
+    return this.refreshRotated(hash, next);
+  }
+
+  /** The presented token was not a live, unrotated one: a retry within the grace window, reuse, or nothing. */
+  private async refreshRotated(hash: Buffer, next: string): Promise<AuthSession> {
+    const [state] = (await this.dataSource.query(
+      `SELECT t.family_id, t.user_id, t.rotated_at IS NOT NULL AS rotated, t.revoked_at IS NOT NULL AS revoked,
+              t.expires_at > now() AS live, now() - t.rotated_at <= make_interval(secs => $2) AS in_grace,
+              EXISTS (SELECT 1 FROM auth_refresh_tokens f WHERE f.family_id = t.family_id AND f.revoked_at IS NOT NULL) AS family_revoked
+       FROM auth_refresh_tokens t WHERE t.token_hash = $1`,
+      [hash, this.settings.reuseGraceSeconds],
+    )) as TokenState[];
+    if (!state || state.revoked || state.family_revoked || !state.live || !state.rotated) throw new AuthError('invalid-refresh-token');
+    if (!state.in_grace) {
+      await this.dataSource.query('UPDATE auth_refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [state.family_id]);
+      this.logger.warn({ userId: state.user_id, familyId: state.family_id }, 'a rotated refresh token was presented again: its session is revoked');
+      throw new AuthError('invalid-refresh-token');
+    }
+    // A concurrent retry: the family gets one more token; the one already issued stays valid.
+    const [user] = (await this.dataSource.query(
+      `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND NOT disabled AND deleted_at IS NULL`,
+      [state.user_id],
+    )) as UserRow[];
+    if (!user) throw new AuthError('invalid-refresh-token');
+    const [row] = (await this.dataSource.query(
+      `INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+       VALUES ($1, $2, $3, now() + make_interval(mins => $4)) RETURNING id`,
+      [secretHash(next), state.family_id, user.id, this.settings.refreshTokenExpiresInMinutes],
+    )) as { id: string }[];
+    return this.session(user, next, row.id);
+  }
+
+  /**
+   * Revokes the session (the family) of a refresh token, if it belongs to `userId` when given.
+   * Returns false when no such session is known.
+   */
+  async revoke(refreshToken: string, userId: string | null): Promise<boolean> {
+    if (!UUID.test(refreshToken)) return false;
+    const rows = await queryRows(
+      this.dataSource.manager,
+      `WITH target AS (SELECT family_id FROM auth_refresh_tokens WHERE token_hash = $1 AND ($2::uuid IS NULL OR user_id = $2))
+       UPDATE auth_refresh_tokens SET revoked_at = coalesce(revoked_at, now())
+       WHERE family_id = (SELECT family_id FROM target) RETURNING id`,
+      [secretHash(refreshToken), userId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Revokes every session of the user. */
+  async revokeAll(userId: string, manager: EntityManager = this.dataSource.manager): Promise<void> {
+    await manager.query('UPDATE auth_refresh_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [userId]);
+  }
+
+  /**
+   * Deletes what can no longer be used: expired refresh tokens (rotated ones are kept until then,
+   * for reuse detection) and expired tickets. Idempotent, so every process may run it.
+   */
+  async deleteExpired(): Promise<void> {
+    await this.dataSource.query('DELETE FROM auth_refresh_tokens WHERE expires_at < now()');
+    await this.dataSource.query('DELETE FROM auth_tickets WHERE expires_at < now()');
+  }
+
+  private async session(user: UserRow, refreshToken: string, refreshTokenId: string): Promise<AuthSession> {
+    return {
+      accessToken: await this.accessToken(user),
+      accessTokenExpiresIn: this.settings.accessTokenExpiresInSeconds,
+      refreshToken,
+      refreshTokenId,
+      user: toAuthUser(user),
+    };
+  }
+}
