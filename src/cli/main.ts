@@ -11,6 +11,7 @@ import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
+import { errorsCommand } from './errors';
 import { jobsCommand } from './jobs';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
@@ -110,6 +111,7 @@ program
 
 registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
+program.addCommand(errorsCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

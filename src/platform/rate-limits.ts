@@ -29,12 +29,15 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration';
+export type RateLimitName = 'registration' | 'errorIngest' | 'errorApi';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
     // Spec 1 §8: the reference handler allows 5 registrations per 60 seconds per user.
     registration: { ...config.rateLimit.registration, key: 'user' },
+    // Spec 2 §8: events per DSN key, and management calls per secret key, per minute.
+    errorIngest: { points: config.errors.ingestPerMinute, durationSeconds: 60, key: 'token' },
+    errorApi: { points: config.errors.apiPerMinute, durationSeconds: 60, key: 'token' },
   };
 }
 

@@ -101,7 +101,7 @@ describe('the OpenAPI document at /api-docs', () => {
 
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
     const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'health', 'docs']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'errors', 'health', 'docs']);
     expect(byTag('actions').sort()).toEqual(['post /actions/bulk-create-users', 'post /actions/register-user']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
     expect(byTag('docs').sort()).toEqual(['get /api-docs', 'get /docs']);
@@ -287,7 +287,7 @@ describe('the API_DOCS_* settings', () => {
   });
 
   it('API_DOCS_HIDE_ENDPOINTS leaves out every path under its prefixes', async () => {
-    const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health' }));
+    const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/api' }));
     expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz']);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['health', 'docs']);
     // Routes stay served: only the spec leaves them out.
@@ -344,7 +344,7 @@ describe('plugins and custom services', () => {
       responses: { default: { description: 'Answered by the reports plugin' } },
     });
     expect(spec.paths['/reports'].post.tags).toEqual(['reports']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'health', 'docs', 'invoices', 'reports']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'errors', 'health', 'docs', 'invoices', 'reports']);
 
     const invoice = spec.paths['/invoices/{id}'];
     expect(invoice.servers).toEqual([{ url: 'http://invoices:4000', description: 'CS_1 (invoices)' }]);

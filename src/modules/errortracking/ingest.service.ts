@@ -1,0 +1,251 @@
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { EventPublisher } from '../../graphql/pubsub';
+import type { NormalizedEvent } from './event';
+import { rows } from './sql';
+
+export const ERROR_RECEIVED = 'ERROR_RECEIVED';
+
+/** What errorReceived subscribers get: the error as it is after the batch that touched it. */
+export interface ReceivedError {
+  id: string;
+  projectId: number;
+  message: string;
+  level: string;
+  status: string;
+  occurrenceCount: number;
+  firstSeen: string;
+  lastSeen: string;
+}
+
+interface Pending {
+  projectId: number;
+  event: NormalizedEvent;
+  done: { resolve(): void; reject(error: unknown): void };
+}
+
+interface GroupRow {
+  id: string;
+  project_id: number;
+  message: string;
+  level: string;
+  status: string;
+  occurrence_count: string;
+  first_seen: Date;
+  last_seen: Date;
+}
+
+/** PostgreSQL's deadlock and serialization failures: the batch is retried. */
+const RETRYABLE = new Set(['40P01', '40001']);
+const MAX_ATTEMPTS = 3;
+
+/**
+ * Writes events in batches (group commit): a request's events wait for the batch they join, and
+ * the request is answered once that batch is committed, so nothing acknowledged can be lost. At
+ * low load a batch is one request's events; under load, whatever arrived while the previous
+ * batch was being written, up to `maxBatch`.
+ *
+ * A batch costs one statement when its errors and releases are known to this process (the
+ * events' insert, which skips event ids seen before, and the errors' update, together), and up
+ * to two more otherwise (new errors and releases are created first).
+ */
+export class IngestService {
+  private queue: Pending[] = [];
+  private flushing = false;
+  /** `<project>:<fingerprint hex>` -> the error row its events go to (rows are never deleted). */
+  private readonly groups = new LRUCache<string, string>({ max: 100_000 });
+  private readonly releases = new LRUCache<string, true>({ max: 10_000 });
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly pubSub: EventPublisher,
+    private readonly maxBatch: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Resolves once every event is committed (or was stored before under its id). */
+  submit(projectId: number, events: NormalizedEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    const waits = events.map(
+      (event) => new Promise<void>((resolve, reject) => this.queue.push({ projectId, event, done: { resolve, reject } })),
+    );
+    this.kick();
+    return Promise.all(waits).then(() => undefined);
+  }
+
+  private kick(): void {
+    if (this.flushing || this.queue.length === 0) return;
+    this.flushing = true;
+    // The events of requests parsed in this turn of the event loop join the batch.
+    setImmediate(() => void this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue.splice(0, this.maxBatch);
+    try {
+      const received = await this.writeWithRetry(batch);
+      for (const item of batch) item.done.resolve();
+      this.publish(received);
+    } catch (error) {
+      this.logger.error({ err: error, events: batch.length }, 'could not store a batch of error events');
+      for (const item of batch) item.done.reject(error);
+    } finally {
+      this.flushing = false;
+      this.kick();
+    }
+  }
+
+  private async writeWithRetry(batch: Pending[]): Promise<GroupRow[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.write(batch);
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= MAX_ATTEMPTS || !code || !RETRYABLE.has(code)) throw error;
+      }
+    }
+  }
+
+  private groupKey(projectId: number, fingerprint: Buffer): string {
+    return `${projectId}:${fingerprint.toString('hex')}`;
+  }
+
+  /** Creates the errors and releases this process does not know yet. */
+  private async prepare(batch: Pending[]): Promise<void> {
+    const newReleases = new Map<string, [number, string]>();
+    const unknownGroups = new Map<string, Pending>();
+    for (const item of batch) {
+      const release = item.event.release;
+      if (release !== null) {
+        const key = `${item.projectId}:${release}`;
+        if (!this.releases.has(key)) newReleases.set(key, [item.projectId, release]);
+      }
+      const key = this.groupKey(item.projectId, item.event.fingerprint);
+      if (!this.groups.has(key) && !unknownGroups.has(key)) unknownGroups.set(key, item);
+    }
+    if (newReleases.size > 0) {
+      const list = [...newReleases.values()];
+      await this.dataSource.query(
+        `INSERT INTO error_releases (project_id, version) SELECT * FROM unnest($1::int[], $2::text[]) ON CONFLICT DO NOTHING`,
+        [list.map(([project]) => project), list.map(([, version]) => version)],
+      );
+      for (const key of newReleases.keys()) this.releases.set(key, true);
+    }
+    if (unknownGroups.size === 0) return;
+    const items = [...unknownGroups.values()];
+    const parameters = [
+      items.map((item) => item.projectId),
+      items.map((item) => item.event.fingerprint),
+      items.map((item) => item.event.type),
+      items.map((item) => item.event.message),
+      items.map((item) => item.event.level),
+      items.map((item) => item.event.occurredAt),
+    ];
+    // A new error starts with no events; the batch's statement counts them in.
+    const found = await rows<{ id: string; project_id: number; fingerprint: Buffer }>(
+      this.dataSource,
+      `WITH input AS (
+         SELECT * FROM unnest($1::int[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+           AS t (project_id, fingerprint, type, message, level, seen)
+       ), created AS (
+         INSERT INTO error_groups (project_id, fingerprint, type, message, level, first_seen, last_seen)
+         SELECT project_id, fingerprint, type, message, level, seen, seen FROM input
+         ON CONFLICT (project_id, fingerprint) DO NOTHING
+         RETURNING id, project_id, fingerprint
+       )
+       SELECT id, project_id, fingerprint FROM created
+       UNION ALL
+       SELECT g.id, g.project_id, g.fingerprint FROM error_groups g JOIN input i USING (project_id, fingerprint)`,
+      parameters,
+    );
+    for (const row of found) this.groups.set(this.groupKey(row.project_id, row.fingerprint), String(row.id));
+    const missing = items.filter((item) => !this.groups.has(this.groupKey(item.projectId, item.event.fingerprint)));
+    if (missing.length === 0) return;
+    // Created by another process while the statement above ran: visible to a new statement.
+    const late = await rows<{ id: string; project_id: number; fingerprint: Buffer }>(
+      this.dataSource,
+      `SELECT g.id, g.project_id, g.fingerprint FROM error_groups g
+       JOIN unnest($1::int[], $2::bytea[]) AS i (project_id, fingerprint) USING (project_id, fingerprint)`,
+      [missing.map((item) => item.projectId), missing.map((item) => item.event.fingerprint)],
+    );
+    for (const row of late) this.groups.set(this.groupKey(row.project_id, row.fingerprint), String(row.id));
+  }
+
+  private async write(batch: Pending[]): Promise<GroupRow[]> {
+    await this.prepare(batch);
+    const seen = new Set<string>();
+    const unique = batch.filter((item) => {
+      const key = `${item.projectId}:${item.event.eventId}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    const events = unique.map((item) => item.event);
+    // One statement: the events (an id stored before is skipped), then their errors' counts,
+    // times, latest event and level; a resolved error seen again in a newer release (or, when
+    // resolved without one, at all) reopens.
+    return rows<GroupRow>(
+      this.dataSource,
+      `WITH input AS (
+         SELECT * FROM unnest($1::int[], $2::uuid[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
+           AS t (project_id, event_id, group_row, occurred_at, level, message, environment, release, frames)
+       ), inserted AS (
+         INSERT INTO error_events (project_id, event_id, group_id, occurred_at, level, message, environment, release, frames)
+         SELECT i.project_id, i.event_id, COALESCE(g.merged_into_id, g.id), i.occurred_at, i.level, i.message, i.environment, i.release, i.frames
+         FROM input i JOIN error_groups g ON g.id = i.group_row
+         ON CONFLICT (project_id, event_id) DO NOTHING
+         RETURNING project_id, event_id, group_id, occurred_at, level, message, release
+       ), counted AS (
+         SELECT e.group_id, count(*) AS n, min(e.occurred_at) AS first_seen, max(e.occurred_at) AS last_seen,
+           (array_agg(e.event_id ORDER BY e.occurred_at DESC))[1] AS last_event_id,
+           (array_agg(e.level ORDER BY e.occurred_at DESC))[1] AS level,
+           (array_agg(e.message ORDER BY e.occurred_at DESC))[1] AS message,
+           (array_agg(e.release ORDER BY e.occurred_at DESC) FILTER (WHERE e.release IS NOT NULL))[1] AS release,
+           max(r.first_seen) AS newest_release
+         FROM inserted e LEFT JOIN error_releases r ON r.project_id = e.project_id AND r.version = e.release
+         GROUP BY e.group_id
+       )
+       UPDATE error_groups g SET
+         occurrence_count = g.occurrence_count + c.n,
+         first_seen = CASE WHEN g.occurrence_count = 0 THEN c.first_seen ELSE LEAST(g.first_seen, c.first_seen) END,
+         last_seen = CASE WHEN g.occurrence_count = 0 THEN c.last_seen ELSE GREATEST(g.last_seen, c.last_seen) END,
+         last_event_id = CASE WHEN g.last_event_id IS NULL OR c.last_seen >= g.last_seen THEN c.last_event_id ELSE g.last_event_id END,
+         level = CASE WHEN g.occurrence_count = 0 OR c.last_seen >= g.last_seen THEN c.level ELSE g.level END,
+         message = CASE WHEN g.occurrence_count = 0 OR c.last_seen >= g.last_seen THEN c.message ELSE g.message END,
+         last_release = COALESCE(c.release, g.last_release),
+         status = CASE WHEN g.status = 'resolved' AND (g.resolved_release IS NULL OR c.newest_release > (
+             SELECT first_seen FROM error_releases WHERE project_id = g.project_id AND version = g.resolved_release))
+           THEN 'unresolved' ELSE g.status END
+       FROM counted c WHERE g.id = c.group_id
+       RETURNING g.id, g.project_id, g.message, g.level, g.status, g.occurrence_count, g.first_seen, g.last_seen`,
+      [
+        unique.map((item) => item.projectId),
+        events.map((event) => event.eventId),
+        unique.map((item) => this.groups.get(this.groupKey(item.projectId, item.event.fingerprint))),
+        events.map((event) => event.occurredAt),
+        events.map((event) => event.level),
+        events.map((event) => event.message),
+        events.map((event) => event.environment),
+        events.map((event) => event.release),
+        events.map((event) => JSON.stringify(event.frames)),
+      ],
+    );
+  }
+
+  /** One errorReceived message per error a batch touched (after the commit). */
+  private publish(received: GroupRow[]): void {
+    for (const row of received) {
+      this.pubSub.publish(ERROR_RECEIVED, {
+        id: String(row.id),
+        projectId: row.project_id,
+        message: row.message,
+        level: row.level,
+        status: row.status,
+        occurrenceCount: Number(row.occurrence_count),
+        firstSeen: row.first_seen.toISOString(),
+        lastSeen: row.last_seen.toISOString(),
+      } satisfies ReceivedError);
+    }
+  }
+}
