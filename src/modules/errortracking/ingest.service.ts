@@ -11,7 +11,11 @@ export const ERROR_RECEIVED = 'ERROR_RECEIVED';
 export interface ReceivedError {
   id: string;
   projectId: number;
+  service: string;
   message: string;
+  type: string | null;
+  lastEventId: string | null;
+  release: string | null;
   level: string;
   status: string;
   occurrenceCount: number;
@@ -28,7 +32,11 @@ interface Pending {
 interface GroupRow {
   id: string;
   project_id: number;
+  service: string;
   message: string;
+  type: string | null;
+  last_event_id: string | null;
+  last_release: string | null;
   level: string;
   status: string;
   occurrence_count: string;
@@ -218,7 +226,8 @@ export class IngestService {
              SELECT first_seen FROM error_releases WHERE project_id = g.project_id AND version = g.resolved_release))
            THEN 'unresolved' ELSE g.status END
        FROM counted c WHERE g.id = c.group_id
-       RETURNING g.id, g.project_id, g.message, g.level, g.status, g.occurrence_count, g.first_seen, g.last_seen`,
+       RETURNING g.id, g.project_id, g.message, g.type, g.level, g.status, g.occurrence_count, g.first_seen, g.last_seen,
+         g.last_event_id, g.last_release, (SELECT service FROM error_projects WHERE id = g.project_id) AS service`,
       [
         unique.map((item) => item.projectId),
         events.map((event) => event.eventId),
@@ -239,7 +248,11 @@ export class IngestService {
       this.pubSub.publish(ERROR_RECEIVED, {
         id: String(row.id),
         projectId: row.project_id,
+        service: row.service,
         message: row.message,
+        type: row.type,
+        lastEventId: row.last_event_id,
+        release: row.last_release,
         level: row.level,
         status: row.status,
         occurrenceCount: Number(row.occurrence_count),
