@@ -79,12 +79,13 @@ export class CreateErrorTracking1796100000000 implements MigrationInterface {
     await queryRunner.query(`
       CREATE TABLE slos (
         id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+        number bigserial UNIQUE,
         project_id integer NOT NULL REFERENCES error_projects (id) ON DELETE CASCADE,
         name text NOT NULL,
         service text NOT NULL,
         target_percentage double precision NOT NULL CHECK (target_percentage > 0 AND target_percentage < 100),
-        window_days integer NOT NULL DEFAULT 30,
-        error_budget_alert_threshold double precision NOT NULL DEFAULT 0.25,
+        window_days integer NOT NULL DEFAULT 30 CHECK (window_days BETWEEN 1 AND 90),
+        error_budget_alert_threshold double precision NOT NULL DEFAULT 0.25 CHECK (error_budget_alert_threshold BETWEEN 0 AND 1),
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
@@ -106,6 +107,7 @@ export class CreateErrorTracking1796100000000 implements MigrationInterface {
         assignee_email text,
         alert_count integer NOT NULL DEFAULT 0,
         alert_types text[] NOT NULL DEFAULT '{}',
+        last_alert_at timestamptz,
         created_at timestamptz NOT NULL DEFAULT now(),
         created_by text NOT NULL,
         updated_at timestamptz NOT NULL DEFAULT now(),

@@ -21,6 +21,7 @@ import { Metrics } from './platform/metrics';
 import { ModuleServices, type AnyModule, type Platform } from './platform/module';
 import { createOutboundHttp } from './platform/outbound-http';
 import { createRateLimits } from './platform/rate-limits';
+import { RequestOutcomes } from './platform/request-outcomes';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -136,6 +137,14 @@ export async function startServer(
       (await jobs.countsByQueueAndState()).map(({ queue, state, count }) => ({ labels: { queue, state }, value: count })),
     );
     const rateLimits = createRateLimits(config, dataSource, logger);
+    const requestOutcomes = new RequestOutcomes(
+      (sql, parameters) => dataSource.query(sql, parameters),
+      config.requestOutcomesFlushMs,
+      logger.child({ component: 'request-outcomes' }),
+    );
+    requestOutcomes.start();
+    // Written once more after the HTTP server has stopped (cleanup runs in reverse).
+    cleanup.push(() => requestOutcomes.close());
     const platform: Platform = {
       config,
       dataSource,
@@ -144,6 +153,7 @@ export async function startServer(
       jobs,
       metrics,
       rateLimits,
+      requestOutcomes,
       http,
       mailer: mail.mailer,
       shutdown: shutdown.signal,
@@ -195,7 +205,7 @@ export async function startServer(
  * `plinth build` builds it too, with stand-ins for the database and the services (src/apidocs/build.ts).
  */
 export function buildApiApp(
-  { config, logger, dataSource, metrics, rateLimits }: Platform,
+  { config, logger, dataSource, metrics, rateLimits, requestOutcomes }: Platform,
   schema: GraphQLSchema,
   modules: readonly AnyModule[],
   services: ModuleServices,
@@ -232,6 +242,7 @@ export function buildApiApp(
     metricsAccess: config.metrics,
     trustProxy: config.trustProxy,
     rateLimits,
+    requestOutcomes,
     apiDocs,
     actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
     routes: (routesApp) => {

@@ -134,10 +134,36 @@ const INGEST_RESPONSES = {
  * Event ingestion: Plinth's own route and Sentry's, so that unmodified SDKs report here. Bodies
  * are read as bytes (Sentry's SDKs send envelopes without a content type, often gzipped).
  */
-export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServices, maxEventBytes: number, limiter: () => RateLimiter): void {
+export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServices, limiter: () => RateLimiter): void {
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxEventBytes }, (_request, body, done) => done(null, body));
+    // Read here rather than by Fastify, whose body limit is fixed when routes are registered.
+    scope.addContentTypeParser('*', (request, payload, done) => {
+      const limit = services.maxEventBytes;
+      const tooLarge = () =>
+        Object.assign(new Error(`the body is larger than ERRORS_MAX_EVENT_BYTES (${limit} bytes)`), { statusCode: 413 });
+      if (Number(request.headers['content-length']) > limit) return done(tooLarge());
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let finished = false;
+      const finish = (error: Error | null, body?: Buffer) => {
+        if (finished) return;
+        finished = true;
+        done(error, body);
+      };
+      payload.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limit) {
+          payload.removeAllListeners('data');
+          payload.resume();
+          return finish(tooLarge());
+        }
+        chunks.push(chunk);
+      });
+      payload.on('end', () => finish(null, Buffer.concat(chunks, size)));
+      payload.on('error', (error) => finish(error));
+    });
+    const maxEventBytes = () => services.maxEventBytes;
 
     /** Authenticates, limits and stores `events` for the key; answers the request on refusal and returns false. */
     const admit = async (reply: FastifyReply, key: string | undefined, projectId: number | null, count: number): Promise<number | false> => {
@@ -186,7 +212,7 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
     const storeOne = async (request: FastifyRequest, reply: FastifyReply, key: string | undefined, projectId: number | null) => {
       const project = await admit(reply, key, projectId, 1);
       if (project === false) return reply;
-      const event = parseJsonEvent(await decodedBody(request, maxEventBytes));
+      const event = parseJsonEvent(await decodedBody(request, maxEventBytes()));
       await services.ingest.submit(project, [event]);
       return event.eventId.replace(/-/g, '');
     };
@@ -264,7 +290,7 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
       },
       handler: (request, reply) =>
         handle(reply, async () => {
-          const envelope = parseEnvelope(await decodedBody(request, maxEventBytes));
+          const envelope = parseEnvelope(await decodedBody(request, maxEventBytes()));
           const fromDsn = keyFromDsn(envelope.header.dsn);
           const key = sentryKey(request) ?? fromDsn?.key;
           const eventItems = envelope.items.filter((item) => item.type === EVENT_ITEM_TYPE);
