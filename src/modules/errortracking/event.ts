@@ -113,10 +113,18 @@ function frameOf(value: unknown, path: string): StoredFrame {
   const module = optionalString(value, 'module', `${path}.`, 512);
   const inApp = value.in_app;
   if (inApp !== undefined && inApp !== null && typeof inApp !== 'boolean') throw new InvalidEvent(`${path}.in_app must be a boolean`);
-  let source = optionalString(value, 'source', `${path}.`, MAX_SOURCE);
-  if (source === null && typeof value.context_line === 'string') {
-    const lines = (key: string) => (Array.isArray(value[key]) ? (value[key] as unknown[]).filter((line) => typeof line === 'string') : []) as string[];
-    source = clean([...lines('pre_context'), value.context_line, ...lines('post_context')].join('\n'), MAX_SOURCE);
+  // SDKs mark library frames; a frame they did not mark is the application's unless it is a
+  // dependency's or the runtime's.
+  const ownCode = typeof inApp === 'boolean' ? inApp : !(filename && (/[/\\]node_modules[/\\]/.test(filename) || /^(node|internal)[:/]/.test(filename)));
+  // Source lines are kept for the application's own frames only, which is where people read
+  // them (Sentry folds library frames away): it halves what an event stores.
+  let source: string | null = null;
+  if (ownCode) {
+    source = optionalString(value, 'source', `${path}.`, MAX_SOURCE);
+    if (source === null && typeof value.context_line === 'string') {
+      const lines = (key: string) => (Array.isArray(value[key]) ? (value[key] as unknown[]).filter((line) => typeof line === 'string') : []) as string[];
+      source = clean([...lines('pre_context'), value.context_line, ...lines('post_context')].join('\n'), MAX_SOURCE);
+    }
   }
   return {
     filename,
@@ -124,9 +132,7 @@ function frameOf(value: unknown, path: string): StoredFrame {
     module,
     lineno: optionalInteger(value, 'lineno', `${path}.`),
     colno: optionalInteger(value, 'colno', `${path}.`),
-    // SDKs mark library frames; a frame they did not mark is the application's unless it is a
-    // dependency's or the runtime's.
-    inApp: typeof inApp === 'boolean' ? inApp : !(filename && (/[/\\]node_modules[/\\]/.test(filename) || /^(node|internal)[:/]/.test(filename))),
+    inApp: ownCode,
     source,
   };
 }
