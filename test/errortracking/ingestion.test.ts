@@ -1,6 +1,7 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import * as Sentry from '@sentry/node';
+import fc from 'fast-check';
 import {
   CreateErrorProjectDocument,
   CreateErrorTokenDocument,
@@ -186,6 +187,63 @@ describe('POST /api/errors/events', () => {
     const { projectId, dsnKey } = await projectWithKey(server.graphqlUrl, 'nul-text');
     expect((await sendEvent(server.url, dsnKey, { message: 'bad \u0000 byte \ud800' })).status).toBe(200);
     expect((await eventRows(projectId))[0].message).toBe('bad \uFFFD byte \uFFFD');
+  });
+
+  it('answers any event shape, however odd, with 200 or 400 and never a server error', async () => {
+    const { dsnKey, projectId } = await projectWithKey(server.graphqlUrl, 'shapes');
+    // More keys of the project, so that the per-key limit of this file's server is never reached.
+    const keys = [dsnKey];
+    while (keys.length < 12) {
+      const more = await graphql(server.graphqlUrl, CreateErrorTokenDocument, { input: { project: String(projectId), kind: 'DSN', name: `k${keys.length}` } }, ADMIN);
+      keys.push(more.body.data!.createErrorToken.token);
+    }
+    let sent = 0;
+    const anyValue = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 3 }), fc.object({ maxDepth: 2 }));
+    // Mostly a value of the right kind, sometimes anything.
+    const maybe = <T,>(valid: fc.Arbitrary<T>) => fc.oneof({ arbitrary: valid, weight: 6 }, { arbitrary: anyValue, weight: 1 });
+    const text = fc.string({ unit: 'binary', maxLength: 40 });
+    const frame = fc.record(
+      {
+        filename: maybe(text),
+        function: maybe(text),
+        lineno: maybe(fc.nat()),
+        colno: maybe(fc.nat()),
+        in_app: maybe(fc.boolean()),
+        module: maybe(text),
+        source: maybe(text),
+        context_line: maybe(text),
+        pre_context: maybe(fc.array(text, { maxLength: 3 })),
+      },
+      { requiredKeys: [] },
+    );
+    const exception = fc.record(
+      { type: maybe(text), value: maybe(text), stacktrace: maybe(fc.record({ frames: maybe(fc.array(maybe(frame), { maxLength: 4 })) })) },
+      { requiredKeys: [] },
+    );
+    const event = fc.record(
+      {
+        event_id: maybe(fc.uuid()),
+        message: maybe(fc.oneof(text, fc.record({ message: maybe(text), formatted: maybe(text) }, { requiredKeys: [] }))),
+        level: maybe(fc.constantFrom('fatal', 'error', 'warning', 'info', 'debug', 'log', 'critical')),
+        timestamp: maybe(fc.oneof(fc.date({ noInvalidDate: true }).map((date) => date.toISOString()), fc.double({ min: 0, max: 4e9, noNaN: true }))),
+        release: maybe(text),
+        environment: maybe(text),
+        fingerprint: maybe(fc.array(fc.oneof(text, fc.constant('{{ default }}')), { minLength: 1, maxLength: 3 })),
+        exception: maybe(fc.oneof(fc.record({ values: maybe(fc.array(exception, { maxLength: 3 })) }), fc.array(exception, { maxLength: 2 }))),
+      },
+      { requiredKeys: [] },
+    );
+    const statuses = new Set<number>();
+    await fc.assert(
+      fc.asyncProperty(event, async (body) => {
+        const response = await sendEvent(server.url, keys[sent++ % keys.length], body);
+        statuses.add(response.status);
+        return response.status === 200 || response.status === 400;
+      }),
+      { numRuns: 200, seed: 12 },
+    );
+    expect([...statuses].sort()).toEqual([200, 400]);
+    expect((await eventRows(projectId)).length).toBeGreaterThan(0);
   });
 
   it('answers 401 without a key or with a wrong one, and 403 for a secret key', async () => {
