@@ -291,10 +291,10 @@ async function ingest(server: ServerProcess, projectId: number, keys: string[], 
   };
 }
 
-/** A list view's query: every nested field, the stack traces without their source lines (sourceMap has the one that matters). */
+/** The spec's node (§2.5) with every nested field: the project, the stack trace, the source. */
 const ERRORS_QUERY = `query ($project: Int!) { errors(first: 100, filter: { project: $project }) { edges { node {
   id message severity status occurrenceCount firstSeen lastSeen service
-  project { id name slug } stackTrace { filename function module lineno colno inApp } sourceMap { filename source } } } } }`;
+  project { id name slug } stackTrace sourceMap { filename source } } } } }`;
 
 async function timed(run: () => Promise<void>, count: number): Promise<number> {
   if (count === 0) return Number.NaN;

@@ -167,9 +167,17 @@ describe('the errors connection', () => {
         expect(nodes).toHaveLength(first);
         for (const node of nodes) {
           expect(node.project).toMatchObject({ id: projectId, slug: 'dataloader' });
-          expect(node.stackTrace).toHaveLength(3);
-          expect(node.stackTrace[2]).toMatchObject({ filename: '/app/src/checkout.js', function: expect.stringMatching(/^handler\d+$/), lineno: 12, inApp: true });
-          expect(node.stackTrace[0].inApp).toBe(false);
+          expect(node.frames).toHaveLength(3);
+          expect(node.frames[2]).toMatchObject({ filename: '/app/src/checkout.js', function: expect.stringMatching(/^handler\d+$/), lineno: 12, inApp: true });
+          expect(node.frames[0].inApp).toBe(false);
+          expect(node.stackTrace).toBe(
+            [
+              'TypeError: boom',
+              `    at ${node.frames[2].function} (/app/src/checkout.js:12:9)`,
+              '    at route (/app/src/server.js:40:5)',
+              '    at handle (/app/node_modules/express/lib/router.js:10:3)',
+            ].join('\n'),
+          );
           expect(node.sourceMap).toEqual({ filename: '/app/src/checkout.js', source: 'card.charge()' });
         }
         return statements;

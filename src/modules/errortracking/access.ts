@@ -1,5 +1,4 @@
 import { GraphQLError } from 'graphql';
-import type { GraphQLContext } from '../../graphql/context';
 import type { Session } from '../../http/session';
 import { ADMIN_ROLE } from '../../http/session';
 import { ErrorTrackingProblem } from './problems';
@@ -46,5 +45,3 @@ export async function withCodes<T>(call: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
-
-export type { GraphQLContext };

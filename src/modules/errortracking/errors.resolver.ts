@@ -8,6 +8,17 @@ import { ERROR_RECEIVED, type ReceivedError } from './ingest.service';
 import { loadersOf } from './loaders';
 import { ErrorProject } from './projects.types';
 
+/** `Type: value` and the frames innermost first, each as `    at function (file:line:column)`. */
+export function printStack(title: string, frames: readonly StackFrame[]): string {
+  const lines = [title];
+  for (let index = frames.length - 1; index >= 0; index--) {
+    const frame = frames[index];
+    const where = [frame.filename ?? frame.module ?? '<unknown>', frame.lineno, frame.colno].filter((part) => part !== null).join(':');
+    lines.push(frame.function ? `    at ${frame.function} (${where})` : `    at ${where}`);
+  }
+  return lines.join('\n');
+}
+
 export function errorNode(record: ErrorRecord): ErrorNode {
   return {
     id: record.id,
@@ -132,8 +143,18 @@ export class ErrorsResolver {
     return (await loadersOf(context, this.services).project.load(error.projectId))!.service;
   }
 
-  @FieldResolver(() => [StackFrame], { description: 'The stack trace of the latest event still kept (empty without one)' })
-  async stackTrace(@Root() error: ErrorNode, @Ctx() context: GraphQLContext): Promise<StackFrame[]> {
+  @FieldResolver(() => String, {
+    nullable: true,
+    description: 'The latest event’s stack trace as V8 prints one (the frame that raised first); null without frames or once the event is removed',
+  })
+  async stackTrace(@Root() error: ErrorNode, @Ctx() context: GraphQLContext): Promise<string | null> {
+    if (!error.latestEventKey) return null;
+    const frames = await loadersOf(context, this.services).frames.load(error.latestEventKey);
+    return frames.length === 0 ? null : printStack(error.message, frames);
+  }
+
+  @FieldResolver(() => [StackFrame], { description: 'The latest event’s frames, oldest call first (empty without one)' })
+  async frames(@Root() error: ErrorNode, @Ctx() context: GraphQLContext): Promise<StackFrame[]> {
     return error.latestEventKey ? loadersOf(context, this.services).frames.load(error.latestEventKey) : [];
   }
 

@@ -5,7 +5,6 @@ import { prefersHtml } from '../../graphql/media-type';
 import { RateLimitExceeded } from '../../platform/rate-limits';
 import { actorOf, secretKeySession } from './access';
 import type { ErrorTrackingServices } from '.';
-import type { Incident } from './incidents.service';
 import { ErrorTrackingProblem } from './problems';
 import type { TokenIdentity } from './projects.service';
 import type { Slo } from './slos.service';
@@ -117,8 +116,6 @@ const STATUS_PAGE_SCHEMA = {
   required: ['components', 'incidents'],
 } as const;
 
-const json = (incident: Incident) => incident;
-
 /** Refusals of the service as REST errors; anything else is the server's. */
 function problemReply(reply: FastifyReply, error: unknown): FastifyReply {
   if (!(error instanceof ErrorTrackingProblem)) throw error;
@@ -212,7 +209,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
       if (!identity) return reply;
       try {
         const created = await services.incidents.create(identity.projectId, request.body as Record<string, unknown>, actorOf(secretKeySession(identity.projectId, identity.tokenId)));
-        return reply.code(201).send(json(created));
+        return reply.code(201).send(created);
       } catch (error) {
         return problemReply(reply, error);
       }
