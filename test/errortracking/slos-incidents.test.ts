@@ -267,6 +267,8 @@ describe('incidents', () => {
       [{ title: 'x', severity: 'major', runbookUrl: 'javascript:alert(1)' }, 400],
       [{ title: ' ', severity: 'major' }, 400],
       [{ title: 'x', severity: 'major', service: 'no spaces please' }, 400],
+      [{ title: 'nul \u0000 inside', severity: 'major' }, 400],
+      [{ title: 'x', severity: 'major', description: 'lone \ud800 surrogate' }, 400],
     ];
     for (const [body, status] of cases) expect((await rest('POST', '/api/incidents', owner.secret, body)).status).toBe(status);
     expect((await rest('POST', '/api/incidents', null, { title: 'x', severity: 'major' })).status).toBe(401);

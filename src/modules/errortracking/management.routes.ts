@@ -185,7 +185,6 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
   });
 
   app.post('/api/incidents', {
-    config: { checksOwnText: true },
     schema: {
       tags: ['errors'],
       summary: 'Open an incident',
@@ -219,7 +218,6 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
   const sloJson = async (slo: Slo) => ({ ...slo, ...(await services.slos.figuresOf([slo])).get(slo.id)! });
 
   app.patch('/api/slos/:id', {
-    config: { checksOwnText: true },
     schema: {
       tags: ['errors'],
       summary: 'Change an SLO',
@@ -249,7 +247,6 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
   });
 
   app.post('/api/outcomes', {
-    config: { checksOwnText: true },
     schema: {
       tags: ['errors'],
       summary: 'Report good and bad events',
