@@ -20,7 +20,7 @@ import type { ChildMessage, ParentMessage } from './shared';
  *
  * 1. Sustained ingestion: autocannon posts Sentry envelopes (what @sentry/node sends: a 5 KB
  *    event with a 15-frame stack trace, breadcrumbs and contexts, 200 kinds of error, each
- *    request a new event id) over two DSN keys to Plinth, in a child process whose CPU time is
+ *    request a new event id) over two DSN keys (100 connections) to Plinth, in a child process whose CPU time is
  *    read before and after. Baseline: the same route, envelope parser and event checks, writing
  *    each event in its own transaction (upsert of the error, insert of the event) with the key
  *    looked up on every request: the straightforward design, GlitchTip's shape.
@@ -29,7 +29,7 @@ import type { ChildMessage, ParentMessage } from './shared';
  *    with the three statements Plinth's DataLoaders send.
  *
  * Settings: BENCH_DURATION (10 s a slot), BENCH_ROUNDS (3 slots each, alternating), BENCH_WARMUP (2 s),
- * BENCH_CONNECTIONS (32), BENCH_QUERIES (200),
+ * BENCH_CONNECTIONS (100: many SDK clients), BENCH_QUERIES (200),
  * BENCH_CPU_PROF (plinth or baseline: that server's CPU profile), BENCH_SKIP_QUERY=1 (ingestion only).
  * The database is plinth_bench_errors on BENCH_DATABASE_URL's server, created anew each run.
  */
@@ -335,7 +335,7 @@ async function freshDatabase(): Promise<string> {
 async function main(): Promise<void> {
   const seconds = positiveInteger('BENCH_DURATION', 10);
   const warmup = positiveInteger('BENCH_WARMUP', 2);
-  const connections = positiveInteger('BENCH_CONNECTIONS', 32);
+  const connections = positiveInteger('BENCH_CONNECTIONS', 100);
   const queries = positiveInteger('BENCH_QUERIES', 200);
   const rounds = positiveInteger('BENCH_ROUNDS', 3);
   const databaseUrl = await freshDatabase();
