@@ -210,6 +210,13 @@ describe('incidents', () => {
     const owner = await project('incidents', 'incidents-svc');
     const client = subscriptionClient(server.wsUrl, { headers: ADMIN });
     const updates = subscribe(client, IncidentUpdatedDocument);
+    // Automatic incidents of the other tests' SLOs are announced too: only this one's count.
+    const nextOf = async (id: string) => {
+      for (;;) {
+        const update = (await updates.next()).data!.incidentUpdated;
+        if (update.id === id) return update;
+      }
+    };
     try {
       await updates.ready;
       const created = await rest('POST', '/api/incidents', owner.secret, {
@@ -233,7 +240,7 @@ describe('incidents', () => {
         resolvedAt: null,
         createdBy: expect.stringMatching(/^secret key [0-9a-f]{16}$/),
       });
-      expect((await updates.next()).data!.incidentUpdated).toMatchObject({ id: incident.id, status: 'TRIGGERED' });
+      expect(await nextOf(incident.id as string)).toMatchObject({ id: incident.id, status: 'TRIGGERED' });
 
       const id = incident.id as string;
       const assigned = await graphql(server.graphqlUrl, AssignIncidentDocument, { id, assignee: { name: 'Ada', email: 'ada@example.com' } }, ADMIN);
@@ -251,7 +258,7 @@ describe('incidents', () => {
       expect((await graphql(server.graphqlUrl, AssignIncidentDocument, { id, assignee: null }, ADMIN)).body.errors![0].extensions!.code).toBe('INVALID_TRANSITION');
       // The assignment, the acknowledgement and the resolution; refused moves announce nothing.
       const states = [];
-      for (let index = 0; index < 3; index++) states.push((await updates.next()).data!.incidentUpdated.status);
+      for (let index = 0; index < 3; index++) states.push((await nextOf(id)).status);
       expect(states).toEqual(['TRIGGERED', 'ACKNOWLEDGED', 'RESOLVED']);
     } finally {
       updates.dispose();

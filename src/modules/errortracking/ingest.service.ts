@@ -47,12 +47,17 @@ interface GroupRow {
 /** PostgreSQL's deadlock and serialization failures: the batch is retried. */
 const RETRYABLE = new Set(['40P01', '40001']);
 const MAX_ATTEMPTS = 3;
+/**
+ * Two batches may be written at once: one is executed by PostgreSQL while the next is prepared
+ * and sent. They lock the errors they update in id order, so they never deadlock each other.
+ */
+const FLUSHES_IN_FLIGHT = 2;
 
 /**
  * Writes events in batches (group commit): a request's events wait for the batch they join, and
  * the request is answered once that batch is committed, so nothing acknowledged can be lost. At
- * low load a batch is one request's events; under load, whatever arrived while the previous
- * batch was being written, up to `maxBatch`.
+ * low load a batch is one request's events; under load, whatever arrived while the batches in
+ * flight were being written, up to `maxBatch`.
  *
  * A batch costs one statement when its errors and releases are known to this process (the
  * events' insert, which skips event ids seen before, and the errors' update, together), and up
@@ -60,7 +65,9 @@ const MAX_ATTEMPTS = 3;
  */
 export class IngestService {
   private queue: Pending[] = [];
-  private flushing = false;
+  /** Batches being written (at most FLUSHES_IN_FLIGHT). */
+  private inFlight = 0;
+  private scheduled = false;
   /** `<project>:<fingerprint hex>` -> the error row its events go to (rows are never deleted). */
   private readonly groups = new LRUCache<string, string>({ max: 100_000 });
   private readonly releases = new LRUCache<string, true>({ max: 10_000 });
@@ -83,10 +90,14 @@ export class IngestService {
   }
 
   private kick(): void {
-    if (this.flushing || this.queue.length === 0) return;
-    this.flushing = true;
+    if (this.scheduled || this.inFlight >= FLUSHES_IN_FLIGHT || this.queue.length === 0) return;
+    this.scheduled = true;
+    this.inFlight++;
     // The events of requests parsed in this turn of the event loop join the batch.
-    setImmediate(() => void this.flush());
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
   }
 
   private async flush(): Promise<void> {
@@ -99,7 +110,7 @@ export class IngestService {
       this.logger.error({ err: error, events: batch.length }, 'could not store a batch of error events');
       for (const item of batch) item.done.reject(error);
     } finally {
-      this.flushing = false;
+      this.inFlight--;
       this.kick();
     }
   }
@@ -203,6 +214,8 @@ export class IngestService {
          FROM input i JOIN error_groups g ON g.id = i.group_row
          ON CONFLICT (project_id, event_id) DO NOTHING
          RETURNING project_id, event_id, group_id, occurred_at, level, message, release
+       ), locked AS (
+         SELECT id FROM error_groups WHERE id IN (SELECT group_id FROM inserted) ORDER BY id FOR UPDATE
        ), counted AS (
          SELECT e.group_id, count(*) AS n, min(e.occurred_at) AS first_seen, max(e.occurred_at) AS last_seen,
            (array_agg(e.event_id ORDER BY e.occurred_at DESC))[1] AS last_event_id,
@@ -224,7 +237,7 @@ export class IngestService {
          status = CASE WHEN g.status = 'resolved' AND (g.resolved_release IS NULL OR c.newest_release > (
              SELECT first_seen FROM error_releases WHERE project_id = g.project_id AND version = g.resolved_release))
            THEN 'unresolved' ELSE g.status END
-       FROM counted c WHERE g.id = c.group_id
+       FROM counted c JOIN locked l ON l.id = c.group_id WHERE g.id = c.group_id
        RETURNING g.id, g.project_id, g.message, g.type, g.level, g.status, g.occurrence_count, g.first_seen, g.last_seen,
          g.last_event_id, g.last_release, (SELECT service FROM error_projects WHERE id = g.project_id) AS service`,
       // One JSON document for the batch: cheaper to send than arrays whose every text pg escapes.
