@@ -22,6 +22,7 @@ import { ModuleServices, type AnyModule, type Platform } from './platform/module
 import { createOutboundHttp } from './platform/outbound-http';
 import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
+import { RequestOutcomes } from './platform/request-outcomes';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -137,6 +138,14 @@ export async function startServer(
       (await jobs.countsByQueueAndState()).map(({ queue, state, count }) => ({ labels: { queue, state }, value: count })),
     );
     const rateLimits = createRateLimits(config, dataSource, logger);
+    const requestOutcomes = new RequestOutcomes(
+      (sql, parameters) => dataSource.query(sql, parameters),
+      config.requestOutcomesFlushMs,
+      logger.child({ component: 'request-outcomes' }),
+    );
+    requestOutcomes.start();
+    // Written once more after the HTTP server has stopped (cleanup runs in reverse).
+    cleanup.push(() => requestOutcomes.close());
     const platform: Platform = {
       config,
       dataSource,
@@ -145,6 +154,7 @@ export async function startServer(
       jobs,
       metrics,
       rateLimits,
+      requestOutcomes,
       http,
       mailer: mail.mailer,
       shutdown: shutdown.signal,
@@ -199,7 +209,7 @@ export async function startServer(
  * `plinth build` builds it too, with stand-ins for the database and the services (src/apidocs/build.ts).
  */
 export function buildApiApp(
-  { config, logger, dataSource, metrics, rateLimits, schema }: Platform,
+  { config, logger, dataSource, metrics, rateLimits, requestOutcomes, schema }: Platform,
   modules: readonly AnyModule[],
   services: ModuleServices,
   apiDocs = apiReferenceOptions(config),
@@ -236,6 +246,7 @@ export function buildApiApp(
     metricsAccess: config.metrics,
     trustProxy: config.trustProxy,
     rateLimits,
+    requestOutcomes,
     apiDocs,
     actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
     metadata: new MetadataApi(

@@ -8,6 +8,7 @@ import { ServedSchema } from '../graphql/served-schema';
 import { buildApiApp } from '../main';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
+import { RequestOutcomes } from '../platform/request-outcomes';
 import { ModuleServices, type AnyModule, type Platform } from '../platform/module';
 import { RateLimits, rateLimitRules } from '../platform/rate-limits';
 import { readDeclarations, shownPath } from './declarations';
@@ -97,6 +98,8 @@ export async function documentationApp(config: Config, logger: Logger, modules: 
     logger,
     metrics: new Metrics(),
     rateLimits: new RateLimits({ kind: 'memory' }, rateLimitRules(config), logger),
+    // Never started: nothing is served, so nothing is counted or written.
+    requestOutcomes: new RequestOutcomes(async () => undefined, config.requestOutcomesFlushMs, logger),
     dataSource: standIn('the database') as Platform['dataSource'],
     pubSub: standIn('the PubSub') as Platform['pubSub'],
     http: standIn('outbound HTTP') as Platform['http'],

@@ -13,6 +13,7 @@ import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { authCommand } from './auth';
+import { errorsCommand } from './errors';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
 import { servicesCommand, startDeclaredServices } from './services';
@@ -133,6 +134,7 @@ program.addCommand(metadataCommand(configuration));
 program.addCommand(servicesCommand(configuration));
 program.addCommand(newsletterCommand(configuration));
 program.addCommand(authCommand(configuration));
+program.addCommand(errorsCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

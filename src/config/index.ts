@@ -263,6 +263,17 @@ const environmentSchema = z.object({
   AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS: integer(1, 86_400).default(300),
   AUTH_RATE_LIMIT_EMAIL_BURST: integer(1, 1_000_000).default(10),
   AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  // Error tracking (spec 2 §2.5, §8).
+  ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: integer(1, 100_000_000).default(10_000),
+  ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000).default(100),
+  ERRORS_MAX_EVENT_BYTES: integer(1024, 100 * 1024 * 1024).default(1024 * 1024),
+  ERRORS_INGEST_MAX_BATCH: integer(1, 10_000).default(500),
+  ERRORS_EVENT_RETENTION_DAYS: integer(1, 3650).default(90),
+  ERRORS_MAINTENANCE_INTERVAL_SECONDS: integer(1, 86_400).default(60),
+  ERRORS_SPIKE_THRESHOLD: integer(1, 100_000_000).default(500),
+  ERRORS_SPIKE_WINDOW_MINUTES: integer(1, 1440).default(5),
+  ERRORS_STATUS_PAGE_CACHE_SECONDS: integer(0, 3600).default(5),
+  PLINTH_REQUEST_OUTCOMES_FLUSH_MS: integer(10, 600_000).default(5000),
 
   SMTP_HOST: nonEmpty.optional(),
   SMTP_PORT: integer(1, 65535).default(587),
@@ -498,6 +509,10 @@ export interface Config {
     /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
     bulkCreateMaxUsers: number;
   };
+  /** Error tracking (spec 2 §2.5, §8). */
+  errors: ErrorTrackingConfig;
+  /** How often the counts of served requests (SLO good and bad events) are written. */
+  requestOutcomesFlushMs: number;
   mail: {
     /** Unset without SMTP_HOST: mail is written to .eml files outside production, refused in it. */
     smtp: SmtpSettings | undefined;
@@ -666,6 +681,26 @@ export interface PaymentsConfig {
   };
 }
 
+export interface ErrorTrackingConfig {
+  /** Events one DSN key may send per minute (ERRORS_INGEST_RATE_LIMIT_PER_MINUTE). */
+  ingestPerMinute: number;
+  /** Management calls (REST and /api/graphql) one secret key may make per minute. */
+  apiPerMinute: number;
+  /** The largest ingestion body, as received and once decompressed. */
+  maxEventBytes: number;
+  /** The most events written in one transaction. */
+  ingestMaxBatch: number;
+  /** Events received longer ago than this are removed; errors keep their counts. */
+  eventRetentionDays: number;
+  /** How often alerts (SLO burn rates, error spikes) are evaluated and old events removed. */
+  maintenanceIntervalSeconds: number;
+  /** A project receiving this many events within the spike window opens an incident. */
+  spikeThreshold: number;
+  spikeWindowMinutes: number;
+  /** How long a status page answer is reused. */
+  statusPageCacheSeconds: number;
+}
+
 export interface SmtpSettings {
   host: string;
   port: number;
@@ -827,6 +862,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
     },
     actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },
+    errors: {
+      ingestPerMinute: values.ERRORS_INGEST_RATE_LIMIT_PER_MINUTE,
+      apiPerMinute: values.ERRORS_API_RATE_LIMIT_PER_MINUTE,
+      maxEventBytes: values.ERRORS_MAX_EVENT_BYTES,
+      ingestMaxBatch: values.ERRORS_INGEST_MAX_BATCH,
+      eventRetentionDays: values.ERRORS_EVENT_RETENTION_DAYS,
+      maintenanceIntervalSeconds: values.ERRORS_MAINTENANCE_INTERVAL_SECONDS,
+      spikeThreshold: values.ERRORS_SPIKE_THRESHOLD,
+      spikeWindowMinutes: values.ERRORS_SPIKE_WINDOW_MINUTES,
+      statusPageCacheSeconds: values.ERRORS_STATUS_PAGE_CACHE_SECONDS,
+    },
+    requestOutcomesFlushMs: values.PLINTH_REQUEST_OUTCOMES_FLUSH_MS,
     mail: {
       smtp: values.SMTP_HOST
         ? {

@@ -83,6 +83,17 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     );
   }
 
+  /**
+   * Publishes several payloads on one topic with one statement (as many NOTIFYs, in order), for
+   * publishers that announce many changes at once; large payloads still travel one by one.
+   */
+  publishMany(topic: string, payloads: readonly unknown[]): void {
+    if (payloads.length === 0) return;
+    this.sending = this.sending.then(() =>
+      this.sendMany(topic, payloads).catch((error: unknown) => this.report(error, `could not publish ${payloads.length} ${topic} events`)),
+    );
+  }
+
   subscribe(routingKey: string, topicId?: unknown): AsyncIterable<unknown> {
     const topic = topicId === undefined ? routingKey : `${routingKey}:${String(topicId)}`;
     const subscribers = this.subscribers;
@@ -112,6 +123,24 @@ export class PostgresPubSub implements PubSub, EventPublisher {
        SELECT pg_notify($1, json_build_object('topic', $2::text, 'ref', id::text)::text) FROM stored`,
       [CHANNEL, topic, JSON.stringify(payload)],
     );
+  }
+
+  private async sendMany(topic: string, payloads: readonly unknown[]): Promise<void> {
+    const inline: string[] = [];
+    for (const payload of payloads) {
+      const text = JSON.stringify({ topic, payload: payload ?? null } satisfies Envelope);
+      if (Buffer.byteLength(text) <= INLINE_LIMIT) {
+        inline.push(text);
+        continue;
+      }
+      if (inline.length > 0) await this.notifyAll(inline.splice(0));
+      await this.send(topic, payload ?? null);
+    }
+    if (inline.length > 0) await this.notifyAll(inline);
+  }
+
+  private async notifyAll(texts: string[]): Promise<void> {
+    await this.options.query('SELECT pg_notify($1, text) FROM unnest($2::text[]) WITH ORDINALITY AS t (text, n) ORDER BY n', [CHANNEL, texts]);
   }
 
   private async deliver(text: string): Promise<void> {

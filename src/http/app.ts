@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -17,6 +17,7 @@ import { isUploadRequest } from '../graphql/upload-body';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
+import { installRequestOutcomes, type RequestOutcomes } from '../platform/request-outcomes';
 import { installRawBodyParser } from '../platform/signatures';
 import type { ServedSchema } from '../graphql/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
@@ -26,7 +27,7 @@ import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
-import { resolveSession, SessionError } from './session';
+import { resolveSession, SessionError, type Session } from './session';
 
 export const GRAPHQL_PATH = '/v1/graphql';
 
@@ -34,6 +35,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The routes registered on this app, in order, as Fastify's onRoute hook saw them. */
     routeTable: readonly RouteOptions[];
+    /**
+     * Answers a GraphQL request with the one schema, as the caller's headers say or as `session`
+     * (for routes that authenticate callers their own way, such as error tracking's secret keys).
+     */
+    serveGraphQL(request: FastifyRequest, reply: FastifyReply, session?: Session): Promise<FastifyReply>;
   }
 }
 
@@ -63,6 +69,8 @@ export interface HttpAppOptions {
   metadata: MetadataApi;
   /** The API reference (/api-docs, the page, GraphiQL), when API_DOCS_ENABLED. */
   apiDocs: ApiReferenceOptions;
+  /** Good and bad requests per service, for SLOs. */
+  requestOutcomes: RequestOutcomes;
 }
 
 /**
@@ -139,6 +147,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
   installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
+  installRequestOutcomes(app, options.requestOutcomes);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
   registerHealthRoutes(app, options.dataSource);
@@ -156,11 +165,47 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const tooLargeMessage =
     `GraphQL requests are limited to ${options.bodyLimit} bytes (GQL_GRAPHQL_BODY_LIMIT); ` +
     `only an upload mutation from a signed-in caller may send up to ${uploadBodyLimit} bytes (FILES_MAX_BYTES in base64)`;
+
+  /** Answers a GraphQL request, as the caller's headers say or as `session` (a route that authenticated the caller itself). */
+  const serveGraphQL = async (request: FastifyRequest, reply: FastifyReply, session?: Session) => {
+    const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
+    const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
+    if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
+    const response = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: toGraphQLRequest(request),
+      context: async (): Promise<GraphQLContext> => {
+        try {
+          return {
+            session: session ?? resolveSession(request.headers, sessionSettings),
+            requestId: request.id,
+            logger: request.log,
+            clientIp: request.ip,
+            rateLimits,
+            idempotencyKey: request.headers['idempotency-key'],
+            requestHeaders: request.headers,
+          };
+        } catch (error) {
+          if (!(error instanceof SessionError)) throw error;
+          throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
+        }
+      },
+    });
+    for (const [name, value] of response.headers) reply.header(name, value);
+    reply.code(response.status ?? 200);
+    if (response.body.kind === 'complete') {
+      // A masked failure under HTTP 200 is still the server's: it counts against the SLOs.
+      if (response.body.string.includes('"INTERNAL_SERVER_ERROR"')) request.unexpectedFailure = true;
+      return reply.send(response.body.string);
+    }
+    return reply.send(Readable.from(response.body.asyncIterator));
+  };
+  app.decorate('serveGraphQL', serveGraphQL);
+
   app.route({
     method: ['GET', 'POST'],
     url: GRAPHQL_PATH,
     // Arguments are checked per root field (guardRootArgumentText), where the field is known.
-    config: { errorFormat: 'graphql', checksOwnText: true },
+    config: { errorFormat: 'graphql', checksOwnText: true, service: 'graphql' },
     // Any GraphQL body goes: the API reference documents this route by hand, from the schema.
     schema: { hide: true },
     // Uploads may be larger than ordinary requests; the handler holds the others to bodyLimit.
@@ -194,32 +239,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
           return sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
         }
       }
-      const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
-      const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
-      if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
-      const response = await apollo.executeHTTPGraphQLRequest({
-        httpGraphQLRequest: toGraphQLRequest(request),
-        context: async (): Promise<GraphQLContext> => {
-          try {
-            return {
-              session: resolveSession(request.headers, sessionSettings),
-              requestId: request.id,
-              logger: request.log,
-              clientIp: request.ip,
-              rateLimits,
-              idempotencyKey: request.headers['idempotency-key'],
-              requestHeaders: request.headers,
-            };
-          } catch (error) {
-            if (!(error instanceof SessionError)) throw error;
-            throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
-          }
-        },
-      });
-      for (const [name, value] of response.headers) reply.header(name, value);
-      reply.code(response.status ?? 200);
-      if (response.body.kind === 'complete') return reply.send(response.body.string);
-      return reply.send(Readable.from(response.body.asyncIterator));
+      return serveGraphQL(request, reply);
     },
   });
 

@@ -1,6 +1,7 @@
 import type { AnyModule } from '../platform/module';
 import { actionsModule } from './actions';
 import { authModule } from './auth';
+import { errorTrackingModule } from './errortracking';
 import { filesModule } from './files';
 import { jobsModule } from './jobs';
 import { newsletterModule } from './newsletter';
@@ -12,4 +13,14 @@ import { usersModule } from './users';
  * Every module of the product, in creation order: a module may use the services of the modules
  * above it. Adding a module means adding its folder and one line here.
  */
-export const MODULES: readonly AnyModule[] = [authModule, usersModule, jobsModule, filesModule, reportsModule, paymentsModule, newsletterModule, actionsModule];
+export const MODULES: readonly AnyModule[] = [
+  authModule,
+  usersModule,
+  jobsModule,
+  filesModule,
+  reportsModule,
+  paymentsModule,
+  newsletterModule,
+  errorTrackingModule,
+  actionsModule,
+];

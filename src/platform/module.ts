@@ -9,6 +9,7 @@ import type { ActionDefinition } from '../http/actions';
 import type { Metrics } from './metrics';
 import type { OutboundHttp } from './outbound-http';
 import type { RateLimits } from './rate-limits';
+import type { RequestOutcomes } from './request-outcomes';
 import type { JobQueue } from './job-queue';
 import type { Mailer } from './mail/mailer';
 import type { JobDefinition } from './jobs';
@@ -23,6 +24,8 @@ export interface Platform {
   metrics: Metrics;
   /** Named rate limits (routes and resolvers). */
   rateLimits: RateLimits;
+  /** Good and bad requests served, per service and minute (SLOs read them). */
+  requestOutcomes: RequestOutcomes;
   /** The one client for calls to handlers, webhooks, providers and hooks. */
   http: OutboundHttp;
   /** Aborted as soon as the process starts shutting down. */

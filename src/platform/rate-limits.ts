@@ -29,7 +29,16 @@ export interface RateLimitCaller {
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
-export type RateLimitName = 'registration' | 'actionHandlers' | 'newsletterSubscribe' | 'authGlobal' | 'authBruteForce' | 'authSignups' | 'authEmail';
+export type RateLimitName =
+  | 'registration'
+  | 'actionHandlers'
+  | 'newsletterSubscribe'
+  | 'authGlobal'
+  | 'authBruteForce'
+  | 'authSignups'
+  | 'authEmail'
+  | 'errorIngest'
+  | 'errorApi';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
@@ -44,6 +53,9 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     authBruteForce: { ...config.auth.rateLimits.bruteForce, key: 'ip' },
     authSignups: { ...config.auth.rateLimits.signups, key: 'ip' },
     authEmail: { ...config.auth.rateLimits.email, key: 'ip' },
+    // Spec 2 §8: events per DSN key, and management calls per secret key, per minute.
+    errorIngest: { points: config.errors.ingestPerMinute, durationSeconds: 60, key: 'token' },
+    errorApi: { points: config.errors.apiPerMinute, durationSeconds: 60, key: 'token' },
   };
 }
 

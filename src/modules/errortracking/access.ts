@@ -1,0 +1,47 @@
+import { GraphQLError } from 'graphql';
+import type { Session } from '../../http/session';
+import { ADMIN_ROLE } from '../../http/session';
+import { ErrorTrackingProblem } from './problems';
+
+/** The role a secret key's calls to /api/graphql run as: the management API of its project only. */
+export const ERROR_API_ROLE = 'error_api';
+/** The session variable that holds the secret key's project. */
+export const PROJECT_VARIABLE = 'x-plinth-error-project-id';
+/** Who may read and manage errors, SLOs and incidents. */
+export const ERROR_MANAGERS = [ADMIN_ROLE, ERROR_API_ROLE];
+
+/** The session of a secret key's management call. */
+export function secretKeySession(projectId: number, tokenId: string): Session {
+  return {
+    role: ERROR_API_ROLE,
+    userId: null,
+    allowedRoles: [ERROR_API_ROLE],
+    variables: { 'x-gql-role': ERROR_API_ROLE, [PROJECT_VARIABLE]: String(projectId), 'x-plinth-error-token-id': tokenId },
+    authenticated: true,
+    expiresAt: null,
+  };
+}
+
+/** The one project a caller may see, or null for every project (an administrator). */
+export function projectScope(session: Session): number | null {
+  if (session.role !== ERROR_API_ROLE) return null;
+  return Number(session.variables[PROJECT_VARIABLE]);
+}
+
+/** Who made a change, as incidents record it. */
+export function actorOf(session: Session): string {
+  if (session.role === ERROR_API_ROLE) return `secret key ${session.variables['x-plinth-error-token-id']}`;
+  return session.userId ? `user ${session.userId}` : session.role;
+}
+
+/** The service's refusals become GraphQL errors with their code (never INTERNAL_SERVER_ERROR). */
+export async function withCodes<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ErrorTrackingProblem) {
+      throw new GraphQLError(error.message, { extensions: { code: error.code, ...(error.field ? { field: error.field } : {}) } });
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,110 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The service a route's requests count for (SLOs); its first tag otherwise. */
+    service?: string;
+  }
+  interface FastifyRequest {
+    /** Set by a handler whose answer hides an unexpected failure (a GraphQL INTERNAL_SERVER_ERROR under HTTP 200). */
+    unexpectedFailure: boolean;
+  }
+}
+
+type Query = (sql: string, parameters: unknown[]) => Promise<unknown>;
+
+interface Counts {
+  service: string;
+  minute: Date;
+  good: number;
+  bad: number;
+}
+
+const MINUTE_MS = 60_000;
+
+/**
+ * Counts the requests Plinth serves per service and minute, good or bad (a 5xx or an unexpected
+ * failure is bad), in memory, and adds them to `request_outcomes` every `flushMs` in one
+ * statement: SLOs read their good and bad events there. Counts not yet written when a process
+ * dies are lost, as a metrics scrape would lose them; nothing acknowledged depends on them.
+ */
+export class RequestOutcomes {
+  private pending = new Map<string, Counts>();
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly query: Query,
+    private readonly flushMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  record(service: string, good: boolean, at = Date.now()): void {
+    const minute = at - (at % MINUTE_MS);
+    const key = `${service}\u0000${minute}`;
+    let counts = this.pending.get(key);
+    if (!counts) this.pending.set(key, (counts = { service, minute: new Date(minute), good: 0, bad: 0 }));
+    if (good) counts.good++;
+    else counts.bad++;
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), this.flushMs).unref();
+  }
+
+  /** Writes what was counted; resolves when it is written (or the failure logged and the counts kept). */
+  flush(): Promise<void> {
+    this.writing = this.writing.then(() => this.write());
+    return this.writing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+
+  private async write(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    try {
+      await this.query(
+        `INSERT INTO request_outcomes (service, minute, good, bad)
+         SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[])
+         ON CONFLICT (service, minute) DO UPDATE SET good = request_outcomes.good + EXCLUDED.good, bad = request_outcomes.bad + EXCLUDED.bad`,
+        [batch.map((c) => c.service), batch.map((c) => c.minute), batch.map((c) => c.good), batch.map((c) => c.bad)],
+      );
+    } catch (error) {
+      // Kept for the next attempt rather than lost.
+      for (const counts of batch) {
+        const key = `${counts.service}\u0000${counts.minute.getTime()}`;
+        const newer = this.pending.get(key);
+        if (newer) {
+          newer.good += counts.good;
+          newer.bad += counts.bad;
+        } else {
+          this.pending.set(key, counts);
+        }
+      }
+      this.logger.warn({ err: error }, 'could not write request outcomes; kept for the next attempt');
+    }
+  }
+}
+
+/**
+ * Counts every routed response for its route's service (`config.service`, else its first tag):
+ * a 5xx or a failure the handler flagged is bad. Requests no route matched count for nothing.
+ */
+export function installRequestOutcomes(app: FastifyInstance, outcomes: RequestOutcomes): void {
+  app.decorateRequest('unexpectedFailure', false);
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions;
+    if (route.url !== undefined) {
+      const service = route.config?.service ?? (route.schema?.tags as string[] | undefined)?.[0];
+      if (service) outcomes.record(service, reply.statusCode < 500 && !request.unexpectedFailure);
+    }
+    done();
+  });
+}
