@@ -164,7 +164,12 @@ export async function startServer(
     });
     // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
     cleanup.push(() => jobs.stop());
-    if (runWorkers) await jobs.work();
+    if (runWorkers) {
+      await jobs.work();
+      for (const module of modules) {
+        if (module.work) cleanup.push(await module.work(services.get(module)));
+      }
+    }
 
     const app = serveApi
       ? await buildApiApp(platform, await buildPlinthSchema({ container, pubSub }), modules, services)

@@ -61,6 +61,12 @@ export interface PlinthModule<Services = unknown> {
    */
   jobs?(services: Services): JobDefinition[];
   /**
+   * Background work the module runs in processes with the worker role (a dispatcher, say),
+   * started once the job queue is up. The returned function stops it at shutdown, after the HTTP
+   * server closed and before the queue and the database do.
+   */
+  work?(services: Services): Promise<() => Promise<void>>;
+  /**
    * The module's part of the metadata API (`POST /v1/metadata`, platform/metadata.ts): the
    * Hasura request types it answers, and its section of export/replace/reload_metadata. The
    * same rule for `services` as for routes.
