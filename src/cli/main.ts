@@ -13,6 +13,7 @@ import { registerMailCommands } from './mail';
 import { withDatabase } from './database';
 import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
+import { eventsCommand } from './events';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -112,6 +113,7 @@ program
 registerMailCommands(program, configuration);
 program.addCommand(jobsCommand(configuration));
 program.addCommand(metadataCommand(configuration));
+program.addCommand(eventsCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

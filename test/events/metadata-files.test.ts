@@ -129,3 +129,33 @@ describe('plinth metadata apply|export|diff', () => {
     expect((await cli('apply', missing)).stderr).toContain('databases/default/tables/public_gone.yaml is included but does not exist');
   });
 });
+
+describe('plinth events list|redeliver|invoke', () => {
+  const events = (...args: string[]) => runCli(['events', ...args], testEnvironment(server.database.url));
+
+  it('raises a manual event, lists events, and redelivers one; refusals exit 1 with the reason', async () => {
+    const before = receiver.at('/post_published').length;
+    const invoked = await events('invoke', 'post_published', '{"id": 42}');
+    expect(invoked).toMatchObject({ code: 0, stdout: expect.stringMatching(/^raised event [0-9a-f-]{36} of post_published\n$/) });
+    const id = /event ([0-9a-f-]{36})/.exec(invoked.stdout)![1];
+    const [manual] = (await receiver.waitFor('/post_published', before + 1)).slice(before);
+    expect(manual.body.event).toEqual({ op: 'MANUAL', data: { old: null, new: { id: 42 } }, session_variables: null });
+
+    const listed = await events('list', '--trigger', 'post_published', '--json');
+    expect(listed.code).toBe(0);
+    const rows = JSON.parse(listed.stdout) as { id: string; payload: { op: string } }[];
+    expect(rows.map((row) => row.id)).toContain(id);
+    const text = await events('list', '--trigger', 'post_published');
+    expect(text.stdout.split('\n')[0]).toMatch(/^ID\s+TRIGGER\s+OP\s+STATE\s+TRIES\s+CREATED\s+NEXT RETRY$/);
+    expect(text.stdout).toMatch(new RegExp(`${id}\\s+post_published\\s+MANUAL\\s+(DELIVERED|PENDING|DELIVERING)`));
+
+    expect(await events('redeliver', id)).toMatchObject({ code: 0, stdout: `event ${id} will be delivered again\n` });
+    await receiver.waitFor('/post_published', before + 2);
+    expect(receiver.at('/post_published').slice(before).map((request) => request.body.id)).toEqual([id, id]);
+
+    expect(await events('invoke', 'no_such_trigger')).toMatchObject({ code: 1, stderr: expect.stringContaining('the event trigger "no_such_trigger" does not exist') });
+    expect(await events('redeliver', 'not-a-uuid')).toMatchObject({ code: 1, stderr: expect.stringContaining('event_id must be the UUID of an event') });
+    expect(await events('invoke', 'post_published', '{oops')).toMatchObject({ code: 1, stderr: expect.stringContaining('the payload must be JSON') });
+    expect(await events('list', '--status', 'sideways')).toMatchObject({ code: 1, stderr: expect.stringContaining('status must be pending, processed, dead or all') });
+  });
+});
