@@ -245,7 +245,7 @@ export function buildApiApp(
       modules.flatMap((module) => (module.metadata ? [module.metadata(services.get(module))] : [])),
     ),
     routes: (routesApp) => {
-      for (const module of modules) module.routes?.(routesApp, services.get(module));
+      for (const module of modules) module.routes?.(routesApp, services.get(module), config);
     },
   });
 }

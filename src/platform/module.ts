@@ -51,8 +51,9 @@ export interface PlinthModule<Services = unknown> {
    * Thin Fastify routes, each with its JSON schemas (body, querystring, params, response, and
    * tags, summary, security: the API reference is made from them). `plinth build` registers them
    * with stand-in services and no database: keep references to `services`, call them in handlers.
+   * `config` is the real configuration (in `plinth build` too), for paths that depend on settings.
    */
-  routes?(app: FastifyInstance, services: Services): void;
+  routes?(app: FastifyInstance, services: Services, config: Config): void;
   /** Engine-compatible action handlers, served under the actions route prefix (the same rule for `services`). */
   actions?(services: Services): ActionDefinition[];
   /**

@@ -8,6 +8,8 @@ import type { Platform } from '../../platform/module';
 import { Dispatcher, type DeliveryOutcome } from './dispatcher';
 import { EventTriggerLane } from './event-delivery';
 import { EVENTS_CHANNEL, EventTriggersService } from './event-triggers.service';
+import { eventsRoutes } from './events.routes';
+import { ExternalWebhooksService } from './external-webhooks.service';
 import { ScheduledEventLane } from './scheduled-delivery';
 import { ScheduledEventsService } from './scheduled-events.service';
 
@@ -17,6 +19,7 @@ export const DELIVERY_OUTCOMES_TOPIC = 'EVENT_DELIVERY_OUTCOMES';
 export interface EventsServices {
   eventTriggers: EventTriggersService;
   scheduledEvents: ScheduledEventsService;
+  externalWebhooks: ExternalWebhooksService;
   platform: Platform;
   publisher: EventPublisher;
   /** Counts and times outcomes (Prometheus) and announces them to subscribers. */
@@ -130,6 +133,7 @@ export const eventsModule: PlinthModule<EventsServices> = {
     return {
       eventTriggers: new EventTriggersService(dataSource),
       scheduledEvents: new ScheduledEventsService(dataSource, config.events),
+      externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders),
       platform,
       publisher: pubSub,
       reportOutcome: (outcome) => {
@@ -146,6 +150,7 @@ export const eventsModule: PlinthModule<EventsServices> = {
       },
     };
   },
+  routes: eventsRoutes,
   metadata: eventsMetadata,
   metadataFiles: yamlKeyFile('cron_triggers', 'cron_triggers.yaml'),
   work: startDelivery,
