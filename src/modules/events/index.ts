@@ -1,5 +1,4 @@
 import { Counter, Histogram } from 'prom-client';
-import type { EventPublisher } from '../../graphql/pubsub';
 import { yamlKeyFile } from '../../platform/metadata-files';
 import type { ModuleMetadata } from '../../platform/metadata';
 import type { PlinthModule } from '../../platform/module';
@@ -9,19 +8,20 @@ import { Dispatcher, type DeliveryOutcome } from './dispatcher';
 import { EventTriggerLane } from './event-delivery';
 import { EVENTS_CHANNEL, EventTriggersService } from './event-triggers.service';
 import { eventsRoutes } from './events.routes';
+import { EventsAdminService } from './events-admin.service';
+import { EventsResolver } from './events.resolver';
+import { DELIVERY_OUTCOMES_TOPIC } from './events.types';
 import { ExternalWebhooksService } from './external-webhooks.service';
 import { ScheduledEventLane } from './scheduled-delivery';
 import { ScheduledEventsService } from './scheduled-events.service';
 
-/** The PubSub topic of delivery outcomes (the `eventDeliveries` subscription). */
-export const DELIVERY_OUTCOMES_TOPIC = 'EVENT_DELIVERY_OUTCOMES';
 
 export interface EventsServices {
   eventTriggers: EventTriggersService;
   scheduledEvents: ScheduledEventsService;
   externalWebhooks: ExternalWebhooksService;
+  admin: EventsAdminService;
   platform: Platform;
-  publisher: EventPublisher;
   /** Counts and times outcomes (Prometheus) and announces them to subscribers. */
   reportOutcome(outcome: DeliveryOutcome): void;
 }
@@ -115,6 +115,7 @@ async function startDelivery(services: EventsServices): Promise<() => Promise<vo
 /** Event triggers, cron triggers and scheduled events (spec 1 §2.4-2.6, §6), Hasura-compatible. */
 export const eventsModule: PlinthModule<EventsServices> = {
   name: 'events',
+  resolvers: [EventsResolver],
   create: (platform) => {
     const { dataSource, metrics, config, pubSub } = platform;
     const labels = ['kind', 'trigger'] as const;
@@ -130,12 +131,14 @@ export const eventsModule: PlinthModule<EventsServices> = {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [metrics.registry],
     });
+    const eventTriggers = new EventTriggersService(dataSource);
+    const scheduledEvents = new ScheduledEventsService(dataSource, config.events);
     return {
-      eventTriggers: new EventTriggersService(dataSource),
-      scheduledEvents: new ScheduledEventsService(dataSource, config.events),
+      eventTriggers,
+      scheduledEvents,
+      admin: new EventsAdminService(dataSource, eventTriggers, scheduledEvents),
       externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders),
       platform,
-      publisher: pubSub,
       reportOutcome: (outcome) => {
         const label = { kind: outcome.kind, trigger: outcome.group };
         if (outcome.state === 'delivered') {
