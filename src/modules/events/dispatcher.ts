@@ -23,15 +23,32 @@ export interface ClaimedDelivery {
 /** What happened to a delivery after an attempt. */
 export type DeliveryState = 'delivered' | 'retrying' | 'dead';
 
-/** One kind of delivery (event triggers, scheduled events): claiming, and recording an attempt. */
+/** One attempt to record: its invocation log and the delivery's new state. */
+export interface AttemptRecord {
+  delivery: ClaimedDelivery;
+  request: WebhookRequest | undefined;
+  attempt: AttemptResult;
+  state: DeliveryState;
+  nextRetryAt: Date | undefined;
+}
+
+export interface DeliveryGroup {
+  name: string;
+  /** Its webhook timeout: the lease covers it. */
+  timeoutSec: number;
+  /** Events wait for earlier ones (of their row): a delivery's end may free the next. */
+  ordered: boolean;
+}
+
+/** One kind of delivery (event triggers, scheduled events): claiming, and recording attempts. */
 export interface DeliveryLane {
   readonly kind: 'event_trigger' | 'scheduled_event';
-  /** The groups (triggers) that may have work, each with its delivery timeout (the lease covers it). */
-  groups(): Promise<{ name: string; timeoutSec: number }[]>;
+  /** The groups (triggers) that may have work. */
+  groups(): Promise<DeliveryGroup[]>;
   /** Claims up to `limit` due deliveries of `group` (FOR UPDATE SKIP LOCKED), leased for `leaseSeconds`. */
   claim(group: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
-  /** Records the attempt (invocation log) and the new state, if the claim is still this process's. */
-  record(delivery: ClaimedDelivery, request: WebhookRequest | undefined, attempt: AttemptResult, state: DeliveryState, nextRetryAt: Date | undefined): Promise<void>;
+  /** Records attempts (invocation logs and new states) in one go, each only while its claim is still this process's. */
+  record(records: AttemptRecord[]): Promise<void>;
   /** Periodic work of the lane (generating cron events, marking missed ones, cleaning up). */
   maintain?(): Promise<void>;
   /** When the lane's next delivery falls due (a scheduled time), so a round runs then. */
@@ -56,66 +73,89 @@ export interface DispatcherOptions {
   logger: Logger;
   shutdown: AbortSignal;
   lanes: DeliveryLane[];
-  onOutcome(outcome: DeliveryOutcome): void;
+  /** The outcomes of the attempts recorded together (one statement), once they are recorded. */
+  onOutcomes(outcomes: DeliveryOutcome[]): void;
+}
+
+interface LaneState {
+  lane: DeliveryLane;
+  groups: DeliveryGroup[];
+  /** Attempts waiting to be recorded, and the flush in progress. */
+  pending: { record: AttemptRecord; outcome: DeliveryOutcome; done: () => void }[];
+  flushing: Promise<void> | undefined;
 }
 
 /**
- * Delivers claimed events to their webhooks. A round asks each lane's groups for due work while
- * slots are free (EVENTS_CONCURRENCY in all, EVENTS_TRIGGER_CONCURRENCY per group); rounds run on
- * a NOTIFY (wake), when a delivery ends, at the time of the earliest retry this process set, and
- * every EVENTS_POLL_INTERVAL_MS for the work of other processes (their retries, takeovers).
+ * Delivers claimed events to their webhooks. A full round reads each lane's groups and claims
+ * their due work while slots are free (EVENTS_CONCURRENCY in all, EVENTS_TRIGGER_CONCURRENCY per
+ * group); full rounds run on a NOTIFY (wake), at the time of the earliest retry or scheduled
+ * event this process knows of, and every EVENTS_POLL_INTERVAL_MS (other processes' retries,
+ * takeovers). When a delivery ends, a short round claims again only for the groups that may
+ * have more (their last claim was full, or they deliver in order). Attempts are recorded in
+ * batches: one statement for all the attempts that ended meanwhile.
  */
 export class Dispatcher {
   private inFlight = 0;
   private readonly perGroup = new Map<string, number>();
+  private readonly lanes: LaneState[];
+  /** Groups (lane kind:name) that may have more due work than they were given. */
+  private readonly backlog = new Set<string>();
   private running = false;
-  private again = false;
+  private again: 'none' | 'backlog' | 'full' = 'none';
   private readonly timers = new Set<NodeJS.Timeout>();
   private poller: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
-  private readonly pending = new Set<Promise<void>>();
+  private readonly inFlightWork = new Set<Promise<void>>();
   private stopped = false;
 
-  constructor(private readonly options: DispatcherOptions) {}
+  constructor(private readonly options: DispatcherOptions) {
+    this.lanes = options.lanes.map((lane) => ({ lane, groups: [], pending: [], flushing: undefined }));
+  }
 
   start(): void {
-    const every = this.options.config.pollIntervalMs;
     this.poller = setInterval(() => {
       this.wake();
-      for (const lane of this.options.lanes) void lane.maintain?.().catch((error: unknown) => this.trouble(error, 'events maintenance failed'));
-    }, every);
+      this.maintain();
+    }, this.options.config.pollIntervalMs);
     this.poller.unref();
-    for (const lane of this.options.lanes) void lane.maintain?.().catch((error: unknown) => this.trouble(error, 'events maintenance failed'));
+    this.maintain();
     this.wake();
   }
 
-  /** Stops claiming; waits for the attempts in flight (their outcomes are recorded). */
+  /** Stops claiming; waits for the attempts in flight and their records. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.poller);
     clearTimeout(this.dueTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    while (this.inFlightWork.size > 0) await Promise.allSettled([...this.inFlightWork]);
   }
 
-  /** Runs a round soon (now, or right after the running one). */
+  /** Runs a full round soon (now, or right after the running one). */
   wake(): void {
+    this.schedule('full');
+  }
+
+  private schedule(kind: 'backlog' | 'full'): void {
     if (this.stopped) return;
     if (this.running) {
-      this.again = true;
+      if (kind === 'full' || this.again === 'none') this.again = kind;
       return;
     }
     this.running = true;
-    void this.round()
+    void this.round(kind)
       .catch((error: unknown) => this.trouble(error, 'claiming events failed'))
       .finally(() => {
         this.running = false;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
+        const next = this.again;
+        this.again = 'none';
+        if (next !== 'none') this.schedule(next);
       });
+  }
+
+  private maintain(): void {
+    for (const { lane } of this.lanes) void lane.maintain?.().catch((error: unknown) => this.trouble(error, 'events maintenance failed'));
   }
 
   private wakeAt(when: Date): void {
@@ -132,44 +172,64 @@ export class Dispatcher {
     reportDatabaseTrouble(this.options.logger, this.options.shutdown, error, 'error', message);
   }
 
-  private async round(): Promise<void> {
+  private async round(kind: 'backlog' | 'full'): Promise<void> {
     const { concurrency, triggerConcurrency, leaseMarginSeconds } = this.options.config;
-    for (const lane of this.options.lanes) {
-      for (const group of await lane.groups()) {
-        const key = `${lane.kind}:${group.name}`;
-        const free = Math.min(concurrency - this.inFlight, triggerConcurrency - (this.perGroup.get(key) ?? 0));
+    for (const state of this.lanes) {
+      if (kind === 'full') state.groups = await state.lane.groups();
+      for (const group of state.groups) {
+        const key = `${state.lane.kind}:${group.name}`;
+        if (kind === 'backlog' && !this.backlog.has(key)) continue;
+        const busy = this.perGroup.get(key) ?? 0;
+        const free = Math.min(concurrency - this.inFlight, triggerConcurrency - busy);
         if (free <= 0 || this.stopped) continue;
-        const claimed = await lane.claim(group.name, free, group.timeoutSec + leaseMarginSeconds);
-        for (const delivery of claimed) this.begin(lane, key, delivery);
+        // After a delivery, claim again once a quarter of the slots are free: one claim per event would cost a query each.
+        if (kind === 'backlog' && busy > 0 && free < Math.ceil(Math.min(concurrency, triggerConcurrency) / 4)) continue;
+        const claimed = await state.lane.claim(group.name, free, group.timeoutSec + leaseMarginSeconds);
+        if (claimed.length === free || group.ordered) this.backlog.add(key);
+        else this.backlog.delete(key);
+        for (const delivery of claimed) this.begin(state, key, delivery);
       }
     }
-    const due = (await Promise.all(this.options.lanes.map((lane) => lane.nextDue?.()))).filter((date): date is Date => date !== undefined);
+    if (kind === 'full') await this.timeNextDue();
+  }
+
+  /** A timer for the earliest scheduled time within the poll interval (the poll covers the rest). */
+  private async timeNextDue(): Promise<void> {
+    const due = (await Promise.all(this.lanes.map(({ lane }) => lane.nextDue?.()))).filter((date): date is Date => date !== undefined);
     clearTimeout(this.dueTimer);
-    if (due.length > 0 && !this.stopped) {
-      const first = Math.min(...due.map((date) => date.getTime()));
-      // The poll covers what is further away; a timer per round would pile up otherwise.
-      if (first - Date.now() < this.options.config.pollIntervalMs) {
-        this.dueTimer = setTimeout(() => this.wake(), Math.max(0, first - Date.now()));
-        this.dueTimer.unref();
-      }
+    if (due.length === 0 || this.stopped) return;
+    const first = Math.min(...due.map((date) => date.getTime()));
+    if (first - Date.now() < this.options.config.pollIntervalMs) {
+      this.dueTimer = setTimeout(() => this.wake(), Math.max(0, first - Date.now()));
+      this.dueTimer.unref();
     }
   }
 
-  private begin(lane: DeliveryLane, key: string, delivery: ClaimedDelivery): void {
+  /**
+   * Attempts a delivery in a slot of its own; the slot is free again as soon as the webhook
+   * answered, while the attempt waits for its batch to be recorded (its lease keeps it ours).
+   */
+  private begin(state: LaneState, key: string, delivery: ClaimedDelivery): void {
     this.inFlight += 1;
     this.perGroup.set(key, (this.perGroup.get(key) ?? 0) + 1);
-    const work = this.deliver(lane, delivery)
-      .catch((error: unknown) => this.trouble(error, 'recording a delivery failed'))
-      .finally(() => {
+    const work = (async () => {
+      let recorded: Promise<void> | undefined;
+      try {
+        recorded = (await this.deliver(state, delivery)).recorded;
+      } catch (error) {
+        this.trouble(error, 'a delivery failed');
+      } finally {
         this.inFlight -= 1;
         this.perGroup.set(key, (this.perGroup.get(key) ?? 1) - 1);
-        this.pending.delete(work);
-        this.wake();
-      });
-    this.pending.add(work);
+        this.schedule('backlog');
+      }
+      await recorded;
+    })().finally(() => this.inFlightWork.delete(work));
+    this.inFlightWork.add(work);
   }
 
-  private async deliver(lane: DeliveryLane, delivery: ClaimedDelivery): Promise<void> {
+  /** Makes the attempt; resolves, once the webhook answered, with the promise of its record (wrapped: await would wait for it). */
+  private async deliver(state: LaneState, delivery: ClaimedDelivery): Promise<{ recorded: Promise<void> }> {
     const requestId = newRequestId();
     let request: WebhookRequest | TemplateError;
     try {
@@ -180,29 +240,59 @@ export class Dispatcher {
     }
     const attempt = await attemptDelivery(this.options.http, request, requestId);
     const tries = delivery.tries + 1;
-    let state: DeliveryState;
+    let outcome: DeliveryState;
     let nextRetryAt: Date | undefined;
-    if (attempt.outcome === 'delivered') state = 'delivered';
-    else if (attempt.outcome === 'final') state = 'dead';
+    if (attempt.outcome === 'delivered') outcome = 'delivered';
+    else if (attempt.outcome === 'final') outcome = 'dead';
     else {
       const delay = nextRetryDelaySeconds(delivery.retryConf, tries, attempt.retryAfterSeconds);
-      if (delay === undefined) state = 'dead';
+      if (delay === undefined) outcome = 'dead';
       else {
-        state = 'retrying';
+        outcome = 'retrying';
         nextRetryAt = new Date(Date.now() + delay * this.options.config.retrySecondMs);
       }
     }
-    await lane.record(delivery, request instanceof TemplateError ? undefined : request, attempt, state, nextRetryAt);
+    const record = { delivery, request: request instanceof TemplateError ? undefined : request, attempt, state: outcome, nextRetryAt };
     if (nextRetryAt) this.wakeAt(nextRetryAt);
-    this.options.onOutcome({
-      kind: lane.kind,
+    const recorded = this.record(state, record, {
+      kind: state.lane.kind,
       id: delivery.id,
       group: delivery.group,
-      state,
+      state: outcome,
       status: attempt.status,
       tries,
       error: attempt.error,
       latencyMs: Date.now() - delivery.createdAt.getTime(),
     });
+    return { recorded };
+  }
+
+  /** Resolves once the attempt is recorded, with the others that ended meanwhile. */
+  private record(state: LaneState, record: AttemptRecord, outcome: DeliveryOutcome): Promise<void> {
+    return new Promise<void>((resolve) => {
+      state.pending.push({ record, outcome, done: resolve });
+      state.flushing ??= this.flush(state);
+    });
+  }
+
+  private async flush(state: LaneState): Promise<void> {
+    try {
+      while (state.pending.length > 0) {
+        const batch = state.pending.splice(0);
+        try {
+          await state.lane.record(batch.map((entry) => entry.record));
+          this.options.onOutcomes(batch.map((entry) => entry.outcome));
+        } catch (error) {
+          // The claims then expire: the events are delivered again (at least once).
+          this.trouble(error, 'recording deliveries failed');
+        } finally {
+          for (const entry of batch) entry.done();
+        }
+      }
+    } finally {
+      state.flushing = undefined;
+      // Events that waited for these (in order, per row) may be due now.
+      this.schedule('backlog');
+    }
   }
 }

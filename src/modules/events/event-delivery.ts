@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { EventTriggerConfig } from './definitions';
-import type { ClaimedDelivery, DeliveryLane, DeliveryState } from './dispatcher';
+import type { AttemptRecord, ClaimedDelivery, DeliveryGroup, DeliveryLane } from './dispatcher';
 import type { EventTriggersService } from './event-triggers.service';
 import { webhookRequest, type AttemptResult, type TemplateValues, type WebhookRequest } from './webhook-request';
 
@@ -48,10 +48,10 @@ export class EventTriggerLane implements DeliveryLane {
     private readonly templateValues: () => Omit<TemplateValues, 'sessionVariables' | 'requestId'>,
   ) {}
 
-  async groups(): Promise<{ name: string; timeoutSec: number }[]> {
+  async groups(): Promise<DeliveryGroup[]> {
     const configs = await this.eventTriggers.list();
     this.triggers = new Map(configs.map((config) => [config.name, config]));
-    return configs.map((config) => ({ name: config.name, timeoutSec: config.retry_conf.timeout_sec }));
+    return configs.map((config) => ({ name: config.name, timeoutSec: config.retry_conf.timeout_sec, ordered: config.in_order === true }));
   }
 
   async claim(group: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
@@ -101,26 +101,31 @@ export class EventTriggerLane implements DeliveryLane {
     }));
   }
 
-  async record(delivery: ClaimedDelivery, request: WebhookRequest | undefined, attempt: AttemptResult, state: DeliveryState, nextRetryAt: Date | undefined): Promise<void> {
+  /** One statement for the whole batch: the states (where the claim is still ours) and every invocation log. */
+  async record(records: AttemptRecord[]): Promise<void> {
     await this.dataSource.query(
-      `WITH updated AS (
-         UPDATE event_log SET tries = tries + 1, locked = NULL, lease_expires_at = NULL,
-           delivered = $3 = 'delivered', error = $3 = 'dead', next_retry_at = $4,
-           delivered_at = CASE WHEN $3 = 'delivered' THEN clock_timestamp() END
-         WHERE id = $1 AND locked = $2::timestamptz RETURNING id)
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::jsonb[], $8::jsonb[], $9::int[])
+           AS t (id, locked, state, next_retry_at, trigger_name, status, request, response, duration_ms)),
+       updated AS (
+         UPDATE event_log e SET tries = e.tries + 1, locked = NULL, lease_expires_at = NULL,
+           delivered = i.state = 'delivered', error = i.state = 'dead', next_retry_at = i.next_retry_at,
+           delivered_at = CASE WHEN i.state = 'delivered' THEN clock_timestamp() END
+         FROM input i WHERE e.id = i.id AND e.locked = i.locked::timestamptz RETURNING e.id)
        INSERT INTO event_invocation_logs (event_id, trigger_name, status, request, response, duration_ms)
-       VALUES ($1, $5, $6, $7, $8, $9)`,
+       SELECT id, trigger_name, status, request, response, duration_ms FROM input`,
       [
-        delivery.id,
-        delivery.lockedAt,
-        state,
-        nextRetryAt ?? null,
-        delivery.group,
-        attempt.status,
-        loggedRequest(request, attempt.requestId),
-        loggedResponse(attempt),
-        attempt.durationMs,
+        records.map((record) => record.delivery.id),
+        records.map((record) => record.delivery.lockedAt),
+        records.map((record) => record.state),
+        records.map((record) => record.nextRetryAt ?? null),
+        records.map((record) => record.delivery.group),
+        records.map((record) => record.attempt.status),
+        records.map((record) => JSON.stringify(loggedRequest(record.request, record.attempt.requestId))),
+        records.map((record) => JSON.stringify(loggedResponse(record.attempt))),
+        records.map((record) => record.attempt.durationMs),
       ],
     );
   }
+
 }

@@ -67,25 +67,30 @@ export class EventsResolver {
   }
 
   @Authorized(ADMIN_ROLE)
-  @Subscription(() => EventDeliveryOutcome, {
+  @Subscription(() => [EventDeliveryOutcome], {
     topics: DELIVERY_OUTCOMES_TOPIC,
-    filter: ({ payload, args }: { payload: DeliveryOutcome; args: { trigger?: string | null } }) => !args.trigger || payload.group === args.trigger,
-    description: 'The outcome of each delivery attempt (event triggers and scheduled events), as it happens',
+    filter: ({ payload, args }: { payload: DeliveryOutcome[]; args: { trigger?: string | null } }) =>
+      payload.some((outcome) => !args.trigger || outcome.group === args.trigger),
+    description:
+      'The outcomes of delivery attempts (event triggers and scheduled events) as they are recorded: each message carries ' +
+      'the attempts recorded together, one or more',
   })
   eventDeliveries(
-    @Arg('trigger', () => String, { nullable: true, description: 'Only this event trigger or cron trigger' }) _trigger: string | null,
-    @Root() outcome: DeliveryOutcome,
-  ): EventDeliveryOutcome {
-    return {
-      kind: outcome.kind,
-      eventId: outcome.id,
-      trigger: outcome.group,
-      state: outcome.state,
-      status: outcome.status,
-      tries: outcome.tries,
-      error: outcome.error ?? null,
-      latencyMs: outcome.latencyMs,
-    };
+    @Arg('trigger', () => String, { nullable: true, description: 'Only this event trigger or cron trigger' }) trigger: string | null,
+    @Root() outcomes: DeliveryOutcome[],
+  ): EventDeliveryOutcome[] {
+    return outcomes
+      .filter((outcome) => !trigger || outcome.group === trigger)
+      .map((outcome) => ({
+        kind: outcome.kind,
+        eventId: outcome.id,
+        trigger: outcome.group,
+        state: outcome.state,
+        status: outcome.status,
+        tries: outcome.tries,
+        error: outcome.error ?? null,
+        latencyMs: outcome.latencyMs,
+      }));
   }
 }
 

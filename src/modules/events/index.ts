@@ -22,8 +22,8 @@ export interface EventsServices {
   externalWebhooks: ExternalWebhooksService;
   admin: EventsAdminService;
   platform: Platform;
-  /** Counts and times outcomes (Prometheus) and announces them to subscribers. */
-  reportOutcome(outcome: DeliveryOutcome): void;
+  /** Counts and times outcomes (Prometheus) and announces them to subscribers, one message per recorded batch. */
+  reportOutcomes(outcomes: DeliveryOutcome[]): void;
 }
 
 const SUCCESS = { message: 'success' } as const;
@@ -92,7 +92,7 @@ async function startDelivery(services: EventsServices): Promise<() => Promise<vo
       new EventTriggerLane(dataSource, services.eventTriggers, templateValues),
       new ScheduledEventLane(dataSource, services.scheduledEvents, config.events, templateValues),
     ],
-    onOutcome: (outcome) => services.reportOutcome(outcome),
+    onOutcomes: (outcomes) => services.reportOutcomes(outcomes),
   });
   const listener = new PostgresListener({
     url: (dataSource.options as unknown as { url: string }).url,
@@ -139,17 +139,20 @@ export const eventsModule: PlinthModule<EventsServices> = {
       admin: new EventsAdminService(dataSource, eventTriggers, scheduledEvents),
       externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders),
       platform,
-      reportOutcome: (outcome) => {
-        const label = { kind: outcome.kind, trigger: outcome.group };
-        if (outcome.state === 'delivered') {
-          delivered.inc(label);
-          latency.observe(label, outcome.latencyMs / 1000);
-        } else {
-          failed.inc(label);
-          if (outcome.state === 'retrying') retried.inc(label);
-          else dead.inc(label);
+      reportOutcomes: (outcomes) => {
+        for (const outcome of outcomes) {
+          const label = { kind: outcome.kind, trigger: outcome.group };
+          if (outcome.state === 'delivered') {
+            delivered.inc(label);
+            latency.observe(label, outcome.latencyMs / 1000);
+          } else {
+            failed.inc(label);
+            if (outcome.state === 'retrying') retried.inc(label);
+            else dead.inc(label);
+          }
         }
-        pubSub.publish(DELIVERY_OUTCOMES_TOPIC, outcome);
+        // One NOTIFY per batch, not per event: the subscription sends each outcome on its own.
+        pubSub.publish(DELIVERY_OUTCOMES_TOPIC, outcomes);
       },
     };
   },

@@ -1,10 +1,10 @@
 import type { DataSource } from 'typeorm';
 import type { EventsConfig } from '../../config';
 import type { CronTriggerConfig, CronRetryConf, HeaderConf, RetryConf } from './definitions';
-import type { ClaimedDelivery, DeliveryLane, DeliveryState } from './dispatcher';
+import type { AttemptRecord, ClaimedDelivery, DeliveryGroup, DeliveryLane } from './dispatcher';
 import { loggedRequest, loggedResponse } from './event-delivery';
 import type { ScheduledEventsService } from './scheduled-events.service';
-import { webhookRequest, type AttemptResult, type TemplateValues, type WebhookRequest } from './webhook-request';
+import { webhookRequest, type TemplateValues } from './webhook-request';
 
 /** The group of one-off scheduled events (cron triggers are their own groups). */
 export const ONE_OFF_GROUP = '';
@@ -47,10 +47,13 @@ export class ScheduledEventLane implements DeliveryLane {
     private readonly templateValues: () => Omit<TemplateValues, 'sessionVariables' | 'requestId'>,
   ) {}
 
-  async groups(): Promise<{ name: string; timeoutSec: number }[]> {
+  async groups(): Promise<DeliveryGroup[]> {
     const configs = await this.scheduled.list();
     this.triggers = new Map(configs.map((config) => [config.name, config]));
-    return [{ name: ONE_OFF_GROUP, timeoutSec: ONE_OFF_MAX_TIMEOUT_SEC }, ...configs.map((config) => ({ name: config.name, timeoutSec: config.retry_conf.timeout_sec }))];
+    return [
+      { name: ONE_OFF_GROUP, timeoutSec: ONE_OFF_MAX_TIMEOUT_SEC, ordered: false },
+      ...configs.map((config) => ({ name: config.name, timeoutSec: config.retry_conf.timeout_sec, ordered: false })),
+    ];
   }
 
   private tolerance(name: string | null): number {
@@ -61,18 +64,18 @@ export class ScheduledEventLane implements DeliveryLane {
   async claim(group: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
     const trigger = group === ONE_OFF_GROUP ? undefined : this.triggers.get(group);
     if (group !== ONE_OFF_GROUP && !trigger) return [];
-    await this.markMissed(group);
     const rows: ClaimedRow[] = await this.dataSource.query(
       `WITH claimed AS (UPDATE scheduled_events e SET status = 'locked', locked = clock_timestamp(), lease_expires_at = clock_timestamp() + make_interval(secs => $3)
        FROM (SELECT c.id FROM scheduled_events c
              WHERE c.cron_trigger_name IS NOT DISTINCT FROM $1
-               AND ((c.status = 'scheduled' AND coalesce(c.next_retry_at, c.scheduled_time) <= clock_timestamp())
+               AND ((c.status = 'scheduled' AND coalesce(c.next_retry_at, c.scheduled_time) <= clock_timestamp()
+                     AND (c.tries > 0 OR c.scheduled_time >= clock_timestamp() - make_interval(secs => $4)))
                  OR (c.status = 'locked' AND c.lease_expires_at < clock_timestamp()))
              ORDER BY coalesce(c.next_retry_at, c.scheduled_time) LIMIT $2 FOR UPDATE SKIP LOCKED) picked
        WHERE e.id = picked.id
        RETURNING e.id, e.cron_trigger_name, e.scheduled_time, e.tries, e.created_at, e.locked::text AS locked, e.webhook, e.payload, e.headers, e.retry_conf, e.comment)
        SELECT * FROM claimed`,
-      [group === ONE_OFF_GROUP ? null : group, limit, leaseSeconds],
+      [group === ONE_OFF_GROUP ? null : group, limit, leaseSeconds, this.tolerance(group === ONE_OFF_GROUP ? null : group)],
     );
     return rows.map((row) => {
       const retryConf = trigger?.retry_conf ?? row.retry_conf!;
@@ -108,17 +111,20 @@ export class ScheduledEventLane implements DeliveryLane {
     );
   }
 
-  async record(delivery: ClaimedDelivery, request: WebhookRequest | undefined, attempt: AttemptResult, state: DeliveryState, nextRetryAt: Date | undefined): Promise<void> {
-    const status = state === 'delivered' ? 'delivered' : state === 'dead' ? 'error' : 'scheduled';
-    await this.dataSource.query(
-      `WITH updated AS (
-         UPDATE scheduled_events SET tries = tries + 1, locked = NULL, lease_expires_at = NULL, status = $3, next_retry_at = $4,
-           delivered_at = CASE WHEN $3 = 'delivered' THEN clock_timestamp() END
-         WHERE id = $1 AND locked = $2::timestamptz RETURNING id)
-       INSERT INTO scheduled_event_invocation_logs (event_id, status, request, response, duration_ms) VALUES ($1, $5, $6, $7, $8)`,
-      [delivery.id, delivery.lockedAt, status, nextRetryAt ?? null, attempt.status, loggedRequest(request, attempt.requestId), loggedResponse(attempt), attempt.durationMs],
-    );
+  async record(records: AttemptRecord[]): Promise<void> {
+    for (const { delivery, request, attempt, state, nextRetryAt } of records) {
+      const status = state === 'delivered' ? 'delivered' : state === 'dead' ? 'error' : 'scheduled';
+      await this.dataSource.query(
+        `WITH updated AS (
+           UPDATE scheduled_events SET tries = tries + 1, locked = NULL, lease_expires_at = NULL, status = $3, next_retry_at = $4,
+             delivered_at = CASE WHEN $3 = 'delivered' THEN clock_timestamp() END
+           WHERE id = $1 AND locked = $2::timestamptz RETURNING id)
+         INSERT INTO scheduled_event_invocation_logs (event_id, status, request, response, duration_ms) VALUES ($1, $5, $6, $7, $8)`,
+        [delivery.id, delivery.lockedAt, status, nextRetryAt ?? null, attempt.status, loggedRequest(request, attempt.requestId), loggedResponse(attempt), attempt.durationMs],
+      );
+    }
   }
+
 
   async nextDue(): Promise<Date | undefined> {
     const [{ due }]: { due: Date | null }[] = await this.dataSource.query(
@@ -130,6 +136,7 @@ export class ScheduledEventLane implements DeliveryLane {
 
   async maintain(): Promise<void> {
     await this.scheduled.generateAll();
+    for (const group of [ONE_OFF_GROUP, ...this.triggers.keys()]) await this.markMissed(group);
     const { cleanupAfterHours, cleanupIntervalSeconds } = this.config;
     if (cleanupAfterHours === 0 || Date.now() - this.lastCleanup < cleanupIntervalSeconds * 1000) return;
     this.lastCleanup = Date.now();
