@@ -149,9 +149,48 @@ describe('capture and delivery', () => {
       data: { old: null, new: { id: result.data.registerUser.user.id, email: 'events@example.com' } },
       session_variables: { 'x-gql-role': 'admin', 'x-gql-user-id': 'b6a0b7a8-4a8e-4b8e-9c1e-2f9f4a3c8d11' },
     });
+    // A change made in a transaction (bulkCreateUsers inserts its batch in one) carries them too.
+    const bulk = await fetch(server.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': 'a1a1a1a1-4a8e-4b8e-9c1e-2f9f4a3c8d11' },
+      body: JSON.stringify({
+        query: 'mutation ($input: BulkCreateUsersInput!) { bulkCreateUsers(input: $input) { success created_count } }',
+        variables: { input: { users: [{ email: 'bulk-events@example.com', name: 'Bulk' }] } },
+      }),
+    });
+    expect(((await bulk.json()) as { data: { bulkCreateUsers: { created_count: number } } }).data.bulkCreateUsers.created_count).toBe(1);
+    const [, bulkEvent] = await receiver.waitFor('/user_signups', 2);
+    expect(bulkEvent.body.event.data.new.email).toBe('bulk-events@example.com');
+    expect(bulkEvent.body.event.session_variables).toEqual({ 'x-gql-role': 'admin', 'x-gql-user-id': 'a1a1a1a1-4a8e-4b8e-9c1e-2f9f4a3c8d11' });
     // A write outside Plinth on the same pooled connections carries none.
     await server.database.query("INSERT INTO orders (status) VALUES ('from psql')");
     const fromPsql = await eventually(async () => receiver.at('/order_changes').find((item) => item.body.event.data.new?.status === 'from psql'));
     expect(fromPsql.body.event.session_variables).toBeNull();
+  });
+});
+
+describe('malformed metadata requests', () => {
+  const TYPES = [
+    'pg_create_event_trigger', 'pg_delete_event_trigger', 'pg_invoke_event_trigger', 'pg_redeliver_event', 'pg_get_event_logs',
+    'pg_get_event_invocation_logs', 'pg_get_event_by_id', 'create_cron_trigger', 'delete_cron_trigger', 'get_cron_triggers',
+    'create_scheduled_event', 'delete_scheduled_event', 'get_scheduled_events', 'get_scheduled_event_invocations', 'replace_metadata',
+  ];
+  const ARGS: unknown[] = [
+    null, [], 'text', 5, {}, { name: 'x' }, { name: 'x', table: 'orders' }, { name: 'x', table: { name: 7 } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: 5 },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: { columns: [] } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, headers: [{ name: 'a b', value: 1 }] },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, condition: { new: { status: { _in: 'x' } } } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, retry_conf: { num_retries: -1 } },
+    { event_id: 'not-a-uuid' }, { event_id: 7 }, { type: 'cron' }, { type: 'one_off', limit: -1 }, { type: 'cron', trigger_name: {} }, { name: 'x', schedule: 7, webhook: 'http://h' },
+    { webhook: 'http://h', schedule_at: 7 }, { version: 3, sources: 'x' }, { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: 'x' }] }] },
+    { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: [{ name: 'y' }] }] }], cron_triggers: [{}] }, { version: 3, cron_triggers: {} },
+  ];
+
+  it('are answered 400 {path, error, code}, never 500, for every request type', async () => {
+    for (const type of TYPES) {
+      for (const args of ARGS) {
+        const response = await metadata({ type, args });
+        expect({ type, args, status: response.status < 500 }).toEqual({ type, args, status: true });
+        if (response.status === 400) expect(response.body).toEqual({ path: expect.any(String), error: expect.any(String), code: expect.any(String) });
+      }
+    }
   });
 });

@@ -77,11 +77,15 @@ describe('external provider webhooks', () => {
     expect(event.body.event.data.new).toMatchObject({ provider: 'github', delivery_id: 'delivery-1', payload: JSON.parse(body) });
   });
 
-  it('need a secret of 8 characters or more per provider, and header names that are header names', () => {
+  it('need a secret of 8 characters or more per provider, and header names that are header names; the EVENTS_* settings are checked', () => {
     const load = (extra: Record<string, string>) => () => loadConfig(testEnvironment(server.database.url, extra));
     expect(load({ EXTERNAL_WEBHOOK_STRIPE_SIGNATURE_HEADER: 'stripe-signature' })).toThrow(ConfigError);
     expect(load({ EXTERNAL_WEBHOOK_STRIPE_SECRET: 'short' })).toThrow("EXTERNAL_WEBHOOK_STRIPE_SECRET must be set to the provider's signing secret (8 characters or more)");
     expect(load({ EXTERNAL_WEBHOOK_STRIPE_SECRET: 'long-enough-secret', EXTERNAL_WEBHOOK_STRIPE_DELIVERY_HEADER: 'bad header' })).toThrow('EXTERNAL_WEBHOOK_STRIPE_DELIVERY_HEADER must be an HTTP header name');
+    expect(load({ EVENTS_CRON_TIME_ZONE: 'Mars/Olympus' })).toThrow('EVENTS_CRON_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris');
+    expect(load({ EVENTS_CONCURRENCY: '0' })).toThrow('EVENTS_CONCURRENCY must be at least 1');
+    expect(load({ EVENTS_RETRY_SECOND_MS: '5000' })).toThrow('EVENTS_RETRY_SECOND_MS must be at most 1000');
+    expect(load({ EVENTS_CRON_TIME_ZONE: 'Europe/Paris' })().events.cronTimeZone).toBe('Europe/Paris');
     expect(load({ EXTERNAL_WEBHOOK_GIT_LAB_SECRET: 'long-enough-secret' })().events.externalProviders['git-lab']).toEqual({
       secret: 'long-enough-secret',
       signatureHeader: 'x-hub-signature-256',
