@@ -65,7 +65,9 @@ export class CreateEventTriggers1796200000000 implements MigrationInterface {
       'SELECT name, schema_name, table_name FROM event_triggers',
     );
     for (const trigger of triggers) {
-      await queryRunner.query(`DROP TRIGGER IF EXISTS "plinth_event_${trigger.name}" ON "${trigger.schema_name}"."${trigger.table_name}"`);
+      const table = `"${trigger.schema_name}"."${trigger.table_name}"`;
+      const [{ exists }] = await queryRunner.query('SELECT to_regclass($1) IS NOT NULL AS exists', [table]);
+      if (exists) await queryRunner.query(`DROP TRIGGER IF EXISTS "plinth_event_${trigger.name}" ON ${table}`);
       await queryRunner.query(`DROP FUNCTION IF EXISTS "plinth_event_${trigger.name}"()`);
     }
     await queryRunner.query('DROP TABLE event_invocation_logs');

@@ -169,6 +169,25 @@ describe('capture and delivery', () => {
   });
 });
 
+describe('reload_metadata', () => {
+  it('recreates the captures from the definitions (after a table was recreated, say)', async () => {
+    await server.database.query('CREATE TABLE reloaded (id serial PRIMARY KEY, v text)');
+    const created = await metadata({ type: 'pg_create_event_trigger', args: { name: 'reloaded', table: 'reloaded', webhook: `${receiver.url}/reloaded`, insert: { columns: '*' } } });
+    expect(created.status).toBe(200);
+    await server.database.query('DROP TABLE reloaded; CREATE TABLE reloaded (id serial PRIMARY KEY, v text)');
+    expect(await metadata({ type: 'reload_metadata', args: {} })).toEqual({ status: 200, body: { message: 'success', is_consistent: true } });
+    await server.database.query("INSERT INTO reloaded (v) VALUES ('after reload')");
+    const [request] = await receiver.waitFor('/reloaded', 1);
+    expect(request.body.event.data.new.v).toBe('after reload');
+    await server.database.query('DROP TABLE reloaded');
+    expect(await metadata({ type: 'reload_metadata', args: {} })).toEqual({
+      status: 400,
+      body: { path: '$.event_triggers.reloaded.table', error: 'the event trigger "reloaded": the table public.reloaded does not exist', code: 'not-exists' },
+    });
+    expect((await metadata({ type: 'pg_delete_event_trigger', args: { name: 'reloaded' } })).status).toBe(200);
+  });
+});
+
 describe('malformed metadata requests', () => {
   const TYPES = [
     'pg_create_event_trigger', 'pg_delete_event_trigger', 'pg_invoke_event_trigger', 'pg_redeliver_event', 'pg_get_event_logs',
