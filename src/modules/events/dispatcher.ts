@@ -49,6 +49,8 @@ export interface DeliveryLane {
   claim(group: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]>;
   /** Records attempts (invocation logs and new states) in one go, each only while its claim is still this process's. */
   record(records: AttemptRecord[]): Promise<void>;
+  /** Gives back claimed deliveries that were not attempted (at shutdown), for any process to take at once. */
+  release(deliveries: ClaimedDelivery[]): Promise<void>;
   /** Periodic work of the lane (generating cron events, marking missed ones, cleaning up). */
   maintain?(): Promise<void>;
   /** When the lane's next delivery falls due (a scheduled time), so a round runs then. */
@@ -100,6 +102,12 @@ export class Dispatcher {
   private readonly lanes: LaneState[];
   /** Groups (lane kind:name) that may have more due work than they were given. */
   private readonly backlog = new Set<string>();
+  /**
+   * Claimed deliveries waiting for a slot, by group: claimed ahead (up to as many again as the
+   * slots), so a slot that frees starts the next delivery without waiting for a claim.
+   */
+  private readonly queued = new Map<string, { state: LaneState; deliveries: ClaimedDelivery[] }>();
+  private queuedCount = 0;
   private running = false;
   private again: 'none' | 'backlog' | 'full' = 'none';
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -129,6 +137,10 @@ export class Dispatcher {
     clearTimeout(this.dueTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    for (const { state, deliveries } of this.queued.values()) {
+      if (deliveries.length > 0) await state.lane.release(deliveries.splice(0)).catch((error: unknown) => this.trouble(error, 'releasing claimed events failed'));
+    }
+    this.queuedCount = 0;
     while (this.inFlightWork.size > 0) await Promise.allSettled([...this.inFlightWork]);
   }
 
@@ -180,14 +192,21 @@ export class Dispatcher {
         const key = `${state.lane.kind}:${group.name}`;
         if (kind === 'backlog' && !this.backlog.has(key)) continue;
         const busy = this.perGroup.get(key) ?? 0;
-        const free = Math.min(concurrency - this.inFlight, triggerConcurrency - busy);
-        if (free <= 0 || this.stopped) continue;
-        // After a delivery, claim again once a quarter of the slots are free: one claim per event would cost a query each.
-        if (kind === 'backlog' && busy > 0 && free < Math.ceil(Math.min(concurrency, triggerConcurrency) / 4)) continue;
-        const claimed = await state.lane.claim(group.name, free, group.timeoutSec + leaseMarginSeconds);
-        if (claimed.length === free || group.ordered) this.backlog.add(key);
+        const waiting = this.queued.get(key)?.deliveries.length ?? 0;
+        // Up to as many again as the slots are claimed ahead.
+        const room = Math.min(2 * concurrency - this.inFlight - this.queuedCount, 2 * triggerConcurrency - busy - waiting);
+        if (room <= 0 || this.stopped) continue;
+        // Claim again once a quarter of that room is free: one claim per event would cost a query each.
+        if (kind === 'backlog' && busy + waiting > 0 && room < Math.ceil(Math.min(concurrency, triggerConcurrency) / 2)) continue;
+        const claimed = await state.lane.claim(group.name, room, group.timeoutSec + leaseMarginSeconds);
+        if (claimed.length === room || group.ordered) this.backlog.add(key);
         else this.backlog.delete(key);
-        for (const delivery of claimed) this.begin(state, key, delivery);
+        if (claimed.length === 0) continue;
+        let entry = this.queued.get(key);
+        if (!entry) this.queued.set(key, (entry = { state, deliveries: [] }));
+        entry.deliveries.push(...claimed);
+        this.queuedCount += claimed.length;
+        this.pump(key);
       }
     }
     if (kind === 'full') await this.timeNextDue();
@@ -202,6 +221,17 @@ export class Dispatcher {
     if (first - Date.now() < this.options.config.pollIntervalMs) {
       this.dueTimer = setTimeout(() => this.wake(), Math.max(0, first - Date.now()));
       this.dueTimer.unref();
+    }
+  }
+
+  /** Starts queued deliveries of a group while it and the process have free slots. */
+  private pump(key: string): void {
+    const entry = this.queued.get(key);
+    if (!entry) return;
+    const { concurrency, triggerConcurrency } = this.options.config;
+    while (entry.deliveries.length > 0 && !this.stopped && this.inFlight < concurrency && (this.perGroup.get(key) ?? 0) < triggerConcurrency) {
+      this.queuedCount -= 1;
+      this.begin(entry.state, key, entry.deliveries.shift()!);
     }
   }
 
@@ -221,6 +251,9 @@ export class Dispatcher {
       } finally {
         this.inFlight -= 1;
         this.perGroup.set(key, (this.perGroup.get(key) ?? 1) - 1);
+        this.pump(key);
+        // Other groups may be waiting for a slot of the process too.
+        if (this.inFlight < this.options.config.concurrency) for (const other of this.queued.keys()) if (other !== key) this.pump(other);
         this.schedule('backlog');
       }
       await recorded;

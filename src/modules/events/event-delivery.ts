@@ -101,6 +101,14 @@ export class EventTriggerLane implements DeliveryLane {
     }));
   }
 
+  async release(deliveries: ClaimedDelivery[]): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE event_log e SET locked = NULL, lease_expires_at = NULL FROM unnest($1::uuid[], $2::text[]) AS r (id, locked)
+       WHERE e.id = r.id AND e.locked = r.locked::timestamptz`,
+      [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.lockedAt)],
+    );
+  }
+
   /** One statement for the whole batch: the states (where the claim is still ours) and every invocation log. */
   async record(records: AttemptRecord[]): Promise<void> {
     await this.dataSource.query(

@@ -111,6 +111,14 @@ export class ScheduledEventLane implements DeliveryLane {
     );
   }
 
+  async release(deliveries: ClaimedDelivery[]): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE scheduled_events e SET status = 'scheduled', locked = NULL, lease_expires_at = NULL FROM unnest($1::uuid[], $2::text[]) AS r (id, locked)
+       WHERE e.id = r.id AND e.locked = r.locked::timestamptz`,
+      [deliveries.map((delivery) => delivery.id), deliveries.map((delivery) => delivery.lockedAt)],
+    );
+  }
+
   async record(records: AttemptRecord[]): Promise<void> {
     for (const { delivery, request, attempt, state, nextRetryAt } of records) {
       const status = state === 'delivered' ? 'delivered' : state === 'dead' ? 'error' : 'scheduled';
