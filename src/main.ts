@@ -175,7 +175,12 @@ export async function startServer(
     });
     // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
     cleanup.push(() => jobs.stop());
-    if (runWorkers) await jobs.work();
+    if (runWorkers) {
+      await jobs.work();
+      for (const module of modules) {
+        if (module.work) cleanup.push(await module.work(services.get(module)));
+      }
+    }
 
     if (serveApi) platform.schema.setBase(await buildPlinthSchema({ container, pubSub }));
     const app = serveApi
@@ -254,7 +259,7 @@ export function buildApiApp(
       modules.flatMap((module) => (module.metadata ? [module.metadata(services.get(module))] : [])),
     ),
     routes: (routesApp) => {
-      for (const module of modules) module.routes?.(routesApp, services.get(module));
+      for (const module of modules) module.routes?.(routesApp, services.get(module), config);
     },
   });
 }

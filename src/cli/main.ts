@@ -18,6 +18,7 @@ import { jobsCommand } from './jobs';
 import { metadataCommand } from './metadata';
 import { servicesCommand, startDeclaredServices } from './services';
 import { newsletterCommand } from './newsletter';
+import { eventsCommand } from './events';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -135,6 +136,7 @@ program.addCommand(servicesCommand(configuration));
 program.addCommand(newsletterCommand(configuration));
 program.addCommand(authCommand(configuration));
 program.addCommand(errorsCommand(configuration));
+program.addCommand(eventsCommand(configuration));
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {

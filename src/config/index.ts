@@ -329,6 +329,21 @@ const environmentSchema = z.object({
   JOBS_MAINTENANCE_INTERVAL_SECONDS: integer(1, 3600).default(10),
   JOBS_SHUTDOWN_GRACE_SECONDS: integer(0, 600).default(5),
 
+  EVENTS_CONCURRENCY: integer(1, 10_000).default(100),
+  EVENTS_TRIGGER_CONCURRENCY: integer(1, 10_000).default(20),
+  EVENTS_LEASE_MARGIN_SECONDS: integer(1, 86_400).default(30),
+  EVENTS_POLL_INTERVAL_MS: integer(50, 600_000).default(2000),
+  EVENTS_RETRY_SECOND_MS: integer(1, 1000).default(1000),
+  EVENTS_CLEANUP_AFTER_HOURS: integer(0, 100_000).default(168),
+  EVENTS_CLEANUP_INTERVAL_SECONDS: integer(1, 86_400).default(3600),
+  EVENTS_CRON_TIME_ZONE: nonEmpty
+    .refine((zone) => Intl.supportedValuesOf('timeZone').includes(zone) || zone === 'UTC', {
+      error: 'must be an IANA time zone such as UTC or Europe/Paris',
+    })
+    .default('UTC'),
+  EVENTS_CRON_AHEAD: integer(1, 10_000).default(100),
+  EVENTS_MISSED_TOLERANCE_SECONDS: integer(0, 31 * 86_400).default(6 * 3600),
+
   PLINTH_PROJECT_NAME: oneLine.default('Plinth'),
   PLINTH_PLUGINS_DIR: nonEmpty.default('plugins'),
   PLINTH_SERVICES_DIR: nonEmpty.default('services'),
@@ -570,6 +585,8 @@ export interface Config {
   /** `api` serves requests, `worker` runs the job workers; a process may be both. */
   processRoles: ProcessRole[];
   jobs: JobsConfig;
+  /** Event triggers, scheduled events and inbound webhooks (the events module). */
+  events: EventsConfig;
   /** PLINTH_PROJECT_NAME: names the project in the API reference. */
   projectName: string;
   /** PLINTH_PLUGINS_DIR: one folder per installed plugin, each with its plugin.json. */
@@ -728,6 +745,40 @@ export interface JobsConfig {
   shutdownGraceSeconds: number;
 }
 
+export interface EventsConfig {
+  /** Deliveries in flight in one process, all triggers together. */
+  concurrency: number;
+  /** Deliveries in flight in one process for one trigger (or cron trigger), so a slow webhook cannot take every slot. */
+  triggerConcurrency: number;
+  /** A claimed event whose process died is taken over this long after its webhook timeout. */
+  leaseMarginSeconds: number;
+  /** How often due retries and abandoned events are looked for besides the NOTIFY wake-ups. */
+  pollIntervalMs: number;
+  /** The length of one second of `interval_sec` and Retry-After (1000; tests shorten it). */
+  retrySecondMs: number;
+  /** Delivered and dead events (and their invocation logs) older than this are deleted; 0 keeps them. */
+  cleanupAfterHours: number;
+  cleanupIntervalSeconds: number;
+  /** The time zone cron schedules are read in. */
+  cronTimeZone: string;
+  /** How many upcoming events of each cron trigger are kept generated. */
+  cronAhead: number;
+  /** A scheduled event more than this late (after downtime) is marked dead instead of fired. */
+  missedToleranceSeconds: number;
+  /** EXTERNAL_WEBHOOK_<PROVIDER>_*: the providers whose signed webhooks are received. */
+  externalProviders: Record<string, ExternalProvider>;
+}
+
+export interface ExternalProvider {
+  secret: string;
+  /** The header carrying the signature (x-hub-signature-256 by default). */
+  signatureHeader: string;
+  /** What comes before the hex digest in that header (sha256= by default). */
+  signaturePrefix: string;
+  /** The header carrying the provider's delivery id, for deduplication (none unless set; x-github-delivery for github). */
+  deliveryHeader: string | undefined;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
@@ -752,6 +803,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   problems.push(...services.problems);
   const queues = queueSettingsFromEnv(present, problems);
   const products = productIdsFromEnv(present, problems);
+  const externalProviders = externalProvidersFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
   const values = parsed.data;
@@ -940,6 +992,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maintenanceIntervalSeconds: values.JOBS_MAINTENANCE_INTERVAL_SECONDS,
       shutdownGraceSeconds: values.JOBS_SHUTDOWN_GRACE_SECONDS,
     },
+    events: {
+      concurrency: values.EVENTS_CONCURRENCY,
+      triggerConcurrency: values.EVENTS_TRIGGER_CONCURRENCY,
+      leaseMarginSeconds: values.EVENTS_LEASE_MARGIN_SECONDS,
+      pollIntervalMs: values.EVENTS_POLL_INTERVAL_MS,
+      retrySecondMs: values.EVENTS_RETRY_SECOND_MS,
+      cleanupAfterHours: values.EVENTS_CLEANUP_AFTER_HOURS,
+      cleanupIntervalSeconds: values.EVENTS_CLEANUP_INTERVAL_SECONDS,
+      cronTimeZone: values.EVENTS_CRON_TIME_ZONE,
+      cronAhead: values.EVENTS_CRON_AHEAD,
+      missedToleranceSeconds: values.EVENTS_MISSED_TOLERANCE_SECONDS,
+      externalProviders,
+    },
     projectName: values.PLINTH_PROJECT_NAME,
     pluginsDir: path.resolve(values.PLINTH_PLUGINS_DIR),
     servicesDir: path.resolve(values.PLINTH_SERVICES_DIR),
@@ -1048,4 +1113,39 @@ function productIdsFromEnv(
     found[match[1] as keyof typeof found][match[2].toLowerCase()] = id;
   }
   return found;
+}
+
+const EXTERNAL_WEBHOOK_VARIABLE = /^EXTERNAL_WEBHOOK_([A-Z0-9_]+?)_(SECRET|SIGNATURE_HEADER|SIGNATURE_PREFIX|DELIVERY_HEADER)$/;
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+
+/**
+ * EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (required per provider), _SIGNATURE_HEADER, _SIGNATURE_PREFIX
+ * and _DELIVERY_HEADER, by provider name in lower case with dashes (`GIT_HUB` -> `git-hub`).
+ */
+function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, ExternalProvider> {
+  const settings: Record<string, Record<string, string>> = {};
+  for (const [variable, value] of Object.entries(env)) {
+    const match = EXTERNAL_WEBHOOK_VARIABLE.exec(variable);
+    if (!match || value === undefined) continue;
+    (settings[match[1]] ??= {})[match[2]] = value;
+  }
+  const providers: Record<string, ExternalProvider> = {};
+  for (const [upper, values] of Object.entries(settings)) {
+    const name = upper.toLowerCase().replace(/_/g, '-');
+    const prefix = `EXTERNAL_WEBHOOK_${upper}`;
+    if (!values.SECRET || values.SECRET.length < 8) {
+      problems.push(`${prefix}_SECRET must be set to the provider's signing secret (8 characters or more)`);
+      continue;
+    }
+    for (const key of ['SIGNATURE_HEADER', 'DELIVERY_HEADER'] as const) {
+      if (values[key] !== undefined && !HEADER_NAME.test(values[key])) problems.push(`${prefix}_${key} must be an HTTP header name (got ${JSON.stringify(values[key])})`);
+    }
+    providers[name] = {
+      secret: values.SECRET,
+      signatureHeader: (values.SIGNATURE_HEADER ?? 'x-hub-signature-256').toLowerCase(),
+      signaturePrefix: values.SIGNATURE_PREFIX ?? 'sha256=',
+      deliveryHeader: (values.DELIVERY_HEADER ?? (name === 'github' ? 'x-github-delivery' : undefined))?.toLowerCase(),
+    };
+  }
+  return providers;
 }

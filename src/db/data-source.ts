@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DataSource } from 'typeorm';
+import { SessionVariablesSubscriber } from './session-variables';
 
 /** Compiled entities and migrations, found next to this file in dist/. */
 const ENTITIES = path.join(__dirname, '..', 'modules', '**', '*.entity.js');
@@ -12,6 +13,7 @@ export function createDataSource(url: string, poolSize: number): DataSource {
     entities: [ENTITIES],
     migrations: [MIGRATIONS],
     migrationsTableName: 'plinth_migrations',
+    subscribers: [SessionVariablesSubscriber],
     // Schema changes come only from migrations/ (ARCHITECTURE.md).
     synchronize: false,
     migrationsRun: false,

@@ -28,6 +28,7 @@ import { installInputTextCheck } from './input-text';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, SessionError, type Session } from './session';
+import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';
 
@@ -144,6 +145,17 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  // The caller's session variables reach the statements the request runs (event triggers record
+  // them). A preHandler: the body's stream events (parsing) run outside an earlier hook's context.
+  app.addHook('preHandler', (request, _reply, done) =>
+    runWithSessionVariables(() => {
+      try {
+        return resolveSession(request.headers, sessionSettings).variables;
+      } catch {
+        return null;
+      }
+    }, done),
+  );
   installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
   installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);

@@ -2,6 +2,7 @@ import type { AnyModule } from '../platform/module';
 import { actionsModule } from './actions';
 import { authModule } from './auth';
 import { errorTrackingModule } from './errortracking';
+import { eventsModule } from './events';
 import { filesModule } from './files';
 import { jobsModule } from './jobs';
 import { newsletterModule } from './newsletter';
@@ -22,5 +23,6 @@ export const MODULES: readonly AnyModule[] = [
   paymentsModule,
   newsletterModule,
   errorTrackingModule,
+  eventsModule,
   actionsModule,
 ];

@@ -58,8 +58,9 @@ export interface PlinthModule<Services = unknown> {
    * Thin Fastify routes, each with its JSON schemas (body, querystring, params, response, and
    * tags, summary, security: the API reference is made from them). `plinth build` registers them
    * with stand-in services and no database: keep references to `services`, call them in handlers.
+   * `config` is the real configuration (in `plinth build` too), for paths that depend on settings.
    */
-  routes?(app: FastifyInstance, services: Services): void;
+  routes?(app: FastifyInstance, services: Services, config: Config): void;
   /** Engine-compatible action handlers, served under the actions route prefix (the same rule for `services`). */
   actions?(services: Services): ActionDefinition[];
   /**
@@ -67,6 +68,12 @@ export interface PlinthModule<Services = unknown> {
    * send); only processes with the worker role (PLINTH_PROCESS_ROLES) run the workers.
    */
   jobs?(services: Services): JobDefinition[];
+  /**
+   * Background work the module runs in processes with the worker role (a dispatcher, say),
+   * started once the job queue is up. The returned function stops it at shutdown, after the HTTP
+   * server closed and before the queue and the database do.
+   */
+  work?(services: Services): Promise<() => Promise<void>>;
   /**
    * The module's part of the metadata API (`POST /v1/metadata`, platform/metadata.ts): the
    * Hasura request types it answers, and its section of export/replace/reload_metadata. The

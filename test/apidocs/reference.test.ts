@@ -102,8 +102,9 @@ describe('the OpenAPI document at /api-docs', () => {
 
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
     const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'events', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs']);
     expect(byTag('metadata')).toEqual(['post /v1/metadata']);
+    expect(byTag('events')).toEqual(['post /actions/external/{provider}']);
     expect(spec.paths['/v1/metadata'].post.security).toEqual([{ adminSecret: [] }]);
     expect(byTag('actions').sort()).toEqual([
       'post /actions/bulk-create-users',
@@ -365,7 +366,7 @@ describe('plugins and custom services', () => {
       responses: { default: { description: 'Answered by the reports plugin' } },
     });
     expect(spec.paths['/reports'].post.tags).toEqual(['reports']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs', 'invoices', 'reports']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'events', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs', 'invoices', 'reports']);
 
     const invoice = spec.paths['/invoices/{id}'];
     expect(invoice.servers).toEqual([{ url: 'http://invoices:4000', description: 'CS_1 (invoices)' }]);
