@@ -8,6 +8,15 @@ import { LicenseRecord, type LicenseStatus } from './license.entity';
 import { LicenseActivationInput, type BillingSubscription, type License, type LicenseActivationOutput } from './payments.types';
 import { SubscriptionRecord } from './subscription.entity';
 
+/** A license about to renew, and who holds it. */
+export interface RenewingLicense {
+  id: string;
+  product: string | null;
+  renewal_date: Date;
+  email: string;
+  name: string | null;
+}
+
 /** Subscription statuses, in Stripe's words (the backup provider's are translated to them). */
 export type SubscriptionStatus = 'active' | 'trialing' | 'past_due' | 'paused' | 'unpaid' | 'incomplete' | 'canceled' | 'expired';
 
@@ -161,6 +170,22 @@ export class BillingService {
       license.activationCount += 1;
       return { success: true, message: 'License activated', license: toLicense(license) };
     });
+  }
+
+  /**
+   * Active licenses whose renewal falls within `withinSeconds` from now and not yet passed, with
+   * their holder's address (holders without one, or deleted, are left out): for the renewal
+   * notice another module sends.
+   */
+  async licensesRenewingWithin(withinSeconds: number): Promise<RenewingLicense[]> {
+    return (await this.dataSource.query(
+      `SELECT l.id, l.product, l.renewal_date, u.email, u.name
+       FROM licenses l JOIN users u ON u.id = l.customer_user_id
+       WHERE l.status = 'active' AND l.renewal_date > now() AND l.renewal_date <= now() + make_interval(secs => $1)
+         AND u.email IS NOT NULL AND u.deleted_at IS NULL
+       ORDER BY l.renewal_date, l.id`,
+      [withinSeconds],
+    )) as RenewingLicense[];
   }
 
   /** Subscriptions, newest first: the caller's own; an admin's choice of customer, or all. */
