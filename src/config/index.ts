@@ -435,6 +435,9 @@ const environmentSchema = z.object({
   NEWSLETTER_SCHEDULER_INTERVAL_SECONDS: integer(1, 3600).default(60),
   NEWSLETTER_SEND_BATCH_SIZE: integer(1, 10_000).default(200),
   NEWSLETTER_SEND_CONCURRENCY: integer(1, 1000).default(20),
+  // T3-license-alert: days before a license's renewal, and the page its button opens.
+  NEWSLETTER_LICENSE_ALERT_DAYS: integer(1, 90).default(7),
+  NEWSLETTER_LICENSE_MANAGE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   EMAIL_DELIVERY_API_KEY: nonEmpty.optional(),
   EMAIL_DELIVERY_API_URL: baseUrl.default('https://api.resend.com'),
   EMAIL_DELIVERY_FROM: z
@@ -659,6 +662,10 @@ export interface NewsletterConfig {
   from: { address: string; name: string };
   /** EMAIL_DELIVERY_LIST_ID_NEWSLETTER: the list at the delivery service, named in each newsletter mail. */
   listId: string | undefined;
+  /** T3-license-alert goes this many (newsletter) days before a license renews. */
+  licenseAlertDays: number;
+  /** The button of T3: where a license holder manages it (default PLINTH_PUBLIC_URL/account/licenses). */
+  licenseManageUrl: string;
 }
 
 export interface PaymentsConfig {
@@ -1073,6 +1080,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sendConcurrency: values.NEWSLETTER_SEND_CONCURRENCY,
       from: { address: values.EMAIL_DELIVERY_FROM ?? values.AUTH_EMAIL_FROM, name: values.AUTH_EMAIL_FROM_NAME },
       listId: values.EMAIL_DELIVERY_LIST_ID_NEWSLETTER,
+      licenseAlertDays: values.NEWSLETTER_LICENSE_ALERT_DAYS,
+      licenseManageUrl: values.NEWSLETTER_LICENSE_MANAGE_URL ?? `${publicUrl}/account/licenses`,
     },
   };
 }

@@ -19,13 +19,23 @@ export interface OwnedTable {
   self?: string;
   /** The column of the row's source account; `source_account_id` when unset. */
   sourceAccount?: string;
+  /**
+   * The owner (and self) columns are uuid: compared as uuid, so their indexes serve, and a user
+   * id that is not a uuid matches nothing. Otherwise they are compared as text.
+   */
+  uuid?: boolean;
 }
 
 /** What a session may see of a table: everything, nothing, or the rows whose column equals a value. */
-export type RowScope = { kind: 'all' } | { kind: 'none' } | { kind: 'equal'; column: string; value: string };
+export type RowScope = { kind: 'all' } | { kind: 'none' } | { kind: 'equal'; column: string; value: string; uuid?: boolean };
 
 const SOURCE_ACCOUNT_VARIABLE = 'x-gql-source-account-id';
+/** The source account of a row whose owner names none (the users table's default). */
+export const DEFAULT_SOURCE_ACCOUNT = 'primary';
+/** The users table itself: role me sees its own row, role user too. */
+export const USERS_TABLE: OwnedTable = { owner: 'id', uuid: true };
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function rowScope(session: Session, table: OwnedTable): RowScope {
   if (session.role === ADMIN_ROLE) {
@@ -33,10 +43,12 @@ export function rowScope(session: Session, table: OwnedTable): RowScope {
     return account ? equal(table.sourceAccount ?? 'source_account_id', account) : { kind: 'all' };
   }
   if (!session.authenticated || !session.userId) return { kind: 'none' };
-  return equal(session.role === 'me' ? (table.self ?? table.owner) : table.owner, session.userId);
+  if (table.uuid && !UUID.test(session.userId)) return { kind: 'none' };
+  const scope = equal(session.role === 'me' ? (table.self ?? table.owner) : table.owner, table.uuid ? session.userId.toLowerCase() : session.userId);
+  return table.uuid ? { ...scope, uuid: true } : scope;
 }
 
-function equal(column: string, value: string): RowScope {
+function equal(column: string, value: string): RowScope & { kind: 'equal' } {
   if (!IDENTIFIER.test(column)) throw new Error(`row filter: "${column}" is not a column name`);
   return { kind: 'equal', column, value };
 }
@@ -51,8 +63,7 @@ export function filterRows<Entity extends ObjectLiteral>(
   const scope = rowScope(session, table);
   if (scope.kind === 'all') return query;
   if (scope.kind === 'none') return query.andWhere('false');
-  // Compared as text: owner columns are uuid or text, and a user id that is not a uuid matches nothing.
-  return query.andWhere(`"${alias}"."${scope.column}"::text = :rowFilterValue`, { rowFilterValue: scope.value });
+  return query.andWhere(`${comparedColumn(`"${alias}"`, scope)} = :rowFilterValue${scope.uuid ? '::uuid' : ''}`, { rowFilterValue: scope.value });
 }
 
 /**
@@ -60,9 +71,30 @@ export function filterRows<Entity extends ObjectLiteral>(
  * parameter `$<parameterIndex>`: `WHERE ${clause}` with `[...parameters, ...filter.parameters]`.
  */
 export function rowFilterSql(session: Session, table: OwnedTable, alias: string, parameterIndex: number): { clause: string; parameters: string[] } {
+  return scopeSql(rowScope(session, table), alias, parameterIndex);
+}
+
+/** A scope computed earlier (kept with a queued job, say) as an SQL condition, as `rowFilterSql` gives it. */
+export function scopeSql(scope: RowScope, alias: string, parameterIndex: number): { clause: string; parameters: string[] } {
   if (!IDENTIFIER.test(alias)) throw new Error(`row filter: "${alias}" is not a table alias`);
-  const scope = rowScope(session, table);
   if (scope.kind === 'all') return { clause: 'true', parameters: [] };
   if (scope.kind === 'none') return { clause: 'false', parameters: [] };
-  return { clause: `${alias}.${scope.column}::text = $${parameterIndex}`, parameters: [scope.value] };
+  if (!IDENTIFIER.test(scope.column)) throw new Error(`row filter: "${scope.column}" is not a column name`);
+  return { clause: `${comparedColumn(alias, scope)} = $${parameterIndex}${scope.uuid ? '::uuid' : ''}`, parameters: [scope.value] };
+}
+
+/** A uuid column as it is (its index serves); any other as text (a uuid column not declared so still compares). */
+function comparedColumn(alias: string, scope: RowScope & { kind: 'equal' }): string {
+  return scope.uuid ? `${alias}."${scope.column}"` : `${alias}."${scope.column}"::text`;
+}
+
+/**
+ * The same test on a row already in hand (a subscription's payload): `row` carries the table's
+ * columns by their names (the owner column, `id` for `me` on users, `source_account_id`).
+ */
+export function rowVisible(session: Session, table: OwnedTable, row: Record<string, unknown>): boolean {
+  const scope = rowScope(session, table);
+  if (scope.kind !== 'equal') return scope.kind === 'all';
+  const value = row[scope.column];
+  return (typeof value === 'string' || typeof value === 'number') && String(value) === scope.value;
 }

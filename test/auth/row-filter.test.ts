@@ -94,6 +94,12 @@ describe('row filters', () => {
     expect(await notesSeenBy(resolveSession({}, settings))).toEqual([]);
     const odd = resolveSession({ 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-role': 'user', 'x-gql-user-id': "x' OR '1'='1" }, settings);
     expect(await notesSeenBy(odd)).toEqual([]);
+    // A uuid owner column is compared as uuid (its index serves): an id that is not one matches nothing before the query.
+    expect(rowFilterSql(odd, { owner: 'user_id', uuid: true }, 'n', 1)).toEqual({ clause: 'false', parameters: [] });
+    const bob = rowFilterSql(tokenSession('bob'), { owner: 'user_id', uuid: true }, 'n', 1);
+    expect(bob.clause).toBe('n."user_id" = $1::uuid');
+    const rows = (await server.server.dataSource.query(`SELECT n.body FROM notes n WHERE ${bob.clause}`, bob.parameters)) as { body: string }[];
+    expect(rows).toEqual([{ body: 'bob 1' }]);
   });
 
   it('refuses column names that are not identifiers', () => {

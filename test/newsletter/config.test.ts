@@ -33,8 +33,18 @@ describe('newsletter and mail-delivery settings', () => {
       sendConcurrency: 20,
       from: { address: 'noreply@localhost', name: 'Plinth' },
       listId: undefined,
+      licenseAlertDays: 7,
+      licenseManageUrl: 'http://localhost:8080/account/licenses',
     });
     expect(config.mail.api).toBeUndefined();
+  });
+
+  it('read the license notice settings, and refuse bad ones naming the variable', () => {
+    const config = loadConfig({ NEWSLETTER_LICENSE_ALERT_DAYS: '3', NEWSLETTER_LICENSE_MANAGE_URL: 'https://billing.example.com/portal', PLINTH_PUBLIC_URL: 'https://example.com' });
+    expect(config.newsletter).toMatchObject({ licenseAlertDays: 3, licenseManageUrl: 'https://billing.example.com/portal' });
+    expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com' }).newsletter.licenseManageUrl).toBe('https://api.example.com/account/licenses');
+    const problems = problemsOf({ NEWSLETTER_LICENSE_ALERT_DAYS: '0', NEWSLETTER_LICENSE_MANAGE_URL: 'javascript:alert(1)' });
+    expect(problems.map((problem) => problem.split(' ')[0]).sort()).toEqual(['NEWSLETTER_LICENSE_ALERT_DAYS', 'NEWSLETTER_LICENSE_MANAGE_URL']);
   });
 
   it('read the delivery API, the sender and the list', () => {

@@ -8,6 +8,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import type { PostgresPubSub } from '../../graphql/pubsub';
 import type { ServedSchema } from '../../graphql/served-schema';
 import { ADMIN_ROLE, type Session } from '../../http/session';
+import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import { MetadataError, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { handlerError, HANDLER_ERROR_CODES, type ActionCalls } from './action-calls.service';
@@ -47,6 +48,17 @@ interface LogRow {
   output: unknown;
   errors: unknown;
   created_at: Date;
+}
+
+/**
+ * A call's result is a user-owned row (spec 2 §2.3): action_log's user_id and source_account_id
+ * are derived from the caller's session variables (migration RowSourceAccounts).
+ */
+const ACTION_CALLS_TABLE: OwnedTable = { owner: 'user_id' };
+
+/** Besides the row filter, the engine's rule: a result is read with the role that started the call (admin reads any). */
+function sameRole(row: LogRow, session: Session): boolean {
+  return session.role === ADMIN_ROLE || row.session_variables['x-gql-role'] === session.role;
 }
 
 export interface ActionsDependencies {
@@ -314,8 +326,13 @@ export class ActionsService implements ActionRunner {
 
   private async state(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): Promise<{ result: AsyncActionResult | null; done: boolean }> {
     if (!UUID.test(id)) throw new GraphQLError('id must be a UUID', { extensions: { code: 'BAD_USER_INPUT', argument: 'id' } });
-    const [row] = (await this.deps.dataSource.query('SELECT * FROM action_log WHERE id = $1 AND action_name = $2', [id, action.name])) as LogRow[];
-    if (!row || !this.mayRead(row, context.session)) return { result: null, done: true };
+    const rows = rowFilterSql(context.session, ACTION_CALLS_TABLE, 'action_log', 3);
+    const [row] = (await this.deps.dataSource.query(`SELECT * FROM action_log WHERE id = $1 AND action_name = $2 AND ${rows.clause}`, [
+      id,
+      action.name,
+      ...rows.parameters,
+    ])) as LogRow[];
+    if (!row || !sameRole(row, context.session)) return { result: null, done: true };
     const result: AsyncActionResult = { id: row.id, created_at: row.created_at.toISOString(), output: row.output, errors: row.errors };
     if (row.status === 'completed') {
       const problem = outputProblem(row.output, outputType, action.name);
@@ -324,11 +341,6 @@ export class ActionsService implements ActionRunner {
     return { result, done: row.status !== 'created' };
   }
 
-  /** The session that started a call (same role and user id) or admin. */
-  private mayRead(row: LogRow, session: Session): boolean {
-    if (session.role === ADMIN_ROLE) return true;
-    return row.session_variables['x-gql-role'] === session.role && (row.session_variables['x-gql-user-id'] ?? null) === session.userId;
-  }
 
   watch(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): AsyncIterable<AsyncActionResult | null> {
     if (!UUID.test(id)) throw new GraphQLError('id must be a UUID', { extensions: { code: 'BAD_USER_INPUT', argument: 'id' } });

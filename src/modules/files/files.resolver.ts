@@ -4,7 +4,8 @@ import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { AcceptsUploadBody } from '../../graphql/upload-body';
 import type { FilesServices } from '.';
-import { FILE_PROCESSING_UPDATED, isOwnerOrAdmin } from './files.service';
+import { rowVisible } from '../../platform/row-filter';
+import { FILE_PROCESSING_UPDATED, FILES_TABLE } from './files.service';
 import { FileInfo, FileUploadInput, FileUploadOutput, UPLOAD_FILE_ROLES } from './files.types';
 
 @Resolver()
@@ -37,7 +38,7 @@ export class FilesResolver {
     topics: FILE_PROCESSING_UPDATED,
     topicId: ({ args }: { args: { file_id: string } }) => args.file_id,
     filter: ({ payload, context }: SubscriptionHandlerData<FileInfo, { file_id: string }, GraphQLContext>) =>
-      isOwnerOrAdmin(context.session, payload.owner_id),
+      rowVisible(context.session, FILES_TABLE, { ...payload }),
   })
   fileProcessingUpdated(@Arg('file_id', () => UUIDResolver) _fileId: string, @Root() file: FileInfo): FileInfo {
     return file;

@@ -5,7 +5,8 @@ import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { isUnstorableText, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import type { EventPublisher } from '../../graphql/pubsub';
-import { ADMIN_ROLE, type Session } from '../../http/session';
+import type { Session } from '../../http/session';
+import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import type { SignatureProblem, SignedQuery, UrlSigner } from '../../platform/signed-urls';
 import type { ObjectStorage } from '../../platform/storage';
@@ -48,6 +49,7 @@ export interface ProcessingResult {
 export interface FileRow {
   id: string;
   owner_id: string | null;
+  source_account_id: string;
   file_name: string;
   file_type: string;
   file_size: string;
@@ -74,9 +76,12 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 const MAX_FILE_NAME = 255;
 
-/** Files and reports are seen by whoever made them, and by admins. */
-export function isOwnerOrAdmin(session: Session, ownerId: string | null): boolean {
-  return session.role === ADMIN_ROLE || (session.userId !== null && ownerId === session.userId);
+/** Files are user-owned rows (spec 2 §2.3): their owner's, and its source account's admins'. */
+export const FILES_TABLE: OwnedTable = { owner: 'owner_id' };
+
+/** The source account a new row is made in: the one the session names (a token's claim), else its owner's (the database's trigger). */
+export function sessionSourceAccount(session: Session): string | null {
+  return session.variables['x-gql-source-account-id'] || null;
 }
 
 export function storageKeyOf(fileId: string, variant: FileVariant): string {
@@ -124,9 +129,9 @@ export class FilesService {
       // Sent in the same transaction: the job exists exactly when the file does.
       const jobId = await this.jobs.send(FILE_PROCESSING_QUEUE, { fileId: id }, { transaction: manager });
       await manager.query(
-        `INSERT INTO files (id, owner_id, file_name, file_type, file_size, storage_key, options, processing_job_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [id, session.userId, input.file_name, input.file_type, content.length, key, JSON.stringify(options), jobId],
+        `INSERT INTO files (id, owner_id, file_name, file_type, file_size, storage_key, options, processing_job_id, source_account_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [id, session.userId, input.file_name, input.file_type, content.length, key, JSON.stringify(options), jobId, sessionSourceAccount(session)],
       );
       await queryRunner.commitTransaction();
       return {
@@ -206,6 +211,7 @@ export class FilesService {
       file_type: row.file_type,
       file_size: Number(row.file_size),
       owner_id: row.owner_id,
+      source_account_id: row.source_account_id,
       status: row.status,
       processing_job_id: row.processing_job_id,
       file_url: this.signer.sign(contentPath(row.id, 'content'), this.settings.urlTtlSeconds).url,
@@ -246,9 +252,9 @@ export class FilesService {
 
   private async visibleRow(id: string, session: Session): Promise<FileRow | null> {
     if (!UUID.test(id)) return null;
-    const row = await this.row(id);
-    if (!row) return null;
-    return isOwnerOrAdmin(session, row.owner_id) ? row : null;
+    const filter = rowFilterSql(session, FILES_TABLE, 'files', 2);
+    const [row] = (await this.dataSource.query(`SELECT * FROM files WHERE id = $1 AND ${filter.clause}`, [id, ...filter.parameters])) as FileRow[];
+    return row ?? null;
   }
 
   /** Every field is checked and every failing one reported; nothing is decoded before the sizes are known to fit. */

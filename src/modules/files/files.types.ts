@@ -162,6 +162,9 @@ export class FileInfo {
   @Field(() => String, { nullable: true, description: 'The user who uploaded it' })
   owner_id!: string | null;
 
+  /** Not in the schema: the row filter of a subscription's payload (src/platform/row-filter.ts). */
+  source_account_id!: string;
+
   @Field(() => FileProcessingStatus)
   status!: FileProcessingStatus;
 

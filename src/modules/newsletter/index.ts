@@ -1,6 +1,7 @@
 import { mailTemplates } from '../../platform/mail/mailer';
 import type { PlinthModule } from '../../platform/module';
 import type { RateLimiter } from '../../platform/rate-limits';
+import { paymentsModule } from '../payments';
 import { issueLeaseSeconds, newsletterJobs, startNewsletterScheduler } from './newsletter.jobs';
 import { NewsletterResolver } from './newsletter.resolver';
 import { newsletterRoutes } from './newsletter.routes';
@@ -23,7 +24,7 @@ export interface NewsletterServices {
 export const newsletterModule: PlinthModule<NewsletterServices> = {
   name: 'newsletter',
   resolvers: [NewsletterResolver],
-  create: ({ config, dataSource, mailer, jobs, logger, shutdown, rateLimits }) => {
+  create: ({ config, dataSource, mailer, jobs, logger, shutdown, rateLimits }, modules) => {
     const log = logger.child({ module: 'newsletter' });
     const newsletter = new NewsletterService({
       config,
@@ -40,7 +41,17 @@ export const newsletterModule: PlinthModule<NewsletterServices> = {
     } else {
       mailer.requireDelivery('the newsletter');
       if (config.processRoles.includes('worker')) {
-        startNewsletterScheduler({ dataSource, jobs, newsletter, settings: config.newsletter, logger: log, shutdown });
+        // The license records are the payments module's; only its services reach them.
+        const { billing } = modules.get(paymentsModule);
+        startNewsletterScheduler({
+          dataSource,
+          jobs,
+          newsletter,
+          settings: config.newsletter,
+          logger: log,
+          shutdown,
+          renewingLicenses: (withinSeconds) => billing.licensesRenewingWithin(withinSeconds),
+        });
       }
     }
     const origins = [new URL(config.publicUrl).origin, ...(config.graphql.corsOrigins === '*' ? [] : config.graphql.corsOrigins)];

@@ -6,7 +6,7 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { JobsConfig, NewsletterConfig } from '../../config';
 import { queueSettings } from '../../platform/job-queue';
 import type { JobDefinition, JobSender } from '../../platform/jobs';
-import { CLEANUP_QUEUE, ISSUE_QUEUE, NewsletterError, SERIES_QUEUE, type NewsletterService } from './newsletter.service';
+import { CLEANUP_QUEUE, ISSUE_QUEUE, NewsletterError, SERIES_QUEUE, type LicenseRenewal, type NewsletterService } from './newsletter.service';
 
 /** The issue queue's defaults: a batch must finish within its timeout, which is also the lease of its claims. */
 export const ISSUE_QUEUE_SETTINGS = { timeoutSeconds: 120, retryLimit: 10, retryDelaySeconds: 5, retryBackoff: true };
@@ -43,10 +43,13 @@ export interface SchedulerOptions {
   settings: NewsletterConfig;
   logger: Logger;
   shutdown: AbortSignal;
+  /** The payments module's licenses renewing within so many seconds (T3-license-alert). */
+  renewingLicenses: (withinSeconds: number) => Promise<LicenseRenewal[]>;
 }
 
 /**
- * The newsletter's recurring work: the clean-up once a day and, when
+ * The newsletter's recurring work: the clean-up once a day, the license renewal notices (T3)
+ * looked for every hour and, when
  * NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE is set, the next issue every NEWSLETTER_ISSUE_INTERVAL_DAYS.
  * Each worker process looks every NEWSLETTER_SCHEDULER_INTERVAL_SECONDS; a due task is claimed
  * by moving its time on in one UPDATE, so one process alone runs it, whatever their number.
@@ -61,6 +64,13 @@ export function startNewsletterScheduler(options: SchedulerOptions): void {
       everySeconds: day,
       firstAfterSeconds: async () => 0,
       run: async () => void (await options.jobs.send(CLEANUP_QUEUE, {})),
+    },
+    {
+      // Every hour (of the newsletter's day): a notice is due 7 days before, so it leaves within the hour.
+      name: 'license-alerts',
+      everySeconds: day / 24,
+      firstAfterSeconds: async () => 0,
+      run: async () => void (await options.newsletter.queueLicenseAlerts(options.renewingLicenses)),
     },
   ];
   if (settings.issueScheduleVarsFile) {

@@ -16,6 +16,18 @@ export type SeriesTemplate = (typeof SERIES_TEMPLATES)[number];
 export const CONFIRM_TEMPLATE = 'T1-confirm';
 export const UNSUBSCRIBED_TEMPLATE = 'T2-unsub';
 export const ISSUE_TEMPLATE = 'N1-biweekly';
+export const LICENSE_ALERT_TEMPLATE = 'T3-license-alert';
+
+/** A license about to renew, as the payments module's services give it. */
+export interface LicenseRenewal {
+  id: string;
+  product: string | null;
+  renewal_date: Date;
+  email: string;
+  name: string | null;
+}
+
+const RENEWAL_DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
 /** The variables of N1 (spec 3 §2.4); ISSUE_NUMBER is filled in from the issue when absent. */
 export const ISSUE_VARIABLES = [
   'ISSUE_NUMBER',
@@ -618,6 +630,48 @@ export class NewsletterService {
       [issueId],
     );
     if (failure !== undefined) throw failure;
+    return counts;
+  }
+
+  // ---- T3-license-alert --------------------------------------------------------------------
+
+  /**
+   * Queues T3 for each license renewing within NEWSLETTER_LICENSE_ALERT_DAYS, once per license
+   * and renewal date: the newsletter_license_alerts row (its primary key) and the mail's job are
+   * written in one transaction, so a second worker or a rerun after a crash finds the row and
+   * sends nothing. An address that unsubscribed from our mail gets none (recorded as skipped).
+   */
+  async queueLicenseAlerts(renewing: (withinSeconds: number) => Promise<LicenseRenewal[]>): Promise<{ queued: number; skipped: number }> {
+    this.secrets();
+    const counts = { queued: 0, skipped: 0 };
+    for (const license of await renewing(this.settings.licenseAlertDays * this.settings.daySeconds)) {
+      const outcome = await this.deps.dataSource.transaction(async (manager) => {
+        const email = normalizeEmail(license.email);
+        const claimed = await run(
+          manager,
+          `INSERT INTO newsletter_license_alerts (license_id, renewal_date, email, status) VALUES ($1, $2, $3, 'queued')
+           ON CONFLICT (license_id, renewal_date) DO NOTHING RETURNING license_id`,
+          [license.id, license.renewal_date, email],
+        );
+        if (claimed.count === 0) return null;
+        const subscriber = (await run<{ status: SubscriberStatus }>(manager, 'SELECT status FROM newsletter_subscribers WHERE email = $1', [email])).rows[0];
+        if (subscriber?.status === 'unsubscribed') {
+          await run(manager, `UPDATE newsletter_license_alerts SET status = 'skipped' WHERE license_id = $1 AND renewal_date = $2`, [license.id, license.renewal_date]);
+          return 'skipped' as const;
+        }
+        const message = this.listMail(
+          { email, name: license.name },
+          LICENSE_ALERT_TEMPLATE,
+          { product: license.product ?? 'Plinth', renewal_date: RENEWAL_DATE.format(license.renewal_date), manage_url: this.settings.licenseManageUrl },
+          `newsletter-license-alert/${license.id}/${license.renewal_date.getTime()}`,
+        );
+        const jobId = await this.deps.mailer.send(message, { transaction: manager });
+        await run(manager, 'UPDATE newsletter_license_alerts SET job_id = $3 WHERE license_id = $1 AND renewal_date = $2', [license.id, license.renewal_date, jobId]);
+        return 'queued' as const;
+      });
+      if (outcome) counts[outcome] += 1;
+    }
+    if (counts.queued + counts.skipped > 0) this.log.info(counts, 'license renewal notices (T3) queued');
     return counts;
   }
 

@@ -1,11 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import { fieldErrors } from '../../common/validation';
 import { ADMIN_ROLE, type Session } from '../../http/session';
+import { filterRows, type OwnedTable } from '../../platform/row-filter';
 import { LicenseRecord, type LicenseStatus } from './license.entity';
 import { LicenseActivationInput, type BillingSubscription, type License, type LicenseActivationOutput } from './payments.types';
 import { SubscriptionRecord } from './subscription.entity';
+
+/** A license about to renew, and who holds it. */
+export interface RenewingLicense {
+  id: string;
+  product: string | null;
+  renewal_date: Date;
+  email: string;
+  name: string | null;
+}
 
 /** Subscription statuses, in Stripe's words (the backup provider's are translated to them). */
 export type SubscriptionStatus = 'active' | 'trialing' | 'past_due' | 'paused' | 'unpaid' | 'incomplete' | 'canceled' | 'expired';
@@ -162,21 +172,31 @@ export class BillingService {
     });
   }
 
+  /**
+   * Active licenses whose renewal falls within `withinSeconds` from now and not yet passed, with
+   * their holder's address (holders without one, or deleted, are left out): for the renewal
+   * notice another module sends.
+   */
+  async licensesRenewingWithin(withinSeconds: number): Promise<RenewingLicense[]> {
+    return (await this.dataSource.query(
+      `SELECT l.id, l.product, l.renewal_date, u.email, u.name
+       FROM licenses l JOIN users u ON u.id = l.customer_user_id
+       WHERE l.status = 'active' AND l.renewal_date > now() AND l.renewal_date <= now() + make_interval(secs => $1)
+         AND u.email IS NOT NULL AND u.deleted_at IS NULL
+       ORDER BY l.renewal_date, l.id`,
+      [withinSeconds],
+    )) as RenewingLicense[];
+  }
+
   /** Subscriptions, newest first: the caller's own; an admin's choice of customer, or all. */
   async subscriptions(session: Session, customerId: string | null, first: number): Promise<BillingSubscription[]> {
-    const owner = ownerFilter(session, customerId);
-    if (owner === false) return [];
     const query = this.dataSource.getRepository(SubscriptionRecord).createQueryBuilder('s').orderBy('s.created_at', 'DESC').take(first);
-    if (owner) query.where('s.customer_user_id = :owner', { owner });
-    return (await query.getMany()).map(toSubscription);
+    return (await customerRows(query, 's', session, customerId).getMany()).map(toSubscription);
   }
 
   async licenses(session: Session, customerId: string | null, first: number): Promise<License[]> {
-    const owner = ownerFilter(session, customerId);
-    if (owner === false) return [];
     const query = this.dataSource.getRepository(LicenseRecord).createQueryBuilder('l').orderBy('l.created_at', 'DESC').take(first);
-    if (owner) query.where('l.customer_user_id = :owner', { owner });
-    return (await query.getMany()).map(toLicense);
+    return (await customerRows(query, 'l', session, customerId).getMany()).map(toLicense);
   }
 
   private async upsertLicense(
@@ -232,10 +252,13 @@ function validUserId(value: string | null | undefined): string | null {
   return typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : null;
 }
 
-/** Whose rows a session reads: a user id, null for all (admin), or false for none. */
-export function ownerFilter(session: Session, customerId: string | null): string | null | false {
-  if (session.role === ADMIN_ROLE) return customerId;
-  return session.userId ?? false;
+/** Payments, subscriptions and licenses are user-owned rows: their customer's, and its source account's admins'. */
+export const CUSTOMER_ROWS: OwnedTable = { owner: 'customer_user_id', uuid: true };
+
+/** The rows of a list the session may see (spec 2 §2.3), narrowed to one customer when an admin names one. */
+export function customerRows<Row extends ObjectLiteral>(query: SelectQueryBuilder<Row>, alias: string, session: Session, customerId: string | null): SelectQueryBuilder<Row> {
+  filterRows(query, alias, session, CUSTOMER_ROWS);
+  return session.role === ADMIN_ROLE && customerId ? query.andWhere(`"${alias}"."customer_user_id" = :customerId`, { customerId }) : query;
 }
 
 export function toSubscription(record: SubscriptionRecord): BillingSubscription {

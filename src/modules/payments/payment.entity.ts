@@ -20,6 +20,10 @@ export class PaymentRecord {
   @Column('uuid', { name: 'customer_user_id', nullable: true })
   customerUserId!: string | null;
 
+  /** Set by the database from the customer (migration RowSourceAccounts): the admin row filter's column. */
+  @Column({ type: 'text', name: 'source_account_id', insert: false, update: false })
+  sourceAccountId!: string;
+
   /** bigint: the driver returns it as text. */
   @Column('bigint', { transformer: { to: (value: number) => value, from: (value: string) => Number(value) } })
   amount!: number;

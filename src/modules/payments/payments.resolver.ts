@@ -3,7 +3,9 @@ import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
-import { ADMIN_ROLE, EVERY_ROLE } from '../../http/session';
+import { EVERY_ROLE } from '../../http/session';
+import { rowVisible } from '../../platform/row-filter';
+import { CUSTOMER_ROWS } from './billing.service';
 import type { PaymentsServices } from '.';
 import { paymentTopic } from './payments.service';
 import {
@@ -79,9 +81,9 @@ export class PaymentsResolver {
   @Authorized()
   @Subscription(() => Payment, {
     topics: ({ args }) => paymentTopic(String(args.payment_intent_id)),
-    // The payment's owner and admins only.
+    // The payment's owner and its source account's admins only.
     filter: ({ payload, context }: { payload: Payment; context: GraphQLContext }) =>
-      context.session.role === ADMIN_ROLE || (payload.customer_id !== null && payload.customer_id === context.session.userId),
+      rowVisible(context.session, CUSTOMER_ROWS, { customer_user_id: payload.customer_id, source_account_id: payload.source_account_id }),
     description: "Each change of one payment's status (its owner and admins)",
   })
   paymentUpdated(@Root() payment: Payment, @Arg('payment_intent_id', { description: "The provider's id of the payment" }) _id: string): Payment {

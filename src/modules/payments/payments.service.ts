@@ -5,7 +5,7 @@ import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
-import { ownerFilter, UUID } from './billing.service';
+import { customerRows, UUID } from './billing.service';
 import { PaymentRecord } from './payment.entity';
 import { Payment, PaymentInput, PaymentStatus, type PaymentOutput } from './payments.types';
 import type { ChargeRequest, ChargeResult } from './primary.provider';
@@ -126,11 +126,8 @@ export class PaymentsService {
 
   /** Payments, newest first: the caller's own, or everyone's (or one customer's) for an admin. */
   async list(session: Session, customerId: string | null, first: number): Promise<Payment[]> {
-    const owner = ownerFilter(session, customerId);
-    if (owner === false) return [];
     const query = this.dataSource.getRepository(PaymentRecord).createQueryBuilder('payment').orderBy('payment.created_at', 'DESC').take(first);
-    if (owner) query.where('payment.customer_user_id = :owner', { owner });
-    return (await query.getMany()).map(toPayment);
+    return (await customerRows(query, 'payment', session, customerId).getMany()).map(toPayment);
   }
 
   /**
@@ -243,6 +240,7 @@ interface PaymentRow {
   provider_payment_id: string | null;
   idempotency_key: string;
   customer_user_id: string | null;
+  source_account_id: string;
   amount: string;
   currency: string;
   description: string | null;
@@ -261,6 +259,7 @@ function recordOf(row: PaymentRow): PaymentRecord {
     providerPaymentId: row.provider_payment_id,
     idempotencyKey: row.idempotency_key,
     customerUserId: row.customer_user_id,
+    sourceAccountId: row.source_account_id,
     amount: Number(row.amount),
     currency: row.currency,
     description: row.description,
@@ -327,6 +326,7 @@ export function toPayment(record: PaymentRecord): Payment {
     provider: record.provider,
     payment_intent_id: record.providerPaymentId,
     customer_id: record.customerUserId,
+    source_account_id: record.sourceAccountId,
     amount: record.amount,
     currency: record.currency,
     description: record.description,

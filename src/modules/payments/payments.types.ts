@@ -90,6 +90,9 @@ export class Payment {
   @Field(() => UUIDResolver, { nullable: true })
   customer_id!: string | null;
 
+  /** Not in the schema: the row filter of a subscription's payload (src/platform/row-filter.ts). */
+  source_account_id!: string;
+
   @Field(() => Int)
   amount!: number;
 

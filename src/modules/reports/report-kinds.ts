@@ -1,20 +1,24 @@
 import { JOBS_SCHEMA } from '../../platform/job-queue';
+import { scopeSql, USERS_TABLE, type OwnedTable, type RowScope } from '../../platform/row-filter';
+import { FILES_TABLE } from '../files/files.service';
 import { ReportKind } from './reports.types';
 
-/** A report's filter: the time range, and the owner whose items a non-admin may list. */
+/** A report's filter: the time range, and the rows of user-owned tables its requester may see. */
 export interface ReportFilter {
   from: string | null;
   to: string | null;
-  /** Null for an admin: every item. */
-  ownerId: string | null;
+  /** The row filter of the requester's session (spec 2 §2.3), taken when the report was asked for. */
+  scope: RowScope;
 }
 
 export interface ReportKindDefinition {
   adminOnly: boolean;
   /** The columns, in order, as the rows name them. */
   columns: string[];
-  /** FROM and WHERE of the report (parameters $1 from, $2 to, and $3 the owner unless adminOnly). */
+  /** FROM and WHERE of the report (parameters $1 from, $2 to). */
   source: string;
+  /** For a table of user-owned rows: the rows are those the requester's row filter lets through ($3). */
+  owned?: OwnedTable;
   select: string;
   /** Keeps the order stable from run to run. */
   orderBy: string;
@@ -30,14 +34,15 @@ export const REPORT_KINDS: Record<ReportKind, ReportKindDefinition> = {
     columns: ['id', 'email', 'name', 'company', 'email_verified', 'created_at'],
     select: 'id, email, name, company, email_verified, created_at',
     source: `users WHERE ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)`,
+    owned: USERS_TABLE,
     orderBy: 'created_at, id',
   },
   [ReportKind.FILES]: {
     adminOnly: false,
     columns: ['id', 'owner_id', 'file_name', 'file_type', 'file_size', 'status', 'checksum_sha256', 'created_at', 'processed_at'],
     select: `id, owner_id, file_name, file_type, file_size::integer AS file_size, status, result->>'checksum_sha256' AS checksum_sha256, created_at, processed_at`,
-    source: `files WHERE ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)
-      AND ($3::text IS NULL OR owner_id = $3)`,
+    source: `files WHERE ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)`,
+    owned: FILES_TABLE,
     orderBy: 'created_at, id',
   },
   [ReportKind.JOBS]: {
@@ -49,23 +54,29 @@ export const REPORT_KINDS: Record<ReportKind, ReportKindDefinition> = {
   },
 };
 
-/** The statements' parameters: the owner only for the kinds that are listed per owner. */
-export function reportParameters(kind: ReportKind, filter: ReportFilter): (string | null)[] {
-  return REPORT_KINDS[kind].adminOnly ? [filter.from, filter.to] : [filter.from, filter.to, filter.ownerId];
+/** FROM and WHERE of a report's statements, with their parameters. */
+export function reportSource(kind: ReportKind, filter: ReportFilter): { source: string; parameters: (string | null)[] } {
+  const definition = REPORT_KINDS[kind];
+  if (!definition.owned) return { source: definition.source, parameters: [filter.from, filter.to] };
+  const table = definition.source.split(' ', 1)[0];
+  const rows = scopeSql(filter.scope, table, 3);
+  return { source: `${definition.source} AND ${rows.clause}`, parameters: [filter.from, filter.to, ...rows.parameters] };
 }
 
 /** The statement that streams the report's rows. */
-export function rowsQuery(kind: ReportKind): string {
-  const definition = REPORT_KINDS[kind];
-  return `SELECT ${definition.select} FROM ${definition.source} ORDER BY ${definition.orderBy}`;
+export function rowsQuery(kind: ReportKind, filter: ReportFilter): { text: string; parameters: (string | null)[] } {
+  const { source, parameters } = reportSource(kind, filter);
+  return { text: `SELECT ${REPORT_KINDS[kind].select} FROM ${source} ORDER BY ${REPORT_KINDS[kind].orderBy}`, parameters };
 }
 
 /** The statement that counts them (exactly, when a run starts, for its progress). */
-export function countQuery(kind: ReportKind): string {
-  return `SELECT count(*)::bigint AS count FROM ${REPORT_KINDS[kind].source}`;
+export function countQuery(kind: ReportKind, filter: ReportFilter): { text: string; parameters: (string | null)[] } {
+  const { source, parameters } = reportSource(kind, filter);
+  return { text: `SELECT count(*)::bigint AS count FROM ${source}`, parameters };
 }
 
 /** The statement whose plan estimates the rows (EXPLAIN, never run). */
-export function estimateQuery(kind: ReportKind): string {
-  return `SELECT 1 FROM ${REPORT_KINDS[kind].source}`;
+export function estimateQuery(kind: ReportKind, filter: ReportFilter): { text: string; parameters: (string | null)[] } {
+  const { source, parameters } = reportSource(kind, filter);
+  return { text: `SELECT 1 FROM ${source}`, parameters };
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { ObjectStorage } from '../../platform/storage';
-import { countQuery, REPORT_KINDS, reportParameters, rowsQuery } from './report-kinds';
+import { countQuery, REPORT_KINDS, rowsQuery } from './report-kinds';
 import { type ReportRow, type ReportsService, resultKey } from './reports.service';
 import { ReportFormat, ReportStatus } from './reports.types';
 
@@ -54,8 +54,8 @@ export class ReportRunner {
 
   private async write(report: ReportRow, signal: AbortSignal): Promise<ReportStatus> {
     const { kind, format } = report.input;
-    const parameters = reportParameters(kind, report.input);
-    const [{ count }] = (await this.dataSource.query(countQuery(kind), parameters)) as { count: string }[];
+    const counting = countQuery(kind, report.input);
+    const [{ count }] = (await this.dataSource.query(counting.text, counting.parameters)) as { count: string }[];
     const total = Number(count);
     await this.progress(report.id, 0, total);
 
@@ -66,7 +66,8 @@ export class ReportRunner {
     try {
       await writer.connect();
       await writer.startTransaction();
-      const rows = cursorRows(reader.query(new Cursor<Record<string, unknown>>(rowsQuery(kind), parameters)));
+      const reading = rowsQuery(kind, report.input);
+      const rows = cursorRows(reader.query(new Cursor<Record<string, unknown>>(reading.text, reading.parameters)));
       const key = resultKey(report.id);
       let written = 0;
       const pieces = this.formatted(rows, format, REPORT_KINDS[kind].columns, signal, async (count) => {

@@ -2,9 +2,9 @@ import { GraphQLError } from 'graphql';
 import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, type SubscriptionHandlerData } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { isOwnerOrAdmin } from '../files/files.service';
+import { rowVisible } from '../../platform/row-filter';
 import type { ReportsServices } from '.';
-import { REPORT_JOB_UPDATED, ReportError } from './reports.service';
+import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE, ReportError } from './reports.service';
 import { GENERATE_REPORT_ROLES, GenerateReportOutput, ReportInput, ReportJob } from './reports.types';
 
 @Resolver()
@@ -42,7 +42,7 @@ export class ReportsResolver {
     topics: REPORT_JOB_UPDATED,
     topicId: ({ args }: { args: { job_id: string } }) => args.job_id,
     filter: ({ payload, context }: SubscriptionHandlerData<ReportJob, { job_id: string }, GraphQLContext>) =>
-      isOwnerOrAdmin(context.session, payload.requested_by),
+      rowVisible(context.session, REPORT_JOBS_TABLE, { ...payload }),
   })
   reportJobUpdated(@Arg('job_id', () => UUIDResolver) _jobId: string, @Root() job: ReportJob): ReportJob {
     return job;

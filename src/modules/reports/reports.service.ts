@@ -8,8 +8,9 @@ import type { JobSender } from '../../platform/jobs';
 import type { SignedQuery, UrlSigner } from '../../platform/signed-urls';
 import type { ObjectStorage } from '../../platform/storage';
 import type { ContentAnswer } from '../files/files.service';
-import { isOwnerOrAdmin } from '../files/files.service';
-import { estimateQuery, REPORT_KINDS, reportParameters, type ReportFilter } from './report-kinds';
+import { sessionSourceAccount } from '../files/files.service';
+import { rowFilterSql, rowScope, type OwnedTable, type RowScope } from '../../platform/row-filter';
+import { estimateQuery, REPORT_KINDS } from './report-kinds';
 import { type GenerateReportOutput, ReportFormat, type ReportJob, ReportKind, ReportStatus } from './reports.types';
 
 export const REPORT_JOB_UPDATED = 'REPORT_JOB_UPDATED';
@@ -30,12 +31,17 @@ export interface StoredReportInput {
   format: ReportFormat;
   from: string | null;
   to: string | null;
-  ownerId: string | null;
+  /** The requester's row filter on the report's table (spec 2 §2.3). */
+  scope: RowScope;
 }
+
+/** Report jobs are user-owned rows: their requester's, and its source account's admins'. */
+export const REPORT_JOBS_TABLE: OwnedTable = { owner: 'requested_by' };
 
 export interface ReportRow {
   id: string;
   requested_by: string | null;
+  source_account_id: string;
   input: StoredReportInput;
   status: ReportStatus;
   queue_job_id: string | null;
@@ -102,14 +108,15 @@ export class ReportsService {
         error_code: 'FORBIDDEN',
       };
     }
-    const input: StoredReportInput = { ...checked, ownerId: isAdmin ? null : session.userId };
+    const owned = REPORT_KINDS[checked.kind].owned;
+    const input: StoredReportInput = { ...checked, scope: owned ? rowScope(session, owned) : { kind: 'all' } };
     try {
       const estimatedRows = await this.estimateRows(input);
       const estimatedDuration = Math.max(1, Math.ceil(estimatedRows / ROWS_PER_SECOND));
       const id = await this.dataSource.transaction(async (manager) => {
         const [row] = (await manager.query(
-          `INSERT INTO report_jobs (requested_by, input, estimated_rows, estimated_duration) VALUES ($1, $2, $3, $4) RETURNING id`,
-          [session.userId, JSON.stringify(input), estimatedRows, estimatedDuration],
+          `INSERT INTO report_jobs (requested_by, input, estimated_rows, estimated_duration, source_account_id) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+          [session.userId, JSON.stringify(input), estimatedRows, estimatedDuration, sessionSourceAccount(session)],
         )) as { id: string }[];
         const queueJobId = await this.jobs.send(REPORT_QUEUE, { reportId: row.id }, { transaction: manager });
         await manager.query('UPDATE report_jobs SET queue_job_id = $2 WHERE id = $1', [row.id, queueJobId]);
@@ -233,6 +240,7 @@ export class ReportsService {
       result_size: row.result_size === null ? null : Number(row.result_size),
       error: row.error,
       requested_by: row.requested_by,
+      source_account_id: row.source_account_id,
       created_at: row.created_at,
       started_at: row.started_at,
       finished_at: row.finished_at,
@@ -257,21 +265,22 @@ export class ReportsService {
 
   private async visibleRow(id: string, session: Session): Promise<ReportRow | null> {
     if (!UUID.test(id)) return null;
-    const row = await this.row(id);
-    return row && isOwnerOrAdmin(session, row.requested_by) ? row : null;
+    const filter = rowFilterSql(session, REPORT_JOBS_TABLE, 'report_jobs', 2);
+    const [row] = (await this.dataSource.query(`SELECT * FROM report_jobs WHERE id = $1 AND ${filter.clause}`, [id, ...filter.parameters])) as ReportRow[];
+    return row ?? null;
   }
 
   /** The planner's row estimate for the report's filter: instant, whatever the table's size. */
   private async estimateRows(input: StoredReportInput): Promise<number> {
-    const filter: ReportFilter = { from: input.from, to: input.to, ownerId: input.ownerId };
-    const [plan] = (await this.dataSource.query(`EXPLAIN (FORMAT JSON) ${estimateQuery(input.kind)}`, reportParameters(input.kind, filter))) as {
+    const estimate = estimateQuery(input.kind, input);
+    const [plan] = (await this.dataSource.query(`EXPLAIN (FORMAT JSON) ${estimate.text}`, estimate.parameters)) as {
       'QUERY PLAN': { Plan: { 'Plan Rows': number } }[];
     }[];
     return Math.round(plan['QUERY PLAN'][0].Plan['Plan Rows']);
   }
 }
 
-function validate(raw: unknown): Omit<StoredReportInput, 'ownerId'> | { errors: FieldError[] } {
+function validate(raw: unknown): Omit<StoredReportInput, 'scope'> | { errors: FieldError[] } {
   const source = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const errors: FieldError[] = [];
   const kinds = Object.values(ReportKind) as string[];

@@ -137,6 +137,9 @@ export class ReportJob {
   @Field(() => String, { nullable: true })
   requested_by!: string | null;
 
+  /** Not in the schema: the row filter of a subscription's payload (src/platform/row-filter.ts). */
+  source_account_id!: string;
+
   @Field(() => DateTimeResolver)
   created_at!: Date | string;
 

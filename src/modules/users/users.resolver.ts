@@ -2,6 +2,7 @@ import { Arg, Authorized, Ctx, Mutation, Resolver, Root, Subscription } from 'ty
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { ADMIN_ROLE } from '../../http/session';
+import { rowVisible, USERS_TABLE } from '../../platform/row-filter';
 import { enforceRateLimit } from '../../platform/rate-limits';
 import { USER_REGISTERED } from './users.service';
 import type { UsersServices } from '.';
@@ -40,7 +41,11 @@ export class UsersResolver {
   }
 
   @Authorized(ADMIN_ROLE)
-  @Subscription(() => UserInfo, { topics: USER_REGISTERED, description: 'Each new account, as it is registered' })
+  @Subscription(() => UserInfo, {
+    topics: USER_REGISTERED,
+    description: "Each new account, as it is registered (an admin's own source account's)",
+    filter: ({ payload, context }: { payload: UserInfo; context: GraphQLContext }) => rowVisible(context.session, USERS_TABLE, { ...payload }),
+  })
   userRegistered(@Root() user: UserInfo): UserInfo {
     return user;
   }

@@ -1,3 +1,4 @@
+import { DEFAULT_SOURCE_ACCOUNT } from '../../platform/row-filter';
 import type { Logger } from 'pino';
 import { QueryFailedError, type Repository } from 'typeorm';
 import { hashPassword } from '../../common/passwords';
@@ -59,7 +60,8 @@ export class UsersService {
       });
       await this.users.insert(user);
       const info = toUserInfo(user);
-      this.events.publish(USER_REGISTERED, info);
+      // registerUser makes accounts in the default source account (the column's default).
+      this.events.publish(USER_REGISTERED, { ...info, source_account_id: DEFAULT_SOURCE_ACCOUNT });
       return { success: true, message: 'User registered successfully', user: info };
     } catch (error) {
       if (isUniqueViolation(error, EMAIL_INDEX)) {

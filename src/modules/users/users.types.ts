@@ -129,6 +129,9 @@ export class UserInfo {
 
   @Field()
   email_verified!: boolean;
+
+  /** Not in the schema: the row filter of a subscription's payload (src/platform/row-filter.ts). */
+  source_account_id?: string;
 }
 
 @ObjectType()
