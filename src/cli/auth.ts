@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { loadConfig, type Config } from '../config';
-import { withDevelopmentSecrets } from '../config/dev-secrets';
+import { developmentEncryptionKey, withDevelopmentSecrets } from '../config/dev-secrets';
 import { environmentWithEnvFile, writeEnvSettings } from '../config/env-file';
 import { withMigrationLock } from '../db/data-source';
 import { createLogger } from '../main';
@@ -167,6 +167,30 @@ export function authCommand(configuration: () => Config): Command {
       loadConfig({ ...environmentWithEnvFile(process.env, options.file), ...values });
       writeEnvSettings(values, options.file);
       process.stdout.write(`mail settings written to ${options.file}: ${Object.keys(values).join(', ')}\n`);
+    });
+
+  auth
+    .command('mfa')
+    .description('second factors of the authentication service')
+    .command('enable')
+    .description('turn a second factor on in the settings file (.env in the working folder); the server reads it at start')
+    .addOption(new Option('--type <type>', 'the second factor').choices(['totp']).makeOptionMandatory())
+    .option('--issuer <name>', 'the name authenticator apps show (AUTH_MFA_TOTP_ISSUER)')
+    .option('--file <file>', 'the settings file', '.env')
+    .action((options: { type: 'totp'; issuer?: string; file: string }) => {
+      const environment = environmentWithEnvFile(process.env, options.file);
+      const values: Record<string, string> = { AUTH_MFA_TOTP_ENABLED: 'true' };
+      if (options.issuer !== undefined) values.AUTH_MFA_TOTP_ISSUER = options.issuer;
+      const config = loadConfig({ ...environment, ...values, NODE_ENV: 'development' });
+      // TOTP secrets are encrypted under AUTH_ENCRYPTION_KEY, which production requires: the
+      // development key (if the data folder has one, secrets enrolled with it keep working) or a new one.
+      const generatedKey = config.auth.mfa.encryptionKey === undefined;
+      if (generatedKey) values.AUTH_ENCRYPTION_KEY = developmentEncryptionKey(config.database.dataDir);
+      // The same validation as start-up, before anything is written.
+      loadConfig({ ...environment, ...values });
+      writeEnvSettings(values, options.file);
+      const note = generatedKey ? ' (AUTH_ENCRYPTION_KEY was generated: keep it, or enrolled authenticators stop working)' : '';
+      process.stdout.write(`TOTP enabled in ${options.file}: ${Object.keys(values).join(', ')}${note}\n`);
     });
 
   return auth;

@@ -263,6 +263,18 @@ const environmentSchema = z.object({
   AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS: integer(1, 86_400).default(300),
   AUTH_RATE_LIMIT_EMAIL_BURST: integer(1, 1_000_000).default(10),
   AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  // Second factors (spec 2 §1.2, §2.4): TOTP, its secrets encrypted at rest, roles that require one.
+  AUTH_MFA_TOTP_ENABLED: boolean.default(false),
+  AUTH_MFA_TOTP_ISSUER: oneLine.default('Plinth'),
+  AUTH_ENCRYPTION_KEY: hexSecret.optional(),
+  AUTH_MFA_REQUIRED_ROLES: z
+    .string()
+    .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+    .refine((roles) => roles.every((role) => roleName.safeParse(role).success), { error: 'must be a comma-separated list of role names such as admin' })
+    .default([]),
+  AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: integer(1, 100).default(5),
+  AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10),
+  AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300),
   // Error tracking (spec 2 §2.5, §8).
   ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: integer(1, 100_000_000).default(10_000),
   ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000).default(100),
@@ -503,7 +515,8 @@ export interface Config {
     ticketTtlSeconds: { verifyEmail: number; passwordReset: number; emailChange: number; passwordless: number; mfa: number };
     /** How often each process deletes expired refresh tokens and tickets. */
     cleanupIntervalSeconds: number;
-    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email', { points: number; durationSeconds: number }>;
+    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email' | 'mfa', { points: number; durationSeconds: number }>;
+    mfa: MfaSettings;
   };
   actions: {
     /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
@@ -701,6 +714,20 @@ export interface ErrorTrackingConfig {
   statusPageCacheSeconds: number;
 }
 
+/** Second factors of the auth service. */
+export interface MfaSettings {
+  /** AUTH_MFA_TOTP_ENABLED: users may enrol an authenticator app. */
+  totpEnabled: boolean;
+  /** AUTH_MFA_TOTP_ISSUER: the name the authenticator app shows. */
+  totpIssuer: string;
+  /** AUTH_ENCRYPTION_KEY (64 hex digits): encrypts TOTP secrets at rest. Generated under the data folder outside production. */
+  encryptionKey: string | undefined;
+  /** AUTH_MFA_REQUIRED_ROLES: roles a session carries only once the user has a second factor on. */
+  requiredRoles: string[];
+  /** Wrong codes one sign-in ticket allows before it is void. */
+  maxAttemptsPerTicket: number;
+}
+
 export interface SmtpSettings {
   host: string;
   port: number;
@@ -774,6 +801,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (!values.AUTH_ALLOWED_ROLES.includes(values.AUTH_DEFAULT_ROLE)) {
     problems.push(`AUTH_DEFAULT_ROLE (${values.AUTH_DEFAULT_ROLE}) must be one of AUTH_ALLOWED_ROLES`);
+  }
+  if (values.NODE_ENV === 'production' && values.AUTH_MFA_TOTP_ENABLED && !values.AUTH_ENCRYPTION_KEY) {
+    problems.push('AUTH_ENCRYPTION_KEY is required when AUTH_MFA_TOTP_ENABLED=true and NODE_ENV=production (it encrypts the TOTP secrets)');
+  }
+  if (values.AUTH_MFA_REQUIRED_ROLES.length > 0 && !values.AUTH_MFA_TOTP_ENABLED) {
+    problems.push('AUTH_MFA_REQUIRED_ROLES needs a second factor users can enrol: set AUTH_MFA_TOTP_ENABLED=true');
   }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
@@ -859,6 +892,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         bruteForce: { points: values.AUTH_RATE_LIMIT_BRUTE_FORCE_BURST, durationSeconds: values.AUTH_RATE_LIMIT_BRUTE_FORCE_INTERVAL_SECONDS },
         signups: { points: values.AUTH_RATE_LIMIT_SIGNUPS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS },
         email: { points: values.AUTH_RATE_LIMIT_EMAIL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS },
+        mfa: { points: values.AUTH_RATE_LIMIT_MFA_BURST, durationSeconds: values.AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS },
+      },
+      mfa: {
+        totpEnabled: values.AUTH_MFA_TOTP_ENABLED,
+        totpIssuer: values.AUTH_MFA_TOTP_ISSUER,
+        encryptionKey: values.AUTH_ENCRYPTION_KEY?.toLowerCase(),
+        requiredRoles: values.AUTH_MFA_REQUIRED_ROLES,
+        maxAttemptsPerTicket: values.AUTH_MFA_MAX_ATTEMPTS_PER_TICKET,
       },
     },
     actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },

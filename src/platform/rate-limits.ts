@@ -37,6 +37,7 @@ export type RateLimitName =
   | 'authBruteForce'
   | 'authSignups'
   | 'authEmail'
+  | 'authMfa'
   | 'errorIngest'
   | 'errorApi';
 
@@ -53,6 +54,8 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     authBruteForce: { ...config.auth.rateLimits.bruteForce, key: 'ip' },
     authSignups: { ...config.auth.rateLimits.signups, key: 'ip' },
     authEmail: { ...config.auth.rateLimits.email, key: 'ip' },
+    // Second-factor codes per user, whatever the address: a ticket's holder cannot spread guesses.
+    authMfa: { ...config.auth.rateLimits.mfa, key: 'user' },
     // Spec 2 §8: events per DSN key, and management calls per secret key, per minute.
     errorIngest: { points: config.errors.ingestPerMinute, durationSeconds: 60, key: 'token' },
     errorApi: { points: config.errors.apiPerMinute, durationSeconds: 60, key: 'token' },

@@ -11,6 +11,7 @@ import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
 import { Tickets } from './tickets.service';
+import { TotpFactor } from './totp.service';
 import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
@@ -19,6 +20,8 @@ export interface AuthServices {
   tokens: SessionTokens;
   /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
   tickets: Tickets;
+  /** The TOTP second factor (AUTH_MFA_TOTP_ENABLED). */
+  totp: TotpFactor;
   /** The operator commands' (plinth auth user ...). */
   admin: UserAdministration;
   /** How the auth routes read a bearer token: the signing secret verifies it. */
@@ -55,6 +58,10 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   // without SMTP_HOST when it does not verify addresses).
   if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
   const canMail = mailDeliveryProblem(config) === undefined;
+  // Outside production start-up generates the key (dev-secrets.ts); a test or a bare config must set it.
+  if (config.auth.mfa.totpEnabled && !config.auth.mfa.encryptionKey) {
+    throw new ConfigError(['AUTH_ENCRYPTION_KEY is required when AUTH_MFA_TOTP_ENABLED=true (it encrypts the TOTP secrets)']);
+  }
   const secret = signingSecret(config);
   const tokens = new SessionTokens(
     dataSource,
@@ -63,6 +70,7 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
       accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
       refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
       reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+      mfaRequiredRoles: config.auth.mfa.requiredRoles,
     },
     new CustomClaims(http, config.auth.customClaimsWebhook, log),
     log,
@@ -74,6 +82,7 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
     accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
     tokens,
     tickets,
+    totp: new TotpFactor(dataSource, tokens, tickets, rateLimits, config.auth.mfa, log),
     admin: new UserAdministration(dataSource, tokens),
     bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
     rateLimits,
