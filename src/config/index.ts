@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { QueueSettings } from '../platform/jobs';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
+import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
 
@@ -275,6 +276,8 @@ const environmentSchema = z.object({
   AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: integer(1, 100).default(5),
   AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10),
   AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300),
+  // External identity providers: AUTH_PROVIDER_<NAME>_* are read by oauthProvidersFromEnv.
+  AUTH_PROVIDER_STATE_TTL_SECONDS: integer(30, 3_600).default(600),
   // Error tracking (spec 2 §2.5, §8).
   ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: integer(1, 100_000_000).default(10_000),
   ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000).default(100),
@@ -517,6 +520,10 @@ export interface Config {
     cleanupIntervalSeconds: number;
     rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email' | 'mfa', { points: number; durationSeconds: number }>;
     mfa: MfaSettings;
+    /** AUTH_PROVIDER_<NAME>_*: the enabled external identity providers. */
+    providers: Partial<Record<OAuthProviderName, OAuthProviderSettings>>;
+    /** How long a sign-in with a provider may take between leaving and coming back. */
+    providerStateTtlSeconds: number;
   };
   actions: {
     /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
@@ -779,6 +786,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   problems.push(...services.problems);
   const queues = queueSettingsFromEnv(present, problems);
   const products = productIdsFromEnv(present, problems);
+  const oauthProviders = oauthProvidersFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
   const values = parsed.data;
@@ -901,6 +909,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         requiredRoles: values.AUTH_MFA_REQUIRED_ROLES,
         maxAttemptsPerTicket: values.AUTH_MFA_MAX_ATTEMPTS_PER_TICKET,
       },
+      providers: oauthProviders,
+      providerStateTtlSeconds: values.AUTH_PROVIDER_STATE_TTL_SECONDS,
     },
     actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },
     errors: {

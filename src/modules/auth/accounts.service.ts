@@ -235,8 +235,32 @@ export class AuthAccounts {
     });
   }
 
+  /**
+   * A new account for a user who signed in with an external provider (no password), unless
+   * sign-up is disabled; the address counts as verified when the provider vouches for it.
+   */
+  async createExternalUser(
+    manager: EntityManager,
+    profile: { email: string; emailVerified: boolean; displayName: string | null; avatarUrl: string | null },
+  ): Promise<UserRow> {
+    if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+    const email = this.emailAddress(profile.email, 'email');
+    const { defaultRole, allowedRoles } = this.requestedRoles({});
+    const name = profile.displayName?.trim().slice(0, MAX_DISPLAY_NAME_LENGTH) || email;
+    const [user] = await queryRows<UserRow>(
+      manager,
+      `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, avatar_url, email_verified)
+       VALUES ($1, NULL, $2, 'en', $3, $4, '{}', $5, $6)
+       ON CONFLICT DO NOTHING
+       RETURNING ${USER_COLUMNS}`,
+      [email, name, defaultRole, allowedRoles, profile.avatarUrl ?? this.avatarUrl(email), profile.emailVerified],
+    );
+    if (!user) throw new AuthError('email-already-in-use');
+    return user;
+  }
+
   /** The checks after the credentials, common to every sign-in method; a second factor gives a ticket instead. */
-  private async signIn(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<SignInResult> {
+  async signIn(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<SignInResult> {
     if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
     if (this.settings.emailVerifiedRequired && !user.email_verified) throw new AuthError('unverified-user');
     if (user.active_mfa_type === 'totp' || user.active_mfa_type === 'sms') {

@@ -26,6 +26,7 @@ export const AUTH_ERRORS = {
   'signup-disabled': { status: 403, message: 'Sign up is disabled' },
   'disabled-endpoint': { status: 409, message: 'This endpoint is disabled' },
   'email-already-in-use': { status: 409, message: 'Email already in use' },
+  'last-sign-in-method': { status: 409, message: 'This is the only way the user can sign in' },
   'too-many-requests': { status: 429, message: 'Too many requests' },
   'internal-server-error': { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>;

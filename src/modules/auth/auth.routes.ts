@@ -6,6 +6,7 @@ import type { DeanonymizeInput, SignUpInput } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
 import { EMAIL, ERRORS, NULLABLE_SESSION, OK, OPTIONS_REDIRECT, PASSWORD, REDIRECT, REDIRECT_TO, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, TICKET, USER_SCHEMA, UUID, text } from './auth.schemas';
+import { oauthRoutes } from './oauth.routes';
 import { totpRoutes } from './totp.routes';
 import type { AuthServices } from '.';
 
@@ -50,6 +51,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     scope.route({ ...rest, config: { ...rest.config, errorFormat: 'auth' }, onRequest: limits.map((name) => limit(services, name)) });
   };
   totpRoutes(route, services);
+  oauthRoutes(route, services);
 
   route({
     method: 'POST',

@@ -12,6 +12,7 @@ import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
 import { Tickets } from './tickets.service';
 import { TotpFactor } from './totp.service';
+import { OAuthSignIn } from './oauth.service';
 import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
@@ -22,6 +23,8 @@ export interface AuthServices {
   tickets: Tickets;
   /** The TOTP second factor (AUTH_MFA_TOTP_ENABLED). */
   totp: TotpFactor;
+  /** Sign-in with external identity providers (AUTH_PROVIDER_<NAME>_ENABLED). */
+  oauth: OAuthSignIn;
   /** The operator commands' (plinth auth user ...). */
   admin: UserAdministration;
   /** How the auth routes read a bearer token: the signing secret verifies it. */
@@ -77,9 +80,11 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   );
   const tickets = new Tickets();
   const breached = new BreachedPasswords(http, config.auth.hibp, log);
+  const accounts = new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail);
   return {
     auth: new AuthService(),
-    accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
+    accounts,
+    oauth: new OAuthSignIn(dataSource, accounts, http, config, secret.key, log),
     tokens,
     tickets,
     totp: new TotpFactor(dataSource, tokens, tickets, rateLimits, config.auth.mfa, log),
@@ -91,9 +96,9 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
 }
 
 /** Every AUTH_CLEANUP_INTERVAL_SECONDS until shutdown, expired refresh tokens and tickets go. */
-function sweepExpired(tokens: SessionTokens, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
+function sweepExpired({ tokens, oauth }: AuthServices, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
   const timer = setInterval(() => {
-    tokens.deleteExpired().catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
+    Promise.all([tokens.deleteExpired(), oauth.deleteExpired()]).catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
   }, config.auth.cleanupIntervalSeconds * 1000);
   timer.unref();
   shutdown.addEventListener('abort', () => clearInterval(timer), { once: true });
@@ -105,7 +110,7 @@ export const authModule: PlinthModule<AuthServices> = {
   resolvers: [AuthResolver],
   create: (platform) => {
     const services = createAuthServices(platform);
-    sweepExpired(services.tokens, platform);
+    sweepExpired(services, platform);
     return services;
   },
   routes: (app, services) => authRoutes(app, services),

@@ -1,0 +1,181 @@
+import type { OAuthProviderName } from '../../config/oauth-providers';
+import type { OutboundHttp } from '../../platform/outbound-http';
+
+/** What sign-in needs from a provider's profile. */
+export interface ProviderProfile {
+  id: string;
+  email: string | null;
+  /** Whether the provider vouches that the user controls the address: only then may it link to an existing account. */
+  emailVerified: boolean;
+  displayName: string | null;
+  avatarUrl: string | null;
+}
+
+/** A provider speaking OAuth 2.0 with a client id and secret (authorization code flow). */
+export interface OAuth2Provider {
+  authUrl: string;
+  tokenUrl: string;
+  /** The base of its profile API (AUTH_PROVIDER_<NAME>_API_URL replaces it). */
+  apiUrl: string;
+  scopes: string[];
+  /** Whether it accepts PKCE (S256). */
+  pkce: boolean;
+  profile(api: ProfileApi): Promise<ProviderProfile>;
+}
+
+/** GET under the provider's API base with the user's access token; the JSON answer, or an error for any other status. */
+export type ProfileApi = <T>(path: string) => Promise<T>;
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
+
+/** OpenID Connect's userinfo (Google, LinkedIn, Microsoft): `sub`, `email`, `email_verified`, `name`, `picture`. */
+function openIdUserInfo(path: string, emailsAreVerified = false) {
+  return async (api: ProfileApi): Promise<ProviderProfile> => {
+    const info = await api<Record<string, unknown>>(path);
+    return {
+      id: String(info.sub),
+      email: text(info.email),
+      emailVerified: info.email_verified === true || info.email_verified === 'true' || emailsAreVerified,
+      displayName: text(info.name),
+      avatarUrl: text(info.picture),
+    };
+  };
+}
+
+/**
+ * The providers with a client id and secret, with their public endpoints. Apple (a signed client
+ * secret), Twitter (consumer key and secret) and WorkOS (connections) are validated at start-up
+ * but have no sign-in flow yet.
+ */
+export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>> = {
+  github: {
+    authUrl: 'https://github.com/login/oauth/authorize',
+    tokenUrl: 'https://github.com/login/oauth/access_token',
+    apiUrl: 'https://api.github.com',
+    scopes: ['read:user', 'user:email'],
+    pkce: true,
+    async profile(api) {
+      const user = await api<{ id: number; login: string; name: string | null; avatar_url: string | null }>('/user');
+      // The profile's public address may be unverified: the verified primary address of /user/emails is the one.
+      const emails = await api<{ email: string; primary: boolean; verified: boolean }[]>('/user/emails');
+      const primary = emails.find((entry) => entry.primary) ?? emails.find((entry) => entry.verified) ?? null;
+      return {
+        id: String(user.id),
+        email: primary?.email ?? null,
+        emailVerified: primary?.verified === true,
+        displayName: text(user.name) ?? user.login,
+        avatarUrl: text(user.avatar_url),
+      };
+    },
+  },
+  google: {
+    authUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
+    tokenUrl: 'https://oauth2.googleapis.com/token',
+    apiUrl: 'https://openidconnect.googleapis.com',
+    scopes: ['openid', 'email', 'profile'],
+    pkce: true,
+    profile: openIdUserInfo('/v1/userinfo'),
+  },
+  linkedin: {
+    authUrl: 'https://www.linkedin.com/oauth/v2/authorization',
+    tokenUrl: 'https://www.linkedin.com/oauth/v2/accessToken',
+    apiUrl: 'https://api.linkedin.com',
+    scopes: ['openid', 'profile', 'email'],
+    pkce: false,
+    profile: openIdUserInfo('/v2/userinfo'),
+  },
+  windowslive: {
+    authUrl: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+    tokenUrl: 'https://login.microsoftonline.com/common/oauth2/v2.0/token',
+    apiUrl: 'https://graph.microsoft.com/oidc',
+    scopes: ['openid', 'email', 'profile'],
+    pkce: true,
+    // Microsoft does not vouch for the addresses of personal and tenant accounts.
+    profile: openIdUserInfo('/userinfo'),
+  },
+  gitlab: {
+    authUrl: 'https://gitlab.com/oauth/authorize',
+    tokenUrl: 'https://gitlab.com/oauth/token',
+    apiUrl: 'https://gitlab.com/api/v4',
+    scopes: ['read_user'],
+    pkce: true,
+    async profile(api) {
+      const user = await api<{ id: number; email: string | null; confirmed_at: string | null; name: string; avatar_url: string | null }>('/user');
+      return { id: String(user.id), email: text(user.email), emailVerified: user.confirmed_at !== null, displayName: text(user.name), avatarUrl: text(user.avatar_url) };
+    },
+  },
+  bitbucket: {
+    authUrl: 'https://bitbucket.org/site/oauth2/authorize',
+    tokenUrl: 'https://bitbucket.org/site/oauth2/access_token',
+    apiUrl: 'https://api.bitbucket.org/2.0',
+    scopes: ['account', 'email'],
+    pkce: false,
+    async profile(api) {
+      const user = await api<{ uuid: string; display_name: string; links?: { avatar?: { href?: string } } }>('/user');
+      const emails = await api<{ values: { email: string; is_primary: boolean; is_confirmed: boolean }[] }>('/user/emails');
+      const primary = emails.values.find((entry) => entry.is_primary) ?? null;
+      return { id: user.uuid, email: primary?.email ?? null, emailVerified: primary?.is_confirmed === true, displayName: text(user.display_name), avatarUrl: text(user.links?.avatar?.href) };
+    },
+  },
+  facebook: {
+    authUrl: 'https://www.facebook.com/v19.0/dialog/oauth',
+    tokenUrl: 'https://graph.facebook.com/v19.0/oauth/access_token',
+    apiUrl: 'https://graph.facebook.com/v19.0',
+    scopes: ['email', 'public_profile'],
+    pkce: false,
+    async profile(api) {
+      const user = await api<{ id: string; name?: string; email?: string; picture?: { data?: { url?: string } } }>('/me?fields=id,name,email,picture');
+      // Facebook returns only confirmed addresses.
+      return { id: user.id, email: text(user.email), emailVerified: text(user.email) !== null, displayName: text(user.name), avatarUrl: text(user.picture?.data?.url) };
+    },
+  },
+  discord: {
+    authUrl: 'https://discord.com/oauth2/authorize',
+    tokenUrl: 'https://discord.com/api/oauth2/token',
+    apiUrl: 'https://discord.com/api',
+    scopes: ['identify', 'email'],
+    pkce: true,
+    async profile(api) {
+      const user = await api<{ id: string; username: string; global_name?: string | null; email?: string | null; verified?: boolean; avatar?: string | null }>('/users/@me');
+      const avatarUrl = user.avatar ? `https://cdn.discordapp.com/avatars/${user.id}/${user.avatar}.png` : null;
+      return { id: user.id, email: text(user.email), emailVerified: user.verified === true, displayName: text(user.global_name) ?? user.username, avatarUrl };
+    },
+  },
+  spotify: {
+    authUrl: 'https://accounts.spotify.com/authorize',
+    tokenUrl: 'https://accounts.spotify.com/api/token',
+    apiUrl: 'https://api.spotify.com/v1',
+    scopes: ['user-read-email'],
+    pkce: true,
+    async profile(api) {
+      const user = await api<{ id: string; display_name?: string | null; email?: string; images?: { url: string }[] }>('/me');
+      // Spotify does not say whether the address was confirmed.
+      return { id: user.id, email: text(user.email), emailVerified: false, displayName: text(user.display_name), avatarUrl: text(user.images?.[0]?.url) };
+    },
+  },
+  twitch: {
+    authUrl: 'https://id.twitch.tv/oauth2/authorize',
+    tokenUrl: 'https://id.twitch.tv/oauth2/token',
+    apiUrl: 'https://api.twitch.tv/helix',
+    scopes: ['user:read:email'],
+    pkce: false,
+    async profile(api) {
+      const { data } = await api<{ data: { id: string; display_name: string; email?: string; profile_image_url?: string }[] }>('/users');
+      const user = data[0];
+      // Twitch gives the address to this scope only once it is verified.
+      return { id: user.id, email: text(user.email), emailVerified: text(user.email) !== null, displayName: text(user.display_name), avatarUrl: text(user.profile_image_url) };
+    },
+  },
+};
+
+/** The provider's API with the user's access token, through the platform's outbound client (timeouts, no redirects). */
+export function profileApi(http: OutboundHttp, apiUrl: string, accessToken: string, extraHeaders: Record<string, string>): ProfileApi {
+  return async <T>(path: string): Promise<T> => {
+    const response = await http.requestJson<T>(`${apiUrl}${path}`, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${accessToken}`, 'user-agent': 'Plinth', ...extraHeaders },
+    });
+    if (response.status !== 200 || response.body === null) throw new Error(`the provider's profile API answered ${response.status} for ${path}`);
+    return response.body;
+  };
+}
