@@ -3,6 +3,7 @@ import pino from 'pino';
 import { loadConfig, type Config } from '../config';
 import { developmentEncryptionKey, withDevelopmentSecrets } from '../config/dev-secrets';
 import { environmentWithEnvFile, writeEnvSettings } from '../config/env-file';
+import { OAUTH_PROVIDER_NAMES, OAUTH_PROVIDERS, type OAuthProviderName } from '../config/oauth-providers';
 import { withMigrationLock } from '../db/data-source';
 import { createLogger } from '../main';
 import { createAuthServices, type AuthServices } from '../modules/auth';
@@ -167,6 +168,36 @@ export function authCommand(configuration: () => Config): Command {
       loadConfig({ ...environmentWithEnvFile(process.env, options.file), ...values });
       writeEnvSettings(values, options.file);
       process.stdout.write(`mail settings written to ${options.file}: ${Object.keys(values).join(', ')}\n`);
+    });
+
+  auth
+    .command('provider')
+    .description('external identity providers of the authentication service')
+    .command('enable <provider>')
+    .description(`turn sign-in with a provider on in the settings file (.env in the working folder): ${OAUTH_PROVIDER_NAMES.join(', ')}`)
+    .option('--client-id <id>', 'the client id (CLIENT_ID)')
+    .option('--client-secret <secret>', 'the client secret (CLIENT_SECRET)')
+    .option('--consumer-key <key>', 'twitter: the consumer key (CONSUMER_KEY)')
+    .option('--consumer-secret <secret>', 'twitter: the consumer secret (CONSUMER_SECRET)')
+    .option('--key-id <id>', 'apple: the key id (KEY_ID)')
+    .option('--private-key <pem>', 'apple: the private key (PRIVATE_KEY)')
+    .option('--team-id <id>', 'apple: the team id (TEAM_ID)')
+    .option('--default-connection <id>', 'workos: the default connection (DEFAULT_CONNECTION)')
+    .option('--file <file>', 'the settings file', '.env')
+    .action((name: string, options: Record<string, string | undefined> & { file: string }) => {
+      const provider = name.toLowerCase();
+      if (!(provider in OAUTH_PROVIDERS)) throw new InvalidArgumentError(`unknown provider ${name}: one of ${OAUTH_PROVIDER_NAMES.join(', ')}`);
+      const prefix = `AUTH_PROVIDER_${provider.toUpperCase()}`;
+      const values: Record<string, string> = { [`${prefix}_ENABLED`]: 'true' };
+      for (const suffix of OAUTH_PROVIDERS[provider as OAuthProviderName]) {
+        // CLIENT_ID is given as --client-id (commander's clientId).
+        const option = suffix.toLowerCase().replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+        if (options[option] !== undefined) values[`${prefix}_${suffix}`] = options[option];
+      }
+      // The same validation as start-up (a missing credential is named), before anything is written.
+      loadConfig({ ...environmentWithEnvFile(process.env, options.file), ...values });
+      writeEnvSettings(values, options.file);
+      process.stdout.write(`${provider} sign-in enabled in ${options.file}: ${Object.keys(values).join(', ')}\n`);
     });
 
   auth

@@ -1,11 +1,16 @@
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../src/config';
 import { OAUTH_PROVIDERS, OAUTH_PROVIDER_NAMES } from '../../src/config/oauth-providers';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { runCli } from '../support/spawn';
 
 const AUTH_URL = 'https://auth.plinth.test/auth';
 const CLIENT_URL = 'https://app.example.com';
@@ -306,5 +311,39 @@ describe('start-up validation', () => {
     expect(problems({ [`${prefix}_ENABLED`]: 'maybe' })).toEqual([`${prefix}_ENABLED must be true or false`]);
     // Disabled: its variables are not required.
     expect(problems({ [`${prefix}_ENABLED`]: 'false' })).toEqual([]);
+  });
+});
+
+describe('plinth auth provider enable', () => {
+  let folder: string;
+  beforeEach(() => {
+    folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-provider-cli-'));
+  });
+  afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const enable = (...args: string[]) => runCli(['auth', 'provider', 'enable', ...args], {}, folder);
+  const file = () => path.join(folder, '.env');
+
+  it('writes the provider and its credentials into .env, which then loads with the provider on', async () => {
+    fs.writeFileSync(file(), '# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=old\n');
+    const result = await enable('github', '--client-id', 'Iv1.abc', '--client-secret', 's3cret value');
+    expect(result).toMatchObject({ code: 0, stdout: 'github sign-in enabled in .env: AUTH_PROVIDER_GITHUB_ENABLED, AUTH_PROVIDER_GITHUB_CLIENT_ID, AUTH_PROVIDER_GITHUB_CLIENT_SECRET\n' });
+    expect(fs.readFileSync(file(), 'utf8')).toBe('# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=Iv1.abc\nAUTH_PROVIDER_GITHUB_ENABLED=true\nAUTH_PROVIDER_GITHUB_CLIENT_SECRET="s3cret value"\n');
+    expect(fs.statSync(file()).mode & 0o777).toBe(0o600);
+    const config = loadConfig(parseEnv(fs.readFileSync(file(), 'utf8')) as Record<string, string>);
+    expect(config.auth.providers.github?.credentials).toEqual({ CLIENT_ID: 'Iv1.abc', CLIENT_SECRET: 's3cret value' });
+
+    expect((await enable('twitter', '--consumer-key', 'ck', '--consumer-secret', 'cs')).code).toBe(0);
+    expect(fs.readFileSync(file(), 'utf8')).toContain('AUTH_PROVIDER_TWITTER_CONSUMER_KEY=ck\n');
+  });
+
+  it('refuses an unknown provider and a missing credential, writing nothing', async () => {
+    const unknown = await enable('myspace', '--client-id', 'x', '--client-secret', 'y');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown provider myspace');
+    const missing = await enable('google', '--client-id', 'x');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('AUTH_PROVIDER_GOOGLE_CLIENT_SECRET is required when AUTH_PROVIDER_GOOGLE_ENABLED=true');
+    expect(missing.stderr).not.toMatch(/\n\s+at \S+/);
+    expect(fs.existsSync(file())).toBe(false);
   });
 });
