@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createSigner, createVerifier } from 'fast-jwt';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -15,7 +16,11 @@ import { runCli } from '../support/spawn';
 const AUTH_URL = 'https://auth.plinth.test/auth';
 const CLIENT_URL = 'https://app.example.com';
 const REDIRECT_TO = 'https://app.example.com/signed-in?from=oauth';
-const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' } };
+const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' }, apple: { id: 'com.example.app', secret: '' } };
+const APPLE_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const APPLE = { teamId: 'TEAM123456', keyId: 'KEY1234567' };
+/** The claims of each client-secret JWT Apple's token endpoint accepted. */
+const appleClientSecrets: Record<string, unknown>[] = [];
 
 /** What the local provider will say about the user who consents next. */
 interface Consent {
@@ -47,7 +52,8 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
     // The user consents (or not): back to redirect_uri with a code and the state, as the provider does.
     const back = new URL(url.searchParams.get('redirect_uri')!);
     back.searchParams.set('state', url.searchParams.get('state')!);
-    if (url.searchParams.get('client_id') !== client.id || url.searchParams.get('code_challenge_method') !== 'S256') {
+    const pkceExpected = service !== 'apple';
+    if (url.searchParams.get('client_id') !== client.id || (pkceExpected && url.searchParams.get('code_challenge_method') !== 'S256')) {
       back.searchParams.set('error', 'invalid_request');
     } else if (url.searchParams.has('deny')) {
       back.searchParams.set('error', 'access_denied');
@@ -58,6 +64,30 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
       back.searchParams.set('code', code);
     }
     return void response.writeHead(302, { location: back.toString() }).end();
+  }
+  if (url.pathname === '/apple/auth/token') {
+    // Apple's documented check: an ES256 JWT from the team's key, for this client, not expired.
+    const form = new URLSearchParams(body);
+    const issued = codes.get(form.get('code') ?? '');
+    codes.delete(form.get('code') ?? '');
+    try {
+      const verify = createVerifier({ key: APPLE_KEY.publicKey.export({ type: 'spki', format: 'pem' }).toString(), algorithms: ['ES256'], complete: true });
+      const { header, payload } = verify(form.get('client_secret') ?? '') as { header: Record<string, unknown>; payload: Record<string, unknown> };
+      const valid =
+        header.kid === APPLE.keyId && payload.iss === APPLE.teamId && payload.sub === CLIENTS.apple.id && payload.aud === 'https://appleid.apple.com' && typeof payload.exp === 'number';
+      if (!valid || !issued || form.get('client_id') !== CLIENTS.apple.id) return json(response, 400, { error: 'invalid_client' });
+      appleClientSecrets.push(payload);
+    } catch {
+      return json(response, 400, { error: 'invalid_client' });
+    }
+    const idToken = createSigner({ key: 'apple-signs-with-its-own-key-here!!' })({
+      iss: 'https://appleid.apple.com',
+      aud: CLIENTS.apple.id,
+      sub: issued.consent.id,
+      email: issued.consent.email,
+      email_verified: issued.consent.verified ? 'true' : 'false',
+    });
+    return json(response, 200, { access_token: randomUUID(), token_type: 'Bearer', id_token: idToken });
   }
   if (url.pathname.endsWith('/token')) {
     const form = new URLSearchParams(body);
@@ -120,6 +150,14 @@ beforeAll(async () => {
     AUTH_PROVIDER_GOOGLE_AUTH_URL: `${providerUrl}/google/o/oauth2/v2/authorize`,
     AUTH_PROVIDER_GOOGLE_TOKEN_URL: `${providerUrl}/google/token`,
     AUTH_PROVIDER_GOOGLE_API_URL: `${providerUrl}/google-api`,
+    AUTH_PROVIDER_APPLE_ENABLED: 'true',
+    AUTH_PROVIDER_APPLE_CLIENT_ID: CLIENTS.apple.id,
+    AUTH_PROVIDER_APPLE_TEAM_ID: APPLE.teamId,
+    AUTH_PROVIDER_APPLE_KEY_ID: APPLE.keyId,
+    // As a one-line variable holds a PEM: its newlines written as \n.
+    AUTH_PROVIDER_APPLE_PRIVATE_KEY: APPLE_KEY.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString().replace(/\n/g, '\\n'),
+    AUTH_PROVIDER_APPLE_AUTH_URL: `${providerUrl}/apple/auth/authorize`,
+    AUTH_PROVIDER_APPLE_TOKEN_URL: `${providerUrl}/apple/auth/token`,
   });
 });
 afterAll(async () => {
@@ -288,6 +326,33 @@ describe('Google (OpenID Connect)', () => {
     const fresh = consent({ id: 'google-sub-2', verified: false });
     const created = await sessionOf(expectSession((await dance('google')).final));
     expect(created.user).toMatchObject({ email: fresh.email, emailVerified: false });
+  });
+});
+
+describe('Apple', () => {
+  it('returns by form POST; the token endpoint checks the client-secret JWT signed with the team key; the profile is the id_token', async () => {
+    const person = consent({ id: '001234.abcdef' });
+    const start = await location(`${server.url}/auth/signin/provider/apple?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    expect(Object.fromEntries(start.location.searchParams)).toMatchObject({ response_mode: 'form_post', scope: 'name email', client_id: CLIENTS.apple.id });
+    expect(start.location.searchParams.has('code_challenge')).toBe(false);
+    const consented = await location(start.location.toString());
+    // Apple's page posts the form to the callback; the browser follows.
+    const form = new URLSearchParams({
+      code: consented.location.searchParams.get('code')!,
+      state: consented.location.searchParams.get('state')!,
+      user: JSON.stringify({ name: { firstName: 'Ada', lastName: 'Lovelace' }, email: person.email }),
+    });
+    const posted = await fetch(`${server.url}/auth/signin/provider/apple/callback`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
+    expect(posted.status).toBe(302);
+    const session = await sessionOf(expectSession(new URL(posted.headers.get('location')!)));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: 'Ada Lovelace' });
+    const secret = appleClientSecrets.at(-1)!;
+    expect((secret.exp as number) - (secret.iat as number)).toBeLessThanOrEqual(300);
   });
 });
 

@@ -31,6 +31,10 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
       scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
         (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
       );
+      // Apple returns from sign-in by a form POST (response_mode=form_post).
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
+        done(null, Object.fromEntries(new URLSearchParams(body as string))),
+      );
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
       scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));

@@ -1,3 +1,4 @@
+import { createSigner } from 'fast-jwt';
 import type { OAuthProviderName } from '../../config/oauth-providers';
 import type { OutboundHttp } from '../../platform/outbound-http';
 
@@ -20,8 +21,16 @@ export interface OAuth2Provider {
   scopes: string[];
   /** Whether it accepts PKCE (S256). */
   pkce: boolean;
-  profile(api: ProfileApi): Promise<ProviderProfile>;
+  /** Extra parameters of the authorization URL. */
+  authParameters?: Record<string, string>;
+  /** The client secret sent to the token endpoint (default: the CLIENT_SECRET credential). */
+  clientSecret?(credentials: Record<string, string>): string;
+  /** The profile, from the provider's API or from the token response itself; `callback` is what the provider sent back. */
+  profile(api: ProfileApi, tokens: TokenResponse, callback: Record<string, string | undefined>): Promise<ProviderProfile>;
 }
+
+/** The token endpoint's JSON answer. */
+export type TokenResponse = Record<string, unknown> & { access_token: string };
 
 /** GET under the provider's API base with the user's access token; the JSON answer, or an error for any other status. */
 export type ProfileApi = <T>(path: string) => Promise<T>;
@@ -42,10 +51,21 @@ function openIdUserInfo(path: string, emailsAreVerified = false) {
   };
 }
 
+/** Apple's client secret: an ES256 JWT signed with the key of AUTH_PROVIDER_APPLE_KEY_ID, valid for 5 minutes. */
+function appleClientSecret(credentials: Record<string, string>): string {
+  const sign = createSigner({ algorithm: 'ES256', key: credentials.PRIVATE_KEY.replace(/\\n/g, '\n'), kid: credentials.KEY_ID, expiresIn: 5 * 60 * 1000 });
+  return sign({ iss: credentials.TEAM_ID, aud: 'https://appleid.apple.com', sub: credentials.CLIENT_ID });
+}
+
+/** The claims of a JWT, read without checking its signature (see the Apple provider for why that is sound there). */
+function jwtClaims(token: unknown): Record<string, unknown> {
+  if (typeof token !== 'string' || token.split('.').length !== 3) throw new Error('the token response has no id_token');
+  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
 /**
- * The providers with a client id and secret, with their public endpoints. Apple (a signed client
- * secret), Twitter (consumer key and secret) and WorkOS (connections) are validated at start-up
- * but have no sign-in flow yet.
+ * The providers of the authorization code flow, with their public endpoints. Twitter (consumer
+ * key and secret) and WorkOS (connections) are validated at start-up but have no sign-in flow yet.
  */
 export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>> = {
   github: {
@@ -151,6 +171,35 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
       const user = await api<{ id: string; display_name?: string | null; email?: string; images?: { url: string }[] }>('/me');
       // Spotify does not say whether the address was confirmed.
       return { id: user.id, email: text(user.email), emailVerified: false, displayName: text(user.display_name), avatarUrl: text(user.images?.[0]?.url) };
+    },
+  },
+  apple: {
+    authUrl: 'https://appleid.apple.com/auth/authorize',
+    tokenUrl: 'https://appleid.apple.com/auth/token',
+    apiUrl: 'https://appleid.apple.com',
+    scopes: ['name', 'email'],
+    pkce: false,
+    // Apple sends the address and name only by a form POST to the callback.
+    authParameters: { response_mode: 'form_post' },
+    clientSecret: appleClientSecret,
+    async profile(_api, tokens, callback) {
+      // The id_token comes straight from Apple's token endpoint over TLS, in answer to our own
+      // authenticated request: OpenID Connect Core §3.1.3.7 lets its signature go unchecked.
+      const claims = jwtClaims(tokens.id_token);
+      let displayName: string | null = null;
+      try {
+        const user = JSON.parse(callback.user ?? 'null') as { name?: { firstName?: string; lastName?: string } } | null;
+        displayName = [user?.name?.firstName, user?.name?.lastName].filter(Boolean).join(' ') || null;
+      } catch {
+        // The name is a courtesy of the first sign-in only.
+      }
+      return {
+        id: String(claims.sub),
+        email: text(claims.email),
+        emailVerified: claims.email_verified === true || claims.email_verified === 'true',
+        displayName,
+        avatarUrl: null,
+      };
     },
   },
   twitch: {

@@ -35,6 +35,27 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       }),
   });
 
+  const callbackFields = { code: text(4096), state: text(512), error: text(256), error_description: text(2048), user: text(4096) };
+  route({
+    method: 'POST',
+    url: '/signin/provider/:provider/callback',
+    limits: ['authBruteForce'],
+    schema: {
+      tags: TAGS,
+      summary: "The provider's return after sign-in, by form POST (Apple's response_mode=form_post)",
+      description: 'As the GET form, with the fields in an application/x-www-form-urlencoded body.',
+      params: PROVIDER_PARAMS,
+      consumes: ['application/x-www-form-urlencoded'],
+      body: { type: 'object', properties: callbackFields },
+      response: { 302: REDIRECT, ...ERRORS },
+    },
+    handler: (request, reply) =>
+      answer(reply, async () => {
+        const { provider } = request.params as { provider: OAuthProviderName };
+        return reply.redirect(await oauth.callback(provider, request.body as ProviderCallback), 302);
+      }),
+  });
+
   route({
     method: 'GET',
     url: '/signin/provider/:provider/callback',
@@ -45,10 +66,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       description:
         'Redirects to `redirectTo` with `refreshToken` (or `mfaTicket` when the user has a second factor) and `type=signinProvider`, or with `error` and `errorDescription` (a denied consent, a forged or used state, an address an account uses but the provider has not verified).',
       params: PROVIDER_PARAMS,
-      querystring: {
-        type: 'object',
-        properties: { code: text(4096), state: text(512), error: text(256), error_description: text(2048) },
-      },
+      querystring: { type: 'object', properties: callbackFields },
       response: { 302: REDIRECT, ...ERRORS },
     },
     handler: (request, reply) =>

@@ -7,7 +7,7 @@ import type { OutboundHttp } from '../../platform/outbound-http';
 import type { AuthAccounts } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
-import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile } from './oauth-endpoints';
+import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { queryRows } from './query-rows';
 import { withQuery } from './redirects';
 import { secretHash } from './session-tokens.service';
@@ -37,6 +37,8 @@ export interface ProviderCallback {
   state?: string;
   error?: string;
   error_description?: string;
+  /** Apple's form POST: the user's name, as JSON, at the first sign-in only. */
+  user?: string;
 }
 
 /** A provider linked to the user (GET /auth/user/providers). */
@@ -81,6 +83,7 @@ export class OAuthSignIn {
     url.searchParams.set('redirect_uri', this.callbackUrl(name));
     url.searchParams.set('scope', provider.scopes.join(' '));
     url.searchParams.set('state', state);
+    for (const [parameter, value] of Object.entries(provider.authParameters ?? {})) url.searchParams.set(parameter, value);
     if (provider.pkce) {
       url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
       url.searchParams.set('code_challenge_method', 'S256');
@@ -106,9 +109,10 @@ export class OAuthSignIn {
       }
       if (!query.code) throw new ProviderFailure('invalid-request', 'The provider sent no authorization code');
       const { provider, settings } = this.provider(name);
-      const accessToken = await this.exchange(provider, settings, name, query.code, pending.code_verifier);
+      const tokens = await this.exchange(provider, settings, name, query.code, pending.code_verifier);
       const extraHeaders: Record<string, string> = name === 'twitch' ? { 'client-id': settings.credentials.CLIENT_ID } : {};
-      const profile = await provider.profile(profileApi(this.http, settings.apiUrl ?? provider.apiUrl, accessToken, extraHeaders)).catch((error: unknown) => {
+      const api = profileApi(this.http, settings.apiUrl ?? provider.apiUrl, tokens.access_token, extraHeaders);
+      const profile = await provider.profile(api, tokens, query as Record<string, string | undefined>).catch((error: unknown) => {
         this.logger.warn({ err: error, provider: name }, 'reading the profile from an identity provider failed');
         throw new ProviderFailure('provider-error', 'The provider did not give the profile');
       });
@@ -177,13 +181,13 @@ export class OAuthSignIn {
   }
 
   /** The authorization code for the user's access token, through the platform's outbound client. */
-  private async exchange(provider: OAuth2Provider, settings: OAuthProviderSettings, name: string, code: string, verifier: string): Promise<string> {
+  private async exchange(provider: OAuth2Provider, settings: OAuthProviderSettings, name: string, code: string, verifier: string): Promise<TokenResponse> {
     const form = new URLSearchParams({
       grant_type: 'authorization_code',
       code,
       redirect_uri: this.callbackUrl(name),
       client_id: settings.credentials.CLIENT_ID,
-      client_secret: settings.credentials.CLIENT_SECRET,
+      client_secret: provider.clientSecret ? provider.clientSecret(settings.credentials) : settings.credentials.CLIENT_SECRET,
     });
     if (provider.pkce) form.set('code_verifier', verifier);
     const response = await this.http
@@ -196,7 +200,7 @@ export class OAuthSignIn {
         this.logger.warn({ err: error, provider: name }, 'the token endpoint of an identity provider did not answer');
         throw new ProviderFailure('provider-error', 'The provider did not answer');
       });
-    let body: { access_token?: unknown; error?: unknown } = {};
+    let body: Record<string, unknown> = {};
     try {
       body = JSON.parse(response.body.toString('utf8')) as typeof body;
     } catch {
@@ -206,7 +210,7 @@ export class OAuthSignIn {
       this.logger.warn({ provider: name, status: response.status, error: body.error }, 'an identity provider refused the authorization code');
       throw new ProviderFailure('invalid-grant', 'The provider did not accept the authorization code');
     }
-    return body.access_token;
+    return body as TokenResponse;
   }
 
   /** The enabled provider with a sign-in flow; disabled-endpoint otherwise. */
