@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../src/config';
 import { OAUTH_PROVIDERS, OAUTH_PROVIDER_NAMES } from '../../src/config/oauth-providers';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
+import { oauth1Signature } from '../../src/modules/auth/oauth1';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { runCli } from '../support/spawn';
@@ -16,7 +17,10 @@ import { runCli } from '../support/spawn';
 const AUTH_URL = 'https://auth.plinth.test/auth';
 const CLIENT_URL = 'https://app.example.com';
 const REDIRECT_TO = 'https://app.example.com/signed-in?from=oauth';
-const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' }, apple: { id: 'com.example.app', secret: '' } };
+const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' }, apple: { id: 'com.example.app', secret: '' }, workos: { id: 'client_01WORKOS', secret: 'sk_workos' } };
+const TWITTER = { consumerKey: 'tw-consumer-key', consumerSecret: 'tw-consumer-secret' };
+/** Twitter's request tokens and access tokens, with their secrets and the consent they stand for. */
+const twitterTokens = new Map<string, { secret: string; callback?: string; verifier?: string; consent: Consent; access?: boolean }>();
 const APPLE_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const APPLE = { teamId: 'TEAM123456', keyId: 'KEY1234567' };
 /** The claims of each client-secret JWT Apple's token endpoint accepted. */
@@ -39,6 +43,56 @@ const codes = new Map<string, { clientId: string; redirectUri: string; challenge
 const accessTokens = new Map<string, Consent>();
 const tokenRequests: URLSearchParams[] = [];
 
+/** The OAuth 1.0a header's parameters, when its HMAC-SHA1 signature is right for the consumer secret and the token's secret. */
+function twitterSigned(request: http.IncomingMessage, url: URL): Record<string, string> | null {
+  const header = request.headers.authorization ?? '';
+  if (!header.startsWith('OAuth ')) return null;
+  const parameters = Object.fromEntries(
+    [...header.slice(6).matchAll(/([\w]+)="([^"]*)"/g)].map(([, name, value]) => [decodeURIComponent(name), decodeURIComponent(value)]),
+  );
+  if (parameters.oauth_consumer_key !== TWITTER.consumerKey || parameters.oauth_signature_method !== 'HMAC-SHA1') return null;
+  const tokenSecret = parameters.oauth_token ? twitterTokens.get(parameters.oauth_token)?.secret : '';
+  if (tokenSecret === undefined) return null;
+  const expected = oauth1Signature(request.method!, url.toString(), parameters, TWITTER.consumerSecret, tokenSecret);
+  return expected === parameters.oauth_signature ? parameters : null;
+}
+
+function twitter(request: http.IncomingMessage, response: http.ServerResponse, url: URL): void {
+  const form = (values: Record<string, string>) => response.writeHead(200, { 'content-type': 'text/plain' }).end(new URLSearchParams(values).toString());
+  if (url.pathname === '/twitter/oauth/authenticate') {
+    const pending = twitterTokens.get(url.searchParams.get('oauth_token') ?? '');
+    if (!pending?.callback) return json(response, 400, {});
+    const back = new URL(pending.callback);
+    if (url.searchParams.has('deny')) back.searchParams.set('denied', url.searchParams.get('oauth_token')!);
+    else {
+      pending.verifier = randomUUID();
+      back.searchParams.set('oauth_token', url.searchParams.get('oauth_token')!);
+      back.searchParams.set('oauth_verifier', pending.verifier);
+    }
+    return void response.writeHead(302, { location: back.toString() }).end();
+  }
+  const signed = twitterSigned(request, url);
+  if (!signed) return json(response, 401, { errors: [{ code: 32, message: 'Could not authenticate you.' }] });
+  if (url.pathname === '/twitter/oauth/request_token') {
+    const token = randomUUID();
+    twitterTokens.set(token, { secret: randomUUID(), callback: signed.oauth_callback, consent: nextConsent });
+    return void form({ oauth_token: token, oauth_token_secret: twitterTokens.get(token)!.secret, oauth_callback_confirmed: 'true' });
+  }
+  if (url.pathname === '/twitter/oauth/access_token') {
+    const pending = twitterTokens.get(signed.oauth_token);
+    if (!pending?.verifier || pending.verifier !== signed.oauth_verifier) return json(response, 401, {});
+    twitterTokens.delete(signed.oauth_token);
+    const token = randomUUID();
+    twitterTokens.set(token, { secret: randomUUID(), consent: pending.consent, access: true });
+    return void form({ oauth_token: token, oauth_token_secret: twitterTokens.get(token)!.secret, user_id: pending.consent.id, screen_name: 'x' });
+  }
+  const access = twitterTokens.get(signed.oauth_token);
+  if (url.pathname === '/twitter-api/account/verify_credentials.json' && access?.access && url.searchParams.get('include_email') === 'true') {
+    return json(response, 200, { id_str: access.consent.id, name: access.consent.name, email: access.consent.email, profile_image_url_https: null });
+  }
+  json(response, 404, {});
+}
+
 function json(response: http.ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
@@ -47,13 +101,15 @@ function json(response: http.ServerResponse, status: number, body: unknown): voi
 function handleProvider(request: http.IncomingMessage, response: http.ServerResponse, body: string): void {
   const url = new URL(request.url ?? '/', providerUrl);
   const [, service] = url.pathname.split('/');
+  if (service.startsWith('twitter')) return twitter(request, response, url);
   const client = CLIENTS[service as keyof typeof CLIENTS];
   if (url.pathname.endsWith('/authorize')) {
     // The user consents (or not): back to redirect_uri with a code and the state, as the provider does.
     const back = new URL(url.searchParams.get('redirect_uri')!);
     back.searchParams.set('state', url.searchParams.get('state')!);
-    const pkceExpected = service !== 'apple';
-    if (url.searchParams.get('client_id') !== client.id || (pkceExpected && url.searchParams.get('code_challenge_method') !== 'S256')) {
+    const pkceExpected = service !== 'apple' && service !== 'workos';
+    const connectionMissing = service === 'workos' && url.searchParams.get('connection') !== 'conn_01ACME';
+    if (url.searchParams.get('client_id') !== client.id || connectionMissing || (pkceExpected && url.searchParams.get('code_challenge_method') !== 'S256')) {
       back.searchParams.set('error', 'invalid_request');
     } else if (url.searchParams.has('deny')) {
       back.searchParams.set('error', 'access_denied');
@@ -88,6 +144,14 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
       email_verified: issued.consent.verified ? 'true' : 'false',
     });
     return json(response, 200, { access_token: randomUUID(), token_type: 'Bearer', id_token: idToken });
+  }
+  if (url.pathname === '/workos/sso/token') {
+    const form = new URLSearchParams(body);
+    const issued = codes.get(form.get('code') ?? '');
+    codes.delete(form.get('code') ?? '');
+    if (!issued || form.get('client_id') !== CLIENTS.workos.id || form.get('client_secret') !== CLIENTS.workos.secret) return json(response, 400, { error: 'invalid_grant' });
+    const [first, last] = issued.consent.name.split(' ');
+    return json(response, 200, { access_token: randomUUID(), profile: { id: `prof_${issued.consent.id}`, email: issued.consent.email, first_name: first, last_name: last, connection_id: 'conn_01ACME' } });
   }
   if (url.pathname.endsWith('/token')) {
     const form = new URLSearchParams(body);
@@ -150,6 +214,18 @@ beforeAll(async () => {
     AUTH_PROVIDER_GOOGLE_AUTH_URL: `${providerUrl}/google/o/oauth2/v2/authorize`,
     AUTH_PROVIDER_GOOGLE_TOKEN_URL: `${providerUrl}/google/token`,
     AUTH_PROVIDER_GOOGLE_API_URL: `${providerUrl}/google-api`,
+    AUTH_PROVIDER_WORKOS_ENABLED: 'true',
+    AUTH_PROVIDER_WORKOS_CLIENT_ID: CLIENTS.workos.id,
+    AUTH_PROVIDER_WORKOS_CLIENT_SECRET: CLIENTS.workos.secret,
+    AUTH_PROVIDER_WORKOS_DEFAULT_CONNECTION: 'conn_01ACME',
+    AUTH_PROVIDER_WORKOS_AUTH_URL: `${providerUrl}/workos/sso/authorize`,
+    AUTH_PROVIDER_WORKOS_TOKEN_URL: `${providerUrl}/workos/sso/token`,
+    AUTH_PROVIDER_TWITTER_ENABLED: 'true',
+    AUTH_PROVIDER_TWITTER_CONSUMER_KEY: TWITTER.consumerKey,
+    AUTH_PROVIDER_TWITTER_CONSUMER_SECRET: TWITTER.consumerSecret,
+    AUTH_PROVIDER_TWITTER_AUTH_URL: `${providerUrl}/twitter/oauth/authenticate`,
+    AUTH_PROVIDER_TWITTER_TOKEN_URL: `${providerUrl}/twitter/oauth/access_token`,
+    AUTH_PROVIDER_TWITTER_API_URL: `${providerUrl}/twitter-api`,
     AUTH_PROVIDER_APPLE_ENABLED: 'true',
     AUTH_PROVIDER_APPLE_CLIENT_ID: CLIENTS.apple.id,
     AUTH_PROVIDER_APPLE_TEAM_ID: APPLE.teamId,
@@ -182,7 +258,7 @@ async function location(url: string): Promise<{ status: number; location: URL }>
 const local = (url: URL) => `${server.url}/auth${url.pathname.slice('/auth'.length)}${url.search}`;
 
 /** The browser's dance: our start, the provider's consent, our callback. Answers where the app is sent, and the provider's callback URL. */
-async function dance(name: 'github' | 'google', redirectTo = REDIRECT_TO, authorizeExtra = ''): Promise<{ final: URL; callback: URL }> {
+async function dance(name: 'github' | 'google' | 'workos', redirectTo = REDIRECT_TO, authorizeExtra = ''): Promise<{ final: URL; callback: URL }> {
   const start = await location(`${server.url}/auth/signin/provider/${name}?redirectTo=${encodeURIComponent(redirectTo)}`);
   expect(start.status).toBe(302);
   const consented = await location(`${start.location.toString()}${authorizeExtra}`);
@@ -353,6 +429,61 @@ describe('Apple', () => {
     expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: 'Ada Lovelace' });
     const secret = appleClientSecrets.at(-1)!;
     expect((secret.exp as number) - (secret.iat as number)).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('Twitter (OAuth 1.0a)', () => {
+  it("signs requests as RFC 5849 and Twitter's documentation example say", () => {
+    const signature = oauth1Signature(
+      'POST',
+      'https://api.twitter.com/1.1/statuses/update.json?include_entities=true',
+      {
+        status: 'Hello Ladies + Gentlemen, a signed OAuth request!',
+        oauth_consumer_key: 'xvz1evFS4wEEPTGEFPHBog',
+        oauth_nonce: 'kYjzVBB8Y0ZFabxSWbWovY3uYSQ2pTgmZeNu2VS4cg',
+        oauth_signature_method: 'HMAC-SHA1',
+        oauth_timestamp: '1318622958',
+        oauth_token: '370773112-GmHxMAgYyLbNEtIKZeRNFsMKPR9EyMZeS9weJAEb',
+        oauth_version: '1.0',
+      },
+      'kAcSOqF21Fu85e7zjz7ZN2U4ZRhfV3WpwPAoE3Z7kBw',
+      'LswwdoUaIvS8ltyTt5jkRh4J50vUPVVHtR2YPi5kE',
+    );
+    expect(signature).toBe('hCtSmYh+iHYCEqBWrE7C7hYmtUk=');
+  });
+
+  it('follows the request token, the consent and the access token, then reads the verified address; a refusal comes back as an error', async () => {
+    const person = consent({ id: '783214' });
+    const start = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    expect(start.location.origin + start.location.pathname).toBe(`${providerUrl}/twitter/oauth/authenticate`);
+    const consented = await location(start.location.toString());
+    const callback = consented.location;
+    expect(callback.origin + callback.pathname).toBe(`${AUTH_URL}/signin/provider/twitter/callback`);
+    expect(callback.searchParams.get('state')).toMatch(/\./);
+    const final = await location(local(callback));
+    const session = await sessionOf(expectSession(final.location));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
+    // The same callback again: the state is spent.
+    expect((await location(local(callback))).location.searchParams.get('error')).toBe('invalid-state');
+
+    consent();
+    const again = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    const denied = await location(`${again.location.toString()}&deny=1`);
+    const refused = (await location(local(denied.location))).location;
+    expect(refused.searchParams.get('error')).toBe('access_denied');
+    expect(refused.searchParams.get('refreshToken')).toBeNull();
+  });
+});
+
+describe('WorkOS', () => {
+  it("signs in through the default connection with the profile of the token response, never linking on its address", async () => {
+    const person = consent();
+    const session = await sessionOf(expectSession((await dance('workos')).final));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: false, displayName: person.name });
+
+    // An account with that address exists now: WorkOS does not vouch for addresses, so no link.
+    consent({ email: person.email });
+    expect((await dance('workos')).final.searchParams.get('error')).toBe('unverified-email');
   });
 });
 

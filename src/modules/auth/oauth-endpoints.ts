@@ -22,7 +22,7 @@ export interface OAuth2Provider {
   /** Whether it accepts PKCE (S256). */
   pkce: boolean;
   /** Extra parameters of the authorization URL. */
-  authParameters?: Record<string, string>;
+  authParameters?(credentials: Record<string, string>): Record<string, string>;
   /** The client secret sent to the token endpoint (default: the CLIENT_SECRET credential). */
   clientSecret?(credentials: Record<string, string>): string;
   /** The profile, from the provider's API or from the token response itself; `callback` is what the provider sent back. */
@@ -63,10 +63,7 @@ function jwtClaims(token: unknown): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-/**
- * The providers of the authorization code flow, with their public endpoints. Twitter (consumer
- * key and secret) and WorkOS (connections) are validated at start-up but have no sign-in flow yet.
- */
+/** The providers of the authorization code flow, with their public endpoints (Twitter's OAuth 1.0a is in oauth.service.ts). */
 export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>> = {
   github: {
     authUrl: 'https://github.com/login/oauth/authorize',
@@ -180,7 +177,7 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     scopes: ['name', 'email'],
     pkce: false,
     // Apple sends the address and name only by a form POST to the callback.
-    authParameters: { response_mode: 'form_post' },
+    authParameters: () => ({ response_mode: 'form_post' }),
     clientSecret: appleClientSecret,
     async profile(_api, tokens, callback) {
       // The id_token comes straight from Apple's token endpoint over TLS, in answer to our own
@@ -200,6 +197,22 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
         displayName,
         avatarUrl: null,
       };
+    },
+  },
+  workos: {
+    authUrl: 'https://api.workos.com/sso/authorize',
+    tokenUrl: 'https://api.workos.com/sso/token',
+    apiUrl: 'https://api.workos.com',
+    scopes: [],
+    pkce: false,
+    // Every sign-in goes through the organisation's connection (AUTH_PROVIDER_WORKOS_DEFAULT_CONNECTION).
+    authParameters: (credentials) => ({ connection: credentials.DEFAULT_CONNECTION }),
+    async profile(_api, tokens) {
+      // WorkOS answers the profile with the token; it does not vouch for the address.
+      const profile = (tokens.profile ?? {}) as { id?: string; email?: string; first_name?: string | null; last_name?: string | null };
+      if (!profile.id) throw new Error('the token response has no profile');
+      const displayName = [profile.first_name, profile.last_name].filter(Boolean).join(' ') || null;
+      return { id: profile.id, email: text(profile.email), emailVerified: false, displayName, avatarUrl: null };
     },
   },
   twitch: {

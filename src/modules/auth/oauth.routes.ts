@@ -35,7 +35,16 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       }),
   });
 
-  const callbackFields = { code: text(4096), state: text(512), error: text(256), error_description: text(2048), user: text(4096) };
+  const callbackFields = {
+    code: text(4096),
+    state: text(512),
+    error: text(256),
+    error_description: text(2048),
+    user: text(4096),
+    oauth_token: text(512),
+    oauth_verifier: text(512),
+    denied: text(512),
+  };
   route({
     method: 'POST',
     url: '/signin/provider/:provider/callback',

@@ -7,10 +7,21 @@ import type { OutboundHttp } from '../../platform/outbound-http';
 import type { AuthAccounts } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
+import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { queryRows } from './query-rows';
 import { withQuery } from './redirects';
 import { secretHash } from './session-tokens.service';
+
+/**
+ * Twitter's OAuth 1.0a endpoints (its consumer key and secret, spec §2.4). AUTH_PROVIDER_TWITTER_
+ * TOKEN_URL replaces the access-token URL, and the request-token URL beside it.
+ */
+const TWITTER = {
+  authUrl: 'https://api.twitter.com/oauth/authenticate',
+  tokenUrl: 'https://api.twitter.com/oauth/access_token',
+  apiUrl: 'https://api.twitter.com/1.1',
+};
 
 /** The `type` of the redirect after a sign-in with a provider. */
 const SIGNIN_TYPE = 'signinProvider';
@@ -39,6 +50,10 @@ export interface ProviderCallback {
   error_description?: string;
   /** Apple's form POST: the user's name, as JSON, at the first sign-in only. */
   user?: string;
+  /** Twitter (OAuth 1.0a): the request token, and the verifier of the user's consent; `denied` when refused. */
+  oauth_token?: string;
+  oauth_verifier?: string;
+  denied?: string;
 }
 
 /** A provider linked to the user (GET /auth/user/providers). */
@@ -67,6 +82,7 @@ export class OAuthSignIn {
 
   /** GET /auth/signin/provider/{provider}: where to send the browser. A bad redirectTo is an AuthError (no redirect to it). */
   async start(name: OAuthProviderName, redirectToInput: string | undefined): Promise<string> {
+    if (name === 'twitter') return this.startTwitter(this.settings(name), this.accounts.redirectTo(redirectToInput));
     const { provider, settings } = this.provider(name);
     const redirectTo = this.accounts.redirectTo(redirectToInput);
     const state = this.newState();
@@ -81,9 +97,9 @@ export class OAuthSignIn {
     url.searchParams.set('response_type', 'code');
     url.searchParams.set('client_id', settings.credentials.CLIENT_ID);
     url.searchParams.set('redirect_uri', this.callbackUrl(name));
-    url.searchParams.set('scope', provider.scopes.join(' '));
+    if (provider.scopes.length > 0) url.searchParams.set('scope', provider.scopes.join(' '));
     url.searchParams.set('state', state);
-    for (const [parameter, value] of Object.entries(provider.authParameters ?? {})) url.searchParams.set(parameter, value);
+    for (const [parameter, value] of Object.entries(provider.authParameters?.(settings.credentials) ?? {})) url.searchParams.set(parameter, value);
     if (provider.pkce) {
       url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
       url.searchParams.set('code_challenge_method', 'S256');
@@ -107,15 +123,8 @@ export class OAuthSignIn {
         const code = /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'provider-error';
         throw new ProviderFailure(code, (query.error_description ?? 'The provider refused the sign-in').slice(0, 500));
       }
-      if (!query.code) throw new ProviderFailure('invalid-request', 'The provider sent no authorization code');
-      const { provider, settings } = this.provider(name);
-      const tokens = await this.exchange(provider, settings, name, query.code, pending.code_verifier);
-      const extraHeaders: Record<string, string> = name === 'twitch' ? { 'client-id': settings.credentials.CLIENT_ID } : {};
-      const api = profileApi(this.http, settings.apiUrl ?? provider.apiUrl, tokens.access_token, extraHeaders);
-      const profile = await provider.profile(api, tokens, query as Record<string, string | undefined>).catch((error: unknown) => {
-        this.logger.warn({ err: error, provider: name }, 'reading the profile from an identity provider failed');
-        throw new ProviderFailure('provider-error', 'The provider did not give the profile');
-      });
+      if (query.denied !== undefined) throw new ProviderFailure('access_denied', 'The user denied the sign-in');
+      const profile = name === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(name, query, pending);
       const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager));
       if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE });
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE });
@@ -125,6 +134,78 @@ export class OAuthSignIn {
       }
       throw error;
     }
+  }
+
+  private async oauth2Profile(name: OAuthProviderName, query: ProviderCallback, pending: PendingSignIn): Promise<ProviderProfile> {
+    if (!query.code) throw new ProviderFailure('invalid-request', 'The provider sent no authorization code');
+    const { provider, settings } = this.provider(name);
+    const tokens = await this.exchange(provider, settings, name, query.code, pending.code_verifier);
+    const extraHeaders: Record<string, string> = name === 'twitch' ? { 'client-id': settings.credentials.CLIENT_ID } : {};
+    const api = profileApi(this.http, settings.apiUrl ?? provider.apiUrl, tokens.access_token, extraHeaders);
+    return provider.profile(api, tokens, query as Record<string, string | undefined>).catch((error: unknown) => {
+      this.logger.warn({ err: error, provider: name }, 'reading the profile from an identity provider failed');
+      throw new ProviderFailure('provider-error', 'The provider did not give the profile');
+    });
+  }
+
+  /**
+   * Twitter's OAuth 1.0a: a request token (signed with the consumer key), kept with its secret
+   * under the state, which rides in the callback URL (OAuth 1.0a has no state parameter).
+   */
+  private async startTwitter(settings: OAuthProviderSettings, redirectTo: string): Promise<string> {
+    const state = this.newState();
+    const callback = `${this.callbackUrl('twitter')}?state=${encodeURIComponent(state)}`;
+    const requestToken = await this.twitterCall(settings, 'POST', this.twitterUrl(settings, 'request_token'), {}, { oauth_callback: callback });
+    if (!requestToken.oauth_token || !requestToken.oauth_token_secret) throw new AuthError('disabled-endpoint', 'Twitter did not give a request token');
+    await this.dataSource.query(
+      `INSERT INTO auth_oauth_states (state_hash, provider, code_verifier, redirect_to, expires_at)
+       VALUES ($1, 'twitter', $2, $3, now() + make_interval(secs => $4))`,
+      [secretHash(state), `${requestToken.oauth_token} ${requestToken.oauth_token_secret}`, redirectTo, this.config.auth.providerStateTtlSeconds],
+    );
+    const url = new URL(settings.authUrl ?? TWITTER.authUrl);
+    url.searchParams.set('oauth_token', requestToken.oauth_token);
+    return url.toString();
+  }
+
+  private async twitterProfile(query: ProviderCallback, pending: PendingSignIn): Promise<ProviderProfile> {
+    const settings = this.settings('twitter');
+    const [token, tokenSecret] = pending.code_verifier.split(' ');
+    if (query.oauth_token !== token || !query.oauth_verifier) throw new ProviderFailure('invalid-request', 'Twitter sent back another request token, or no verifier');
+    const access = await this.twitterCall(settings, 'POST', this.twitterUrl(settings, 'access_token'), { token, tokenSecret }, { oauth_verifier: query.oauth_verifier });
+    if (!access.oauth_token || !access.oauth_token_secret) throw new ProviderFailure('invalid-grant', 'Twitter did not accept the verifier');
+    const url = `${settings.apiUrl ?? TWITTER.apiUrl}/account/verify_credentials.json?include_email=true&skip_status=true`;
+    const credentials = { consumerKey: settings.credentials.CONSUMER_KEY, consumerSecret: settings.credentials.CONSUMER_SECRET, token: access.oauth_token, tokenSecret: access.oauth_token_secret };
+    const response = await this.http
+      .requestJson<{ id_str?: string; name?: string; email?: string; profile_image_url_https?: string }>(url, { method: 'GET', headers: { authorization: oauth1Header('GET', url, credentials) } })
+      .catch(() => null);
+    const user = response?.status === 200 ? response.body : null;
+    if (!user?.id_str) throw new ProviderFailure('provider-error', 'Twitter did not give the profile');
+    // Twitter returns only a verified address, and only to apps allowed to ask for it.
+    return { id: user.id_str, email: user.email || null, emailVerified: Boolean(user.email), displayName: user.name ?? null, avatarUrl: user.profile_image_url_https ?? null };
+  }
+
+  /** A signed form POST to one of Twitter's OAuth 1.0a endpoints; its form answer, empty when refused. */
+  private async twitterCall(
+    settings: OAuthProviderSettings,
+    method: string,
+    url: string,
+    token: { token?: string; tokenSecret?: string },
+    extra: Record<string, string>,
+  ): Promise<Record<string, string>> {
+    const credentials = { consumerKey: settings.credentials.CONSUMER_KEY, consumerSecret: settings.credentials.CONSUMER_SECRET, ...token };
+    const response = await this.http.request(url, { method, headers: { authorization: oauth1Header(method, url, credentials, extra) } }).catch((error: unknown) => {
+      this.logger.warn({ err: error, provider: 'twitter' }, 'Twitter did not answer');
+      throw new ProviderFailure('provider-error', 'Twitter did not answer');
+    });
+    if (response.status !== 200) {
+      this.logger.warn({ provider: 'twitter', status: response.status }, 'Twitter refused an OAuth request');
+      return {};
+    }
+    return Object.fromEntries(new URLSearchParams(response.body.toString('utf8')));
+  }
+
+  private twitterUrl(settings: OAuthProviderSettings, endpoint: 'request_token' | 'access_token'): string {
+    return (settings.tokenUrl ?? TWITTER.tokenUrl).replace(/[^/]+$/, endpoint);
   }
 
   /** GET /auth/user/providers. */
@@ -215,11 +296,16 @@ export class OAuthSignIn {
 
   /** The enabled provider with a sign-in flow; disabled-endpoint otherwise. */
   private provider(name: OAuthProviderName): { provider: OAuth2Provider; settings: OAuthProviderSettings } {
-    const settings = this.config.auth.providers[name];
+    const settings = this.settings(name);
     const provider = OAUTH2_PROVIDERS[name];
-    if (!settings) throw new AuthError('disabled-endpoint', `Sign-in with ${name} is disabled (AUTH_PROVIDER_${name.toUpperCase()}_ENABLED)`);
     if (!provider) throw new AuthError('disabled-endpoint', `Sign-in with ${name} is not available yet`);
     return { provider, settings };
+  }
+
+  private settings(name: OAuthProviderName): OAuthProviderSettings {
+    const settings = this.config.auth.providers[name];
+    if (!settings) throw new AuthError('disabled-endpoint', `Sign-in with ${name} is disabled (AUTH_PROVIDER_${name.toUpperCase()}_ENABLED)`);
+    return settings;
   }
 
   private callbackUrl(name: string): string {
