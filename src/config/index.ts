@@ -276,6 +276,16 @@ const environmentSchema = z.object({
   AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: integer(1, 100).default(5),
   AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10),
   AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300),
+  AUTH_MFA_SMS_ENABLED: boolean.default(false),
+  AUTH_SMS_PROVIDER: z.enum(['twilio'], { error: 'must be twilio' }).optional(),
+  AUTH_SMS_GATEWAY_ACCOUNT_SID: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_AUTH_TOKEN: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_API_URL: baseUrl.default('https://api.twilio.com'),
+  AUTH_SMS_CODE_TTL_SECONDS: integer(60, 3_600).default(300),
+  AUTH_RATE_LIMIT_SMS_BURST: integer(1, 1_000_000).default(5),
+  AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  AUTH_RATE_LIMIT_SMS_ADDRESS_BURST: integer(1, 1_000_000).default(20),
   // External identity providers: AUTH_PROVIDER_<NAME>_* are read by oauthProvidersFromEnv.
   AUTH_PROVIDER_STATE_TTL_SECONDS: integer(30, 3_600).default(600),
   // Error tracking (spec 2 §2.5, §8).
@@ -518,7 +528,7 @@ export interface Config {
     ticketTtlSeconds: { verifyEmail: number; passwordReset: number; emailChange: number; passwordless: number; mfa: number };
     /** How often each process deletes expired refresh tokens and tickets. */
     cleanupIntervalSeconds: number;
-    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email' | 'mfa', { points: number; durationSeconds: number }>;
+    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email' | 'mfa' | 'sms' | 'smsAddress', { points: number; durationSeconds: number }>;
     mfa: MfaSettings;
     /** AUTH_PROVIDER_<NAME>_*: the enabled external identity providers. */
     providers: Partial<Record<OAuthProviderName, OAuthProviderSettings>>;
@@ -731,8 +741,19 @@ export interface MfaSettings {
   encryptionKey: string | undefined;
   /** AUTH_MFA_REQUIRED_ROLES: roles a session carries only once the user has a second factor on. */
   requiredRoles: string[];
-  /** Wrong codes one sign-in ticket allows before it is void. */
+  /** Wrong codes one sign-in ticket (or one SMS code) allows before it is void. */
   maxAttemptsPerTicket: number;
+  /** AUTH_MFA_SMS_ENABLED: codes by SMS through the gateway (set whenever SMS is on). */
+  sms: { enabled: boolean; gateway: SmsGatewaySettings | undefined; codeTtlSeconds: number };
+}
+
+/** AUTH_SMS_PROVIDER=twilio: its Messages API. */
+export interface SmsGatewaySettings {
+  provider: 'twilio';
+  accountSid: string;
+  authToken: string;
+  messagingServiceId: string;
+  apiUrl: string;
 }
 
 export interface SmtpSettings {
@@ -813,8 +834,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.NODE_ENV === 'production' && values.AUTH_MFA_TOTP_ENABLED && !values.AUTH_ENCRYPTION_KEY) {
     problems.push('AUTH_ENCRYPTION_KEY is required when AUTH_MFA_TOTP_ENABLED=true and NODE_ENV=production (it encrypts the TOTP secrets)');
   }
-  if (values.AUTH_MFA_REQUIRED_ROLES.length > 0 && !values.AUTH_MFA_TOTP_ENABLED) {
+  if (values.AUTH_MFA_REQUIRED_ROLES.length > 0 && !values.AUTH_MFA_TOTP_ENABLED && !values.AUTH_MFA_SMS_ENABLED) {
     problems.push('AUTH_MFA_REQUIRED_ROLES needs a second factor users can enrol: set AUTH_MFA_TOTP_ENABLED=true');
+  }
+  if (values.AUTH_MFA_SMS_ENABLED) {
+    if (!values.AUTH_SMS_PROVIDER) problems.push('AUTH_SMS_PROVIDER is required when AUTH_MFA_SMS_ENABLED=true (twilio)');
+    for (const variable of ['AUTH_SMS_GATEWAY_ACCOUNT_SID', 'AUTH_SMS_GATEWAY_AUTH_TOKEN', 'AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID'] as const) {
+      if (!values[variable]) problems.push(`${variable} is required when AUTH_MFA_SMS_ENABLED=true`);
+    }
   }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
@@ -901,6 +928,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         signups: { points: values.AUTH_RATE_LIMIT_SIGNUPS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS },
         email: { points: values.AUTH_RATE_LIMIT_EMAIL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS },
         mfa: { points: values.AUTH_RATE_LIMIT_MFA_BURST, durationSeconds: values.AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS },
+        sms: { points: values.AUTH_RATE_LIMIT_SMS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS },
+        smsAddress: { points: values.AUTH_RATE_LIMIT_SMS_ADDRESS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS },
       },
       mfa: {
         totpEnabled: values.AUTH_MFA_TOTP_ENABLED,
@@ -908,6 +937,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         encryptionKey: values.AUTH_ENCRYPTION_KEY?.toLowerCase(),
         requiredRoles: values.AUTH_MFA_REQUIRED_ROLES,
         maxAttemptsPerTicket: values.AUTH_MFA_MAX_ATTEMPTS_PER_TICKET,
+        sms: {
+          enabled: values.AUTH_MFA_SMS_ENABLED,
+          gateway:
+            values.AUTH_SMS_PROVIDER && values.AUTH_SMS_GATEWAY_ACCOUNT_SID && values.AUTH_SMS_GATEWAY_AUTH_TOKEN && values.AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID
+              ? {
+                  provider: values.AUTH_SMS_PROVIDER,
+                  accountSid: values.AUTH_SMS_GATEWAY_ACCOUNT_SID,
+                  authToken: values.AUTH_SMS_GATEWAY_AUTH_TOKEN,
+                  messagingServiceId: values.AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID,
+                  apiUrl: values.AUTH_SMS_GATEWAY_API_URL,
+                }
+              : undefined,
+          codeTtlSeconds: values.AUTH_SMS_CODE_TTL_SECONDS,
+        },
       },
       providers: oauthProviders,
       providerStateTtlSeconds: values.AUTH_PROVIDER_STATE_TTL_SECONDS,

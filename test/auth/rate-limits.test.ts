@@ -74,6 +74,8 @@ describe('auth rate limits', () => {
       signups: { points: 10, durationSeconds: 300 },
       email: { points: 10, durationSeconds: 3600 },
       mfa: { points: 10, durationSeconds: 300 },
+      sms: { points: 5, durationSeconds: 3600 },
+      smsAddress: { points: 20, durationSeconds: 3600 },
     });
   });
 });

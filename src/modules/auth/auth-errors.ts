@@ -28,6 +28,7 @@ export const AUTH_ERRORS = {
   'email-already-in-use': { status: 409, message: 'Email already in use' },
   'last-sign-in-method': { status: 409, message: 'This is the only way the user can sign in' },
   'too-many-requests': { status: 429, message: 'Too many requests' },
+  'sms-delivery-failed': { status: 503, message: 'The SMS could not be sent; try again later' },
   'internal-server-error': { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

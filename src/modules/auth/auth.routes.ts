@@ -7,6 +7,7 @@ import { AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
 import { EMAIL, ERRORS, NULLABLE_SESSION, OK, OPTIONS_REDIRECT, PASSWORD, REDIRECT, REDIRECT_TO, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, TICKET, USER_SCHEMA, UUID, text } from './auth.schemas';
 import { oauthRoutes } from './oauth.routes';
+import { smsRoutes } from './sms.routes';
 import { totpRoutes } from './totp.routes';
 import type { AuthServices } from '.';
 
@@ -56,6 +57,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   };
   totpRoutes(route, services);
   oauthRoutes(route, services);
+  smsRoutes(route, services);
 
   route({
     method: 'POST',
@@ -102,7 +104,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     },
     handler: (request, reply) => {
       const { email, password } = request.body as { email: string; password: string };
-      return answer(reply, () => accounts.signInEmailPassword(email, password));
+      return answer(reply, () => accounts.signInEmailPassword(email, password, request.ip));
     },
   });
 

@@ -11,6 +11,7 @@ import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
 import { Tickets } from './tickets.service';
+import { SmsFactor } from './sms.service';
 import { TotpFactor } from './totp.service';
 import { OAuthSignIn } from './oauth.service';
 import { UserAdministration } from './user-administration.service';
@@ -23,6 +24,8 @@ export interface AuthServices {
   tickets: Tickets;
   /** The TOTP second factor (AUTH_MFA_TOTP_ENABLED). */
   totp: TotpFactor;
+  /** The SMS second factor (AUTH_MFA_SMS_ENABLED). */
+  sms: SmsFactor;
   /** Sign-in with external identity providers (AUTH_PROVIDER_<NAME>_ENABLED). */
   oauth: OAuthSignIn;
   /** The operator commands' (plinth auth user ...). */
@@ -80,8 +83,10 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   );
   const tickets = new Tickets();
   const breached = new BreachedPasswords(http, config.auth.hibp, log);
-  const accounts = new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail);
+  const sms = new SmsFactor(dataSource, tokens, tickets, rateLimits, http, config.auth.mfa, log);
+  const accounts = new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail, sms);
   return {
+    sms,
     auth: new AuthService(),
     accounts,
     oauth: new OAuthSignIn(dataSource, accounts, http, config, secret.key, log),
