@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { requires } from '../../http/security-schemes';
 import { resolveSession, SessionError } from '../../http/session';
 import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
@@ -32,10 +32,14 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
       scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
         (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
       );
-      // Apple returns from sign-in by a form POST (response_mode=form_post).
-      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
-        done(null, Object.fromEntries(new URLSearchParams(body as string))),
-      );
+      // Apple returns from sign-in by a form POST (response_mode=form_post): the provider
+      // callback takes a form; every other auth route answers 415 to one, as before.
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
+        if (request.routeOptions.url !== `${AUTH_PREFIX}/signin/provider/:provider/callback`) {
+          return done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE('application/x-www-form-urlencoded'), undefined);
+        }
+        done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      });
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
       scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
