@@ -7,4 +7,7 @@ module.exports = {
   globalTeardown: './support/global-teardown.js',
   testTimeout: 60000,
   maxWorkers: 2,
+  // ES-module-only dependencies, compiled to CommonJS for Jest (see jest-esm-transform.js).
+  transform: { '/node_modules/(@scure|@noble)/.+\\.js$': '<rootDir>/../../jest-esm-transform.js' },
+  transformIgnorePatterns: ['/node_modules/(?!(@scure|@noble)/)'],
 };

@@ -374,6 +374,7 @@ describe('.env and development secrets', () => {
       GQL_GRAPHQL_JWT_SECRET: VALID_JWT,
       NEWSLETTER_CONFIRM_SECRET: 'c'.repeat(64),
       NEWSLETTER_UNSUBSCRIBE_SECRET: 'd'.repeat(64),
+      AUTH_ENCRYPTION_KEY: 'e'.repeat(64),
     });
     expect(withDevelopmentSecrets(config, () => undefined)).toBe(config);
     expect(fs.readdirSync(folder)).toEqual([]);

@@ -1,8 +1,9 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { loadConfig, type Config } from '../config';
-import { withDevelopmentSecrets } from '../config/dev-secrets';
+import { developmentEncryptionKey, withDevelopmentSecrets } from '../config/dev-secrets';
 import { environmentWithEnvFile, writeEnvSettings } from '../config/env-file';
+import { OAUTH_PROVIDER_NAMES, OAUTH_PROVIDERS, type OAuthProviderName } from '../config/oauth-providers';
 import { withMigrationLock } from '../db/data-source';
 import { createLogger } from '../main';
 import { createAuthServices, type AuthServices } from '../modules/auth';
@@ -167,6 +168,60 @@ export function authCommand(configuration: () => Config): Command {
       loadConfig({ ...environmentWithEnvFile(process.env, options.file), ...values });
       writeEnvSettings(values, options.file);
       process.stdout.write(`mail settings written to ${options.file}: ${Object.keys(values).join(', ')}\n`);
+    });
+
+  auth
+    .command('provider')
+    .description('external identity providers of the authentication service')
+    .command('enable <provider>')
+    .description(`turn sign-in with a provider on in the settings file (.env in the working folder): ${OAUTH_PROVIDER_NAMES.join(', ')}`)
+    .option('--client-id <id>', 'the client id (CLIENT_ID)')
+    .option('--client-secret <secret>', 'the client secret (CLIENT_SECRET)')
+    .option('--consumer-key <key>', 'twitter: the consumer key (CONSUMER_KEY)')
+    .option('--consumer-secret <secret>', 'twitter: the consumer secret (CONSUMER_SECRET)')
+    .option('--key-id <id>', 'apple: the key id (KEY_ID)')
+    .option('--private-key <pem>', 'apple: the private key (PRIVATE_KEY)')
+    .option('--team-id <id>', 'apple: the team id (TEAM_ID)')
+    .option('--default-connection <id>', 'workos: the default connection (DEFAULT_CONNECTION)')
+    .option('--file <file>', 'the settings file', '.env')
+    .action((name: string, options: Record<string, string | undefined> & { file: string }) => {
+      const provider = name.toLowerCase();
+      if (!(provider in OAUTH_PROVIDERS)) throw new InvalidArgumentError(`unknown provider ${name}: one of ${OAUTH_PROVIDER_NAMES.join(', ')}`);
+      const prefix = `AUTH_PROVIDER_${provider.toUpperCase()}`;
+      const values: Record<string, string> = { [`${prefix}_ENABLED`]: 'true' };
+      for (const suffix of OAUTH_PROVIDERS[provider as OAuthProviderName]) {
+        // CLIENT_ID is given as --client-id (commander's clientId).
+        const option = suffix.toLowerCase().replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+        if (options[option] !== undefined) values[`${prefix}_${suffix}`] = options[option];
+      }
+      // The same validation as start-up (a missing credential is named), before anything is written.
+      loadConfig({ ...environmentWithEnvFile(process.env, options.file), ...values });
+      writeEnvSettings(values, options.file);
+      process.stdout.write(`${provider} sign-in enabled in ${options.file}: ${Object.keys(values).join(', ')}\n`);
+    });
+
+  auth
+    .command('mfa')
+    .description('second factors of the authentication service')
+    .command('enable')
+    .description('turn a second factor on in the settings file (.env in the working folder); the server reads it at start')
+    .addOption(new Option('--type <type>', 'the second factor').choices(['totp']).makeOptionMandatory())
+    .option('--issuer <name>', 'the name authenticator apps show (AUTH_MFA_TOTP_ISSUER)')
+    .option('--file <file>', 'the settings file', '.env')
+    .action((options: { type: 'totp'; issuer?: string; file: string }) => {
+      const environment = environmentWithEnvFile(process.env, options.file);
+      const values: Record<string, string> = { AUTH_MFA_TOTP_ENABLED: 'true' };
+      if (options.issuer !== undefined) values.AUTH_MFA_TOTP_ISSUER = options.issuer;
+      const config = loadConfig({ ...environment, ...values, NODE_ENV: 'development' });
+      // TOTP secrets are encrypted under AUTH_ENCRYPTION_KEY, which production requires: the
+      // development key (if the data folder has one, secrets enrolled with it keep working) or a new one.
+      const generatedKey = config.auth.mfa.encryptionKey === undefined;
+      if (generatedKey) values.AUTH_ENCRYPTION_KEY = developmentEncryptionKey(config.database.dataDir);
+      // The same validation as start-up, before anything is written.
+      loadConfig({ ...environment, ...values });
+      writeEnvSettings(values, options.file);
+      const note = generatedKey ? ' (AUTH_ENCRYPTION_KEY was generated: keep it, or enrolled authenticators stop working)' : '';
+      process.stdout.write(`TOTP enabled in ${options.file}: ${Object.keys(values).join(', ')}${note}\n`);
     });
 
   return auth;

@@ -10,7 +10,7 @@ import { jwtSecretSchema } from './jwt-secret';
  * time it is created. loadConfig already refused to run without them in production.
  */
 export function withDevelopmentSecrets(config: Config, print: (line: string) => void): Config {
-  return withNewsletterSecrets(withApiSecrets(config, print));
+  return withAuthEncryptionKey(withNewsletterSecrets(withApiSecrets(config, print)));
 }
 
 function withApiSecrets(config: Config, print: (line: string) => void): Config {
@@ -50,6 +50,23 @@ function withNewsletterSecrets(config: Config): Config {
       unsubscribeSecret: newsletter.unsubscribeSecret ?? keep('newsletter-unsubscribe-secret'),
     },
   };
+}
+
+/**
+ * AUTH_ENCRYPTION_KEY, which encrypts TOTP secrets: kept like the others outside production, so
+ * that enrolled authenticators still work after a restart. Production refuses TOTP without it.
+ */
+function withAuthEncryptionKey(config: Config): Config {
+  const { mfa } = config.auth;
+  if (config.env === 'production' || mfa.encryptionKey) return config;
+  const encryptionKey = developmentEncryptionKey(config.database.dataDir);
+  return { ...config, auth: { ...config.auth, mfa: { ...mfa, encryptionKey } } };
+}
+
+/** The AUTH_ENCRYPTION_KEY kept under the data folder (created the first time). */
+export function developmentEncryptionKey(dataDir: string): string {
+  fs.mkdirSync(dataDir, { recursive: true });
+  return readOrCreate(path.join(dataDir, 'auth-encryption-key'), () => undefined, /^[0-9a-f]{64}$/);
 }
 
 function readOrCreate(file: string, onCreate: (secret: string, file: string) => void, format = /^.{32,}$/): string {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { QueueSettings } from '../platform/jobs';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
+import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
 
@@ -263,6 +264,30 @@ const environmentSchema = z.object({
   AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS: integer(1, 86_400).default(300),
   AUTH_RATE_LIMIT_EMAIL_BURST: integer(1, 1_000_000).default(10),
   AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  // Second factors (spec 2 §1.2, §2.4): TOTP, its secrets encrypted at rest, roles that require one.
+  AUTH_MFA_TOTP_ENABLED: boolean.default(false),
+  AUTH_MFA_TOTP_ISSUER: oneLine.default('Plinth'),
+  AUTH_ENCRYPTION_KEY: hexSecret.optional(),
+  AUTH_MFA_REQUIRED_ROLES: z
+    .string()
+    .transform((value) => [...new Set(value.split(',').map((role) => role.trim()).filter(Boolean))])
+    .refine((roles) => roles.every((role) => roleName.safeParse(role).success), { error: 'must be a comma-separated list of role names such as admin' })
+    .default([]),
+  AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: integer(1, 100).default(5),
+  AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10),
+  AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300),
+  AUTH_MFA_SMS_ENABLED: boolean.default(false),
+  AUTH_SMS_PROVIDER: z.enum(['twilio'], { error: 'must be twilio' }).optional(),
+  AUTH_SMS_GATEWAY_ACCOUNT_SID: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_AUTH_TOKEN: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID: nonEmpty.optional(),
+  AUTH_SMS_GATEWAY_API_URL: baseUrl.default('https://api.twilio.com'),
+  AUTH_SMS_CODE_TTL_SECONDS: integer(60, 3_600).default(300),
+  AUTH_RATE_LIMIT_SMS_BURST: integer(1, 1_000_000).default(5),
+  AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS: integer(1, 86_400).default(3_600),
+  AUTH_RATE_LIMIT_SMS_ADDRESS_BURST: integer(1, 1_000_000).default(20),
+  // External identity providers: AUTH_PROVIDER_<NAME>_* are read by oauthProvidersFromEnv.
+  AUTH_PROVIDER_STATE_TTL_SECONDS: integer(30, 3_600).default(600),
   // Error tracking (spec 2 §2.5, §8).
   ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: integer(1, 100_000_000).default(10_000),
   ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000).default(100),
@@ -521,7 +546,12 @@ export interface Config {
     ticketTtlSeconds: { verifyEmail: number; passwordReset: number; emailChange: number; passwordless: number; mfa: number };
     /** How often each process deletes expired refresh tokens and tickets. */
     cleanupIntervalSeconds: number;
-    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email', { points: number; durationSeconds: number }>;
+    rateLimits: Record<'global' | 'bruteForce' | 'signups' | 'email' | 'mfa' | 'sms' | 'smsAddress', { points: number; durationSeconds: number }>;
+    mfa: MfaSettings;
+    /** AUTH_PROVIDER_<NAME>_*: the enabled external identity providers. */
+    providers: Partial<Record<OAuthProviderName, OAuthProviderSettings>>;
+    /** How long a sign-in with a provider may take between leaving and coming back. */
+    providerStateTtlSeconds: number;
   };
   actions: {
     /** The most users one bulkCreateUsers call may create; a larger batch creates none. */
@@ -725,6 +755,31 @@ export interface ErrorTrackingConfig {
   statusPageCacheSeconds: number;
 }
 
+/** Second factors of the auth service. */
+export interface MfaSettings {
+  /** AUTH_MFA_TOTP_ENABLED: users may enrol an authenticator app. */
+  totpEnabled: boolean;
+  /** AUTH_MFA_TOTP_ISSUER: the name the authenticator app shows. */
+  totpIssuer: string;
+  /** AUTH_ENCRYPTION_KEY (64 hex digits): encrypts TOTP secrets at rest. Generated under the data folder outside production. */
+  encryptionKey: string | undefined;
+  /** AUTH_MFA_REQUIRED_ROLES: roles a session carries only once the user has a second factor on. */
+  requiredRoles: string[];
+  /** Wrong codes one sign-in ticket (or one SMS code) allows before it is void. */
+  maxAttemptsPerTicket: number;
+  /** AUTH_MFA_SMS_ENABLED: codes by SMS through the gateway (set whenever SMS is on). */
+  sms: { enabled: boolean; gateway: SmsGatewaySettings | undefined; codeTtlSeconds: number };
+}
+
+/** AUTH_SMS_PROVIDER=twilio: its Messages API. */
+export interface SmsGatewaySettings {
+  provider: 'twilio';
+  accountSid: string;
+  authToken: string;
+  messagingServiceId: string;
+  apiUrl: string;
+}
+
 export interface SmtpSettings {
   host: string;
   port: number;
@@ -811,6 +866,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const queues = queueSettingsFromEnv(present, problems);
   const products = productIdsFromEnv(present, problems);
   const externalProviders = externalProvidersFromEnv(present, problems);
+  const oauthProviders = oauthProvidersFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
   const values = parsed.data;
@@ -833,6 +889,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (!values.AUTH_ALLOWED_ROLES.includes(values.AUTH_DEFAULT_ROLE)) {
     problems.push(`AUTH_DEFAULT_ROLE (${values.AUTH_DEFAULT_ROLE}) must be one of AUTH_ALLOWED_ROLES`);
+  }
+  if (values.NODE_ENV === 'production' && values.AUTH_MFA_TOTP_ENABLED && !values.AUTH_ENCRYPTION_KEY) {
+    problems.push('AUTH_ENCRYPTION_KEY is required when AUTH_MFA_TOTP_ENABLED=true and NODE_ENV=production (it encrypts the TOTP secrets)');
+  }
+  if (values.AUTH_MFA_REQUIRED_ROLES.length > 0 && !values.AUTH_MFA_TOTP_ENABLED && !values.AUTH_MFA_SMS_ENABLED) {
+    problems.push('AUTH_MFA_REQUIRED_ROLES needs a second factor users can enrol: set AUTH_MFA_TOTP_ENABLED=true');
+  }
+  if (values.AUTH_MFA_SMS_ENABLED) {
+    if (!values.AUTH_SMS_PROVIDER) problems.push('AUTH_SMS_PROVIDER is required when AUTH_MFA_SMS_ENABLED=true (twilio)');
+    for (const variable of ['AUTH_SMS_GATEWAY_ACCOUNT_SID', 'AUTH_SMS_GATEWAY_AUTH_TOKEN', 'AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID'] as const) {
+      if (!values[variable]) problems.push(`${variable} is required when AUTH_MFA_SMS_ENABLED=true`);
+    }
   }
   if ((values.SMTP_USER === undefined) !== (values.SMTP_PASSWORD === undefined)) {
     problems.push('SMTP_USER and SMTP_PASSWORD must be set together');
@@ -918,7 +986,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         bruteForce: { points: values.AUTH_RATE_LIMIT_BRUTE_FORCE_BURST, durationSeconds: values.AUTH_RATE_LIMIT_BRUTE_FORCE_INTERVAL_SECONDS },
         signups: { points: values.AUTH_RATE_LIMIT_SIGNUPS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SIGNUPS_INTERVAL_SECONDS },
         email: { points: values.AUTH_RATE_LIMIT_EMAIL_BURST, durationSeconds: values.AUTH_RATE_LIMIT_EMAIL_INTERVAL_SECONDS },
+        mfa: { points: values.AUTH_RATE_LIMIT_MFA_BURST, durationSeconds: values.AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS },
+        sms: { points: values.AUTH_RATE_LIMIT_SMS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS },
+        smsAddress: { points: values.AUTH_RATE_LIMIT_SMS_ADDRESS_BURST, durationSeconds: values.AUTH_RATE_LIMIT_SMS_INTERVAL_SECONDS },
       },
+      mfa: {
+        totpEnabled: values.AUTH_MFA_TOTP_ENABLED,
+        totpIssuer: values.AUTH_MFA_TOTP_ISSUER,
+        encryptionKey: values.AUTH_ENCRYPTION_KEY?.toLowerCase(),
+        requiredRoles: values.AUTH_MFA_REQUIRED_ROLES,
+        maxAttemptsPerTicket: values.AUTH_MFA_MAX_ATTEMPTS_PER_TICKET,
+        sms: {
+          enabled: values.AUTH_MFA_SMS_ENABLED,
+          gateway:
+            values.AUTH_SMS_PROVIDER && values.AUTH_SMS_GATEWAY_ACCOUNT_SID && values.AUTH_SMS_GATEWAY_AUTH_TOKEN && values.AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID
+              ? {
+                  provider: values.AUTH_SMS_PROVIDER,
+                  accountSid: values.AUTH_SMS_GATEWAY_ACCOUNT_SID,
+                  authToken: values.AUTH_SMS_GATEWAY_AUTH_TOKEN,
+                  messagingServiceId: values.AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID,
+                  apiUrl: values.AUTH_SMS_GATEWAY_API_URL,
+                }
+              : undefined,
+          codeTtlSeconds: values.AUTH_SMS_CODE_TTL_SECONDS,
+        },
+      },
+      providers: oauthProviders,
+      providerStateTtlSeconds: values.AUTH_PROVIDER_STATE_TTL_SECONDS,
     },
     actions: { bulkCreateMaxUsers: values.ACTIONS_BULK_CREATE_MAX_USERS },
     errors: {

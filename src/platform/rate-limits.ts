@@ -37,6 +37,9 @@ export type RateLimitName =
   | 'authBruteForce'
   | 'authSignups'
   | 'authEmail'
+  | 'authMfa'
+  | 'authSmsNumber'
+  | 'authSmsAddress'
   | 'errorIngest'
   | 'errorApi';
 
@@ -53,6 +56,11 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     authBruteForce: { ...config.auth.rateLimits.bruteForce, key: 'ip' },
     authSignups: { ...config.auth.rateLimits.signups, key: 'ip' },
     authEmail: { ...config.auth.rateLimits.email, key: 'ip' },
+    // Second-factor codes per user, whatever the address: a ticket's holder cannot spread guesses.
+    authMfa: { ...config.auth.rateLimits.mfa, key: 'user' },
+    // SMS sent (they cost money and reach a third party): per phone number (passed as the token) and per address.
+    authSmsNumber: { ...config.auth.rateLimits.sms, key: 'token' },
+    authSmsAddress: { ...config.auth.rateLimits.smsAddress, key: 'ip' },
     // Spec 2 §8: events per DSN key, and management calls per secret key, per minute.
     errorIngest: { points: config.errors.ingestPerMinute, durationSeconds: 60, key: 'token' },
     errorApi: { points: config.errors.apiPerMinute, durationSeconds: 60, key: 'token' },

@@ -66,13 +66,16 @@ describe('auth rate limits', () => {
     expect((await authCall(server.url, 'GET', '/healthz', undefined, from('10.0.3.1'))).status).toBe(200);
   });
 
-  it('have defaults at least as strict as 100/min overall, 10 per 5 min on sign-in and sign-up, 10 mails an hour', () => {
+  it('have defaults at least as strict as 100/min overall, 10 per 5 min on sign-in, sign-up and second-factor codes, 10 mails an hour', () => {
     const { rateLimits } = loadConfig(testEnvironment('postgres://localhost/x')).auth;
     expect(rateLimits).toEqual({
       global: { points: 100, durationSeconds: 60 },
       bruteForce: { points: 10, durationSeconds: 300 },
       signups: { points: 10, durationSeconds: 300 },
       email: { points: 10, durationSeconds: 3600 },
+      mfa: { points: 10, durationSeconds: 300 },
+      sms: { points: 5, durationSeconds: 3600 },
+      smsAddress: { points: 20, durationSeconds: 3600 },
     });
   });
 });

@@ -10,6 +10,7 @@ import type { BreachedPasswords } from './breached-passwords.service';
 import { queryRows } from './query-rows';
 import { RedirectPolicy, withQuery } from './redirects';
 import type { AuthSession, SessionTokens } from './session-tokens.service';
+import type { SmsFactor } from './sms.service';
 import type { TicketKind, Tickets } from './tickets.service';
 
 export type AuthSettings = Config['auth'];
@@ -78,6 +79,8 @@ export class AuthAccounts {
     private readonly config: Pick<Config, 'auth'>,
     /** False when mail cannot be delivered (production without SMTP_HOST): routes that mail answer disabled-endpoint. */
     private readonly canMail: boolean,
+    /** Sends the code of an `mfaSms` sign-in. */
+    private readonly sms: SmsFactor,
   ) {
     this.redirects = new RedirectPolicy(config.auth.allowedRedirectUrls);
   }
@@ -138,7 +141,7 @@ export class AuthAccounts {
    * POST /auth/signin/email-password. Every failure costs one argon2 hash, whether or not the
    * address has an account, so the time taken does not tell.
    */
-  async signInEmailPassword(emailInput: string, password: string): Promise<SignInResult> {
+  async signInEmailPassword(emailInput: string, password: string, ip?: string): Promise<SignInResult> {
     const email = this.emailAddress(emailInput, 'email');
     const [row] = (await this.dataSource.query(
       `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = $1`,
@@ -147,7 +150,7 @@ export class AuthAccounts {
     const matches = await passwordMatches(password, row?.password_hash);
     if (!row || !matches || row.deleted_at) throw new AuthError('invalid-email-password');
     const { password_hash: _hash, ...user } = row;
-    return this.signIn(user);
+    return this.dataSource.transaction((manager) => this.signIn(user, manager, ip));
   }
 
   /**
@@ -235,13 +238,38 @@ export class AuthAccounts {
     });
   }
 
+  /**
+   * A new account for a user who signed in with an external provider (no password), unless
+   * sign-up is disabled; the address counts as verified when the provider vouches for it.
+   */
+  async createExternalUser(
+    manager: EntityManager,
+    profile: { email: string; emailVerified: boolean; displayName: string | null; avatarUrl: string | null },
+  ): Promise<UserRow> {
+    if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+    const email = this.emailAddress(profile.email, 'email');
+    const { defaultRole, allowedRoles } = this.requestedRoles({});
+    const name = profile.displayName?.trim().slice(0, MAX_DISPLAY_NAME_LENGTH) || email;
+    const [user] = await queryRows<UserRow>(
+      manager,
+      `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, avatar_url, email_verified)
+       VALUES ($1, NULL, $2, 'en', $3, $4, '{}', $5, $6)
+       ON CONFLICT DO NOTHING
+       RETURNING ${USER_COLUMNS}`,
+      [email, name, defaultRole, allowedRoles, profile.avatarUrl ?? this.avatarUrl(email), profile.emailVerified],
+    );
+    if (!user) throw new AuthError('email-already-in-use');
+    return user;
+  }
+
   /** The checks after the credentials, common to every sign-in method; a second factor gives a ticket instead. */
-  private async signIn(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<SignInResult> {
+  async signIn(user: UserRow, manager: EntityManager = this.dataSource.manager, ip = 'unknown'): Promise<SignInResult> {
     if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
     if (this.settings.emailVerifiedRequired && !user.email_verified) throw new AuthError('unverified-user');
     if (user.active_mfa_type === 'totp' || user.active_mfa_type === 'sms') {
       const kind = user.active_mfa_type === 'totp' ? 'mfaTotp' : 'mfaSms';
       const ticket = await this.tickets.issue(manager, kind, user.id, this.settings.ticketTtlSeconds.mfa);
+      if (kind === 'mfaSms') await this.sms.sendSignInCode(manager, user, ip);
       return { session: null, mfa: { ticket } };
     }
     return { session: await this.tokens.start(user, manager), mfa: null };

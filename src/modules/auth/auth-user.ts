@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /** The columns of `users` the auth service reads. */
 export const USER_COLUMNS =
-  'id, email, name, created_at, locale, default_role, allowed_roles, metadata, avatar_url, email_verified, disabled, deleted_at, active_mfa_type, source_account_id, is_anonymous';
+  'id, email, name, created_at, locale, default_role, allowed_roles, metadata, avatar_url, email_verified, disabled, deleted_at, active_mfa_type, source_account_id, is_anonymous, phone_number, phone_number_verified';
 
 /** A row of `users` as USER_COLUMNS selects it. */
 export interface UserRow {
@@ -22,6 +22,8 @@ export interface UserRow {
   active_mfa_type: string | null;
   source_account_id: string;
   is_anonymous: boolean;
+  phone_number: string | null;
+  phone_number_verified: boolean;
 }
 
 /** The user as Nhost's clients read it (session.user, GET /auth/user). */
@@ -37,7 +39,7 @@ export interface AuthUser {
   roles: string[];
   metadata: Record<string, unknown>;
   emailVerified: boolean;
-  phoneNumber: null;
+  phoneNumber: string | null;
   phoneNumberVerified: boolean;
   activeMfaType: string | null;
 }
@@ -55,8 +57,8 @@ export function toAuthUser(row: UserRow): AuthUser {
     roles: row.allowed_roles,
     metadata: row.metadata,
     emailVerified: row.email_verified,
-    phoneNumber: null,
-    phoneNumberVerified: false,
+    phoneNumber: row.phone_number,
+    phoneNumberVerified: row.phone_number_verified,
     activeMfaType: row.active_mfa_type,
   };
 }

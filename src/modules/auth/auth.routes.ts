@@ -1,75 +1,19 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { requires } from '../../http/security-schemes';
 import { resolveSession, SessionError } from '../../http/session';
 import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
 import type { DeanonymizeInput, SignUpInput } from './accounts.service';
-import { AUTH_ERROR_SCHEMA, AuthError, invalidRequest } from './auth-errors';
+import { AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
+import { EMAIL, ERRORS, NULLABLE_SESSION, OK, OPTIONS_REDIRECT, PASSWORD, REDIRECT, REDIRECT_TO, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, TICKET, USER_SCHEMA, UUID, text } from './auth.schemas';
+import { oauthRoutes } from './oauth.routes';
+import { smsRoutes } from './sms.routes';
+import { totpRoutes } from './totp.routes';
 import type { AuthServices } from '.';
 
 /** Where the auth routes live on the main port (the spec's `{auth_url}` by default). */
 export const AUTH_PREFIX = '/auth';
 const HEALTH_PATH = `${AUTH_PREFIX}/healthz`;
-
-const TAGS = ['auth'];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
-const EMAIL = text(1024);
-// Long enough for any AUTH_PASSWORD_MAX_LENGTH; the service applies the configured bounds.
-const PASSWORD = text(16_384);
-const REDIRECT_TO = text(4096);
-const TICKET = text(512);
-const OPTIONS_REDIRECT = { type: 'object', properties: { redirectTo: REDIRECT_TO } } as const;
-
-const SIGN_UP_OPTIONS = {
-  type: 'object',
-  properties: {
-    displayName: text(1024),
-    locale: text(16),
-    defaultRole: text(64),
-    allowedRoles: { type: 'array', maxItems: 64, items: text(64) },
-    metadata: { type: 'object', additionalProperties: true },
-    redirectTo: REDIRECT_TO,
-  },
-} as const;
-
-const USER_SCHEMA = {
-  type: 'object',
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    createdAt: { type: 'string', format: 'date-time' },
-    displayName: { type: 'string' },
-    avatarUrl: { type: 'string' },
-    locale: { type: 'string' },
-    email: { type: ['string', 'null'] },
-    isAnonymous: { type: 'boolean' },
-    defaultRole: { type: 'string' },
-    roles: { type: 'array', items: { type: 'string' } },
-    metadata: { type: 'object', additionalProperties: true },
-    emailVerified: { type: 'boolean' },
-    phoneNumber: { type: ['string', 'null'] },
-    phoneNumberVerified: { type: 'boolean' },
-    activeMfaType: { type: ['string', 'null'] },
-  },
-  required: ['id', 'createdAt', 'displayName', 'avatarUrl', 'locale', 'email', 'isAnonymous', 'defaultRole', 'roles', 'metadata', 'emailVerified', 'phoneNumber', 'phoneNumberVerified', 'activeMfaType'],
-} as const;
-
-const SESSION_SCHEMA = {
-  type: 'object',
-  properties: {
-    accessToken: { type: 'string', description: 'JWT, signed HS256 with AUTH_JWT_SECRET' },
-    accessTokenExpiresIn: { type: 'integer', description: 'Seconds' },
-    refreshToken: { type: 'string', format: 'uuid' },
-    refreshTokenId: { type: 'string', format: 'uuid' },
-    user: USER_SCHEMA,
-  },
-  required: ['accessToken', 'accessTokenExpiresIn', 'refreshToken', 'refreshTokenId', 'user'],
-} as const;
-
-const NULLABLE_SESSION = { ...SESSION_SCHEMA, type: ['object', 'null'] } as const;
-const OK = { type: 'string', const: 'OK', description: 'Done' } as const;
-const REDIRECT = { description: 'Redirect to redirectTo', type: 'null' } as const;
-const ERRORS = { 400: AUTH_ERROR_SCHEMA, 401: AUTH_ERROR_SCHEMA, 403: AUTH_ERROR_SCHEMA, 409: AUTH_ERROR_SCHEMA, 429: AUTH_ERROR_SCHEMA };
 
 /**
  * The authentication service's routes, Nhost's paths and bodies under /auth. Every route is
@@ -88,6 +32,14 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
       scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
         (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
       );
+      // Apple returns from sign-in by a form POST (response_mode=form_post): the provider
+      // callback takes a form; every other auth route answers 415 to one, as before.
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
+        if (request.routeOptions.url !== `${AUTH_PREFIX}/signin/provider/:provider/callback`) {
+          return done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE('application/x-www-form-urlencoded'), undefined);
+        }
+        done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      });
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
       scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
@@ -98,12 +50,18 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
   serveOnAuthPort(app, AUTH_PREFIX, () => services.port);
 }
 
+/** Declares one auth route: Nhost's error format, and the named limits taken per client address before it runs. */
+export type AuthRoute = (options: RouteOptions & { limits?: RateLimitName[] }) => void;
+
 function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   const { accounts, tokens } = services;
-  const route = (options: RouteOptions & { limits?: RateLimitName[] }) => {
+  const route: AuthRoute = (options) => {
     const { limits = [], ...rest } = options;
     scope.route({ ...rest, config: { ...rest.config, errorFormat: 'auth' }, onRequest: limits.map((name) => limit(services, name)) });
   };
+  totpRoutes(route, services);
+  oauthRoutes(route, services);
+  smsRoutes(route, services);
 
   route({
     method: 'POST',
@@ -150,7 +108,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     },
     handler: (request, reply) => {
       const { email, password } = request.body as { email: string; password: string };
-      return answer(reply, () => accounts.signInEmailPassword(email, password));
+      return answer(reply, () => accounts.signInEmailPassword(email, password, request.ip));
     },
   });
 
@@ -398,20 +356,29 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   });
 }
 
-/** Sends a service's result, or its AuthError as `{status, message, error}`; other errors go to the error handler (a masked 500). */
-async function answer(reply: FastifyReply, work: () => Promise<unknown>): Promise<unknown> {
+/**
+ * Sends a service's result, or its AuthError as `{status, message, error}` (a limit a service
+ * takes itself as 429 too-many-requests with Retry-After); other errors go to the error handler
+ * (a masked 500).
+ */
+export async function answer(reply: FastifyReply, work: () => Promise<unknown>): Promise<unknown> {
   try {
     const result = await work();
     // Nhost answers "OK" as a JSON string, which its clients parse; Fastify would send a bare string as text.
     return typeof result === 'string' ? reply.type('application/json; charset=utf-8').send(JSON.stringify(result)) : result;
   } catch (error) {
     if (error instanceof AuthError) return reply.code(error.status).send(error.toJSON());
+    if (error instanceof RateLimitExceeded) return tooManyRequests(reply, error);
     throw error;
   }
 }
 
+function tooManyRequests(reply: FastifyReply, error: RateLimitExceeded): FastifyReply {
+  return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send(new AuthError('too-many-requests', error.message).toJSON());
+}
+
 /** The user id of the request's bearer token (verified with the signing secret), or 401 unauthenticated-user. */
-function bearerUser(request: FastifyRequest, services: AuthServices): string {
+export function bearerUser(request: FastifyRequest, services: AuthServices): string {
   try {
     const session = resolveSession(request.headers, services.bearer);
     // A token we signed carries a user's UUID; the admin secret may assert any text.
@@ -431,10 +398,7 @@ function limit(services: AuthServices, name: RateLimitName) {
       return undefined;
     } catch (error) {
       if (!(error instanceof RateLimitExceeded)) throw error;
-      return reply
-        .code(429)
-        .header('retry-after', String(error.retryAfterSeconds))
-        .send(new AuthError('too-many-requests', error.message).toJSON());
+      return tooManyRequests(reply, error);
     }
   };
 }

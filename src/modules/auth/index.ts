@@ -11,6 +11,9 @@ import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
 import { Tickets } from './tickets.service';
+import { SmsFactor } from './sms.service';
+import { TotpFactor } from './totp.service';
+import { OAuthSignIn } from './oauth.service';
 import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
@@ -19,6 +22,12 @@ export interface AuthServices {
   tokens: SessionTokens;
   /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
   tickets: Tickets;
+  /** The TOTP second factor (AUTH_MFA_TOTP_ENABLED). */
+  totp: TotpFactor;
+  /** The SMS second factor (AUTH_MFA_SMS_ENABLED). */
+  sms: SmsFactor;
+  /** Sign-in with external identity providers (AUTH_PROVIDER_<NAME>_ENABLED). */
+  oauth: OAuthSignIn;
   /** The operator commands' (plinth auth user ...). */
   admin: UserAdministration;
   /** How the auth routes read a bearer token: the signing secret verifies it. */
@@ -55,6 +64,10 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   // without SMTP_HOST when it does not verify addresses).
   if (config.auth.passwordlessEmailEnabled) mailer.requireDelivery('AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED');
   const canMail = mailDeliveryProblem(config) === undefined;
+  // Outside production start-up generates the key (dev-secrets.ts); a test or a bare config must set it.
+  if (config.auth.mfa.totpEnabled && !config.auth.mfa.encryptionKey) {
+    throw new ConfigError(['AUTH_ENCRYPTION_KEY is required when AUTH_MFA_TOTP_ENABLED=true (it encrypts the TOTP secrets)']);
+  }
   const secret = signingSecret(config);
   const tokens = new SessionTokens(
     dataSource,
@@ -63,17 +76,23 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
       accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
       refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
       reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+      mfaRequiredRoles: config.auth.mfa.requiredRoles,
     },
     new CustomClaims(http, config.auth.customClaimsWebhook, log),
     log,
   );
   const tickets = new Tickets();
   const breached = new BreachedPasswords(http, config.auth.hibp, log);
+  const sms = new SmsFactor(dataSource, tokens, tickets, rateLimits, http, config.auth.mfa, log);
+  const accounts = new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail, sms);
   return {
+    sms,
     auth: new AuthService(),
-    accounts: new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail),
+    accounts,
+    oauth: new OAuthSignIn(dataSource, accounts, http, config, secret.key, log),
     tokens,
     tickets,
+    totp: new TotpFactor(dataSource, tokens, tickets, rateLimits, config.auth.mfa, log),
     admin: new UserAdministration(dataSource, tokens),
     bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
     rateLimits,
@@ -82,9 +101,9 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
 }
 
 /** Every AUTH_CLEANUP_INTERVAL_SECONDS until shutdown, expired refresh tokens and tickets go. */
-function sweepExpired(tokens: SessionTokens, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
+function sweepExpired({ tokens, oauth }: AuthServices, { config, logger, shutdown }: Pick<Platform, 'config' | 'logger' | 'shutdown'>): void {
   const timer = setInterval(() => {
-    tokens.deleteExpired().catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
+    Promise.all([tokens.deleteExpired(), oauth.deleteExpired()]).catch((error: unknown) => logger.warn({ err: error }, 'deleting expired refresh tokens and tickets failed; next time'));
   }, config.auth.cleanupIntervalSeconds * 1000);
   timer.unref();
   shutdown.addEventListener('abort', () => clearInterval(timer), { once: true });
@@ -96,7 +115,7 @@ export const authModule: PlinthModule<AuthServices> = {
   resolvers: [AuthResolver],
   create: (platform) => {
     const services = createAuthServices(platform);
-    sweepExpired(services.tokens, platform);
+    sweepExpired(services, platform);
     return services;
   },
   routes: (app, services) => authRoutes(app, services),

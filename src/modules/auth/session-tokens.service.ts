@@ -23,6 +23,8 @@ export interface TokenSettings {
   accessTokenExpiresInSeconds: number;
   refreshTokenExpiresInMinutes: number;
   reuseGraceSeconds: number;
+  /** AUTH_MFA_REQUIRED_ROLES: left out of the token of a user without a second factor. */
+  mfaRequiredRoles: string[];
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -70,9 +72,10 @@ export class SessionTokens {
 
   /** A signed access token for the user (spec 2 §2.2). */
   async accessToken(user: UserRow): Promise<string> {
+    const { allowedRoles, defaultRole } = this.roles(user);
     const standard: Record<string, ClaimValue> = {
-      'x-gql-allowed-roles': user.allowed_roles,
-      'x-gql-default-role': user.default_role,
+      'x-gql-allowed-roles': allowedRoles,
+      'x-gql-default-role': defaultRole,
       'x-gql-user-id': user.id,
       'x-gql-source-account-id': user.source_account_id,
     };
@@ -86,6 +89,22 @@ export class SessionTokens {
       sub: user.id,
       [namespace]: format === 'stringified_json' ? JSON.stringify(claims) : claims,
     });
+  }
+
+  /**
+   * The roles the token carries. Until the user turns a second factor on, the roles of
+   * AUTH_MFA_REQUIRED_ROLES are withheld (spec 2 §5.5: require TOTP for admin): the session can
+   * still enrol, and the next token after enrolment (a refresh) carries them. A user left with no
+   * role gets `me`, the self-service alias.
+   */
+  private roles(user: UserRow): { allowedRoles: string[]; defaultRole: string } {
+    const required = this.settings.mfaRequiredRoles;
+    if (user.active_mfa_type !== null || !user.allowed_roles.some((role) => required.includes(role))) {
+      return { allowedRoles: user.allowed_roles, defaultRole: user.default_role };
+    }
+    const allowedRoles = user.allowed_roles.filter((role) => !required.includes(role));
+    if (allowedRoles.length === 0) allowedRoles.push('me');
+    return { allowedRoles, defaultRole: allowedRoles.includes(user.default_role) ? user.default_role : allowedRoles[0] };
   }
 
   /**

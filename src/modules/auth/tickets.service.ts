@@ -57,6 +57,31 @@ export class Tickets {
   }
 
   /**
+   * A live ticket of `kind`, locked until the transaction of `manager` ends, without using it:
+   * a second-factor ticket survives a wrong code (up to a limit, see recordFailure).
+   */
+  async hold(manager: EntityManager, kind: TicketKind, ticket: string): Promise<{ userId: string } | null> {
+    if (!ticket.startsWith(`${TICKET_PREFIX[kind]}:`)) return null;
+    const [row] = await queryRows<{ user_id: string }>(
+      manager,
+      'SELECT user_id FROM auth_tickets WHERE ticket_hash = $1 AND kind = $2 AND expires_at > now() FOR UPDATE',
+      [secretHash(ticket), kind],
+    );
+    return row ? { userId: row.user_id } : null;
+  }
+
+  /** Counts a wrong code against a held ticket; the ticket is void once it has had `limit` of them. */
+  async recordFailure(manager: EntityManager, ticket: string, limit: number): Promise<void> {
+    const hash = secretHash(ticket);
+    const [row] = await queryRows<{ failed_attempts: number }>(
+      manager,
+      'UPDATE auth_tickets SET failed_attempts = failed_attempts + 1 WHERE ticket_hash = $1 RETURNING failed_attempts',
+      [hash],
+    );
+    if (row && row.failed_attempts >= limit) await manager.query('DELETE FROM auth_tickets WHERE ticket_hash = $1', [hash]);
+  }
+
+  /**
    * Invitation tickets (bulkCreateUsers with send_invitations, table user_invitations): the raw
    * ticket of the mailed link, without a prefix. Redeeming one voids every invitation of the user.
    */

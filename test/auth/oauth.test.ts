@@ -1,0 +1,545 @@
+import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createSigner, createVerifier } from 'fast-jwt';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { ConfigError, loadConfig } from '../../src/config';
+import { OAUTH_PROVIDERS, OAUTH_PROVIDER_NAMES } from '../../src/config/oauth-providers';
+import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
+import { oauth1Signature } from '../../src/modules/auth/oauth1';
+import { authCall, authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
+import { startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { runCli } from '../support/spawn';
+
+const AUTH_URL = 'https://auth.plinth.test/auth';
+const CLIENT_URL = 'https://app.example.com';
+const REDIRECT_TO = 'https://app.example.com/signed-in?from=oauth';
+const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' }, apple: { id: 'com.example.app', secret: '' }, workos: { id: 'client_01WORKOS', secret: 'sk_workos' } };
+const TWITTER = { consumerKey: 'tw-consumer-key', consumerSecret: 'tw-consumer-secret' };
+/** Twitter's request tokens and access tokens, with their secrets and the consent they stand for. */
+const twitterTokens = new Map<string, { secret: string; callback?: string; verifier?: string; consent: Consent; access?: boolean }>();
+const APPLE_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const APPLE = { teamId: 'TEAM123456', keyId: 'KEY1234567' };
+/** The claims of each client-secret JWT Apple's token endpoint accepted. */
+const appleClientSecrets: Record<string, unknown>[] = [];
+
+/** What the local provider will say about the user who consents next. */
+interface Consent {
+  id: string;
+  email: string;
+  verified: boolean;
+  name: string;
+}
+
+let server: TestServer;
+let provider: http.Server;
+let providerUrl: string;
+let nextConsent: Consent;
+/** Codes the local provider issued, with what the token request must match (RFC 6749 §4.1.3, RFC 7636). */
+const codes = new Map<string, { clientId: string; redirectUri: string; challenge: string; consent: Consent }>();
+const accessTokens = new Map<string, Consent>();
+const tokenRequests: URLSearchParams[] = [];
+
+/** The OAuth 1.0a header's parameters, when its HMAC-SHA1 signature is right for the consumer secret and the token's secret. */
+function twitterSigned(request: http.IncomingMessage, url: URL): Record<string, string> | null {
+  const header = request.headers.authorization ?? '';
+  if (!header.startsWith('OAuth ')) return null;
+  const parameters = Object.fromEntries(
+    [...header.slice(6).matchAll(/([\w]+)="([^"]*)"/g)].map(([, name, value]) => [decodeURIComponent(name), decodeURIComponent(value)]),
+  );
+  if (parameters.oauth_consumer_key !== TWITTER.consumerKey || parameters.oauth_signature_method !== 'HMAC-SHA1') return null;
+  const tokenSecret = parameters.oauth_token ? twitterTokens.get(parameters.oauth_token)?.secret : '';
+  if (tokenSecret === undefined) return null;
+  const expected = oauth1Signature(request.method!, url.toString(), parameters, TWITTER.consumerSecret, tokenSecret);
+  return expected === parameters.oauth_signature ? parameters : null;
+}
+
+function twitter(request: http.IncomingMessage, response: http.ServerResponse, url: URL): void {
+  const form = (values: Record<string, string>) => response.writeHead(200, { 'content-type': 'text/plain' }).end(new URLSearchParams(values).toString());
+  if (url.pathname === '/twitter/oauth/authenticate') {
+    const pending = twitterTokens.get(url.searchParams.get('oauth_token') ?? '');
+    if (!pending?.callback) return json(response, 400, {});
+    const back = new URL(pending.callback);
+    if (url.searchParams.has('deny')) back.searchParams.set('denied', url.searchParams.get('oauth_token')!);
+    else {
+      pending.verifier = randomUUID();
+      back.searchParams.set('oauth_token', url.searchParams.get('oauth_token')!);
+      back.searchParams.set('oauth_verifier', pending.verifier);
+    }
+    return void response.writeHead(302, { location: back.toString() }).end();
+  }
+  const signed = twitterSigned(request, url);
+  if (!signed) return json(response, 401, { errors: [{ code: 32, message: 'Could not authenticate you.' }] });
+  if (url.pathname === '/twitter/oauth/request_token') {
+    const token = randomUUID();
+    twitterTokens.set(token, { secret: randomUUID(), callback: signed.oauth_callback, consent: nextConsent });
+    return void form({ oauth_token: token, oauth_token_secret: twitterTokens.get(token)!.secret, oauth_callback_confirmed: 'true' });
+  }
+  if (url.pathname === '/twitter/oauth/access_token') {
+    const pending = twitterTokens.get(signed.oauth_token);
+    if (!pending?.verifier || pending.verifier !== signed.oauth_verifier) return json(response, 401, {});
+    twitterTokens.delete(signed.oauth_token);
+    const token = randomUUID();
+    twitterTokens.set(token, { secret: randomUUID(), consent: pending.consent, access: true });
+    return void form({ oauth_token: token, oauth_token_secret: twitterTokens.get(token)!.secret, user_id: pending.consent.id, screen_name: 'x' });
+  }
+  const access = twitterTokens.get(signed.oauth_token);
+  if (url.pathname === '/twitter-api/account/verify_credentials.json' && access?.access && url.searchParams.get('include_email') === 'true') {
+    return json(response, 200, { id_str: access.consent.id, name: access.consent.name, email: access.consent.email, profile_image_url_https: null });
+  }
+  json(response, 404, {});
+}
+
+function json(response: http.ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** A local server speaking GitHub's and Google's documented OAuth endpoints and profile APIs. */
+function handleProvider(request: http.IncomingMessage, response: http.ServerResponse, body: string): void {
+  const url = new URL(request.url ?? '/', providerUrl);
+  const [, service] = url.pathname.split('/');
+  if (service.startsWith('twitter')) return twitter(request, response, url);
+  const client = CLIENTS[service as keyof typeof CLIENTS];
+  if (url.pathname.endsWith('/authorize')) {
+    // The user consents (or not): back to redirect_uri with a code and the state, as the provider does.
+    const back = new URL(url.searchParams.get('redirect_uri')!);
+    back.searchParams.set('state', url.searchParams.get('state')!);
+    const pkceExpected = service !== 'apple' && service !== 'workos';
+    const connectionMissing = service === 'workos' && url.searchParams.get('connection') !== 'conn_01ACME';
+    if (url.searchParams.get('client_id') !== client.id || connectionMissing || (pkceExpected && url.searchParams.get('code_challenge_method') !== 'S256')) {
+      back.searchParams.set('error', 'invalid_request');
+    } else if (url.searchParams.has('deny')) {
+      back.searchParams.set('error', 'access_denied');
+      back.searchParams.set('error_description', 'The user denied your request');
+    } else {
+      const code = randomUUID();
+      codes.set(code, { clientId: client.id, redirectUri: url.searchParams.get('redirect_uri')!, challenge: url.searchParams.get('code_challenge')!, consent: nextConsent });
+      back.searchParams.set('code', code);
+    }
+    return void response.writeHead(302, { location: back.toString() }).end();
+  }
+  if (url.pathname === '/apple/auth/token') {
+    // Apple's documented check: an ES256 JWT from the team's key, for this client, not expired.
+    const form = new URLSearchParams(body);
+    const issued = codes.get(form.get('code') ?? '');
+    codes.delete(form.get('code') ?? '');
+    try {
+      const verify = createVerifier({ key: APPLE_KEY.publicKey.export({ type: 'spki', format: 'pem' }).toString(), algorithms: ['ES256'], complete: true });
+      const { header, payload } = verify(form.get('client_secret') ?? '') as { header: Record<string, unknown>; payload: Record<string, unknown> };
+      const valid =
+        header.kid === APPLE.keyId && payload.iss === APPLE.teamId && payload.sub === CLIENTS.apple.id && payload.aud === 'https://appleid.apple.com' && typeof payload.exp === 'number';
+      if (!valid || !issued || form.get('client_id') !== CLIENTS.apple.id) return json(response, 400, { error: 'invalid_client' });
+      appleClientSecrets.push(payload);
+    } catch {
+      return json(response, 400, { error: 'invalid_client' });
+    }
+    const idToken = createSigner({ key: 'apple-signs-with-its-own-key-here!!' })({
+      iss: 'https://appleid.apple.com',
+      aud: CLIENTS.apple.id,
+      sub: issued.consent.id,
+      email: issued.consent.email,
+      email_verified: issued.consent.verified ? 'true' : 'false',
+    });
+    return json(response, 200, { access_token: randomUUID(), token_type: 'Bearer', id_token: idToken });
+  }
+  if (url.pathname === '/workos/sso/token') {
+    const form = new URLSearchParams(body);
+    const issued = codes.get(form.get('code') ?? '');
+    codes.delete(form.get('code') ?? '');
+    if (!issued || form.get('client_id') !== CLIENTS.workos.id || form.get('client_secret') !== CLIENTS.workos.secret) return json(response, 400, { error: 'invalid_grant' });
+    const [first, last] = issued.consent.name.split(' ');
+    return json(response, 200, { access_token: randomUUID(), profile: { id: `prof_${issued.consent.id}`, email: issued.consent.email, first_name: first, last_name: last, connection_id: 'conn_01ACME' } });
+  }
+  if (url.pathname.endsWith('/token')) {
+    const form = new URLSearchParams(body);
+    tokenRequests.push(form);
+    const issued = codes.get(form.get('code') ?? '');
+    codes.delete(form.get('code') ?? '');
+    const verifier = form.get('code_verifier') ?? '';
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    if (
+      !issued ||
+      form.get('grant_type') !== 'authorization_code' ||
+      form.get('client_id') !== client.id ||
+      form.get('client_secret') !== client.secret ||
+      form.get('redirect_uri') !== issued.redirectUri ||
+      challenge !== issued.challenge
+    ) {
+      return json(response, 400, { error: 'invalid_grant' });
+    }
+    const token = randomUUID();
+    accessTokens.set(token, issued.consent);
+    return json(response, 200, { access_token: token, token_type: 'bearer', scope: 'x' });
+  }
+  const consent = accessTokens.get((request.headers.authorization ?? '').replace(/^Bearer /, ''));
+  if (!consent) return json(response, 401, { message: 'Bad credentials' });
+  if (url.pathname === '/github-api/user') return json(response, 200, { id: Number(consent.id), login: consent.name.toLowerCase(), name: consent.name, avatar_url: null });
+  if (url.pathname === '/github-api/user/emails') {
+    return json(response, 200, [
+      { email: `old-${consent.email}`, primary: false, verified: true },
+      { email: consent.email, primary: true, verified: consent.verified },
+    ]);
+  }
+  if (url.pathname === '/google-api/v1/userinfo') {
+    return json(response, 200, { sub: consent.id, email: consent.email, email_verified: consent.verified, name: consent.name, picture: 'https://example.com/p.png' });
+  }
+  json(response, 404, { message: 'Not Found' });
+}
+
+beforeAll(async () => {
+  provider = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => handleProvider(request, response, body));
+  });
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+  server = await startTestServer({
+    ...GENEROUS_AUTH_LIMITS,
+    AUTH_SERVER_URL: AUTH_URL,
+    AUTH_CLIENT_URL: CLIENT_URL,
+    AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
+    AUTH_PROVIDER_GITHUB_ENABLED: 'true',
+    AUTH_PROVIDER_GITHUB_CLIENT_ID: CLIENTS.github.id,
+    AUTH_PROVIDER_GITHUB_CLIENT_SECRET: CLIENTS.github.secret,
+    AUTH_PROVIDER_GITHUB_AUTH_URL: `${providerUrl}/github/login/oauth/authorize`,
+    AUTH_PROVIDER_GITHUB_TOKEN_URL: `${providerUrl}/github/login/oauth/token`,
+    AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/github-api`,
+    AUTH_PROVIDER_GOOGLE_ENABLED: 'true',
+    AUTH_PROVIDER_GOOGLE_CLIENT_ID: CLIENTS.google.id,
+    AUTH_PROVIDER_GOOGLE_CLIENT_SECRET: CLIENTS.google.secret,
+    AUTH_PROVIDER_GOOGLE_AUTH_URL: `${providerUrl}/google/o/oauth2/v2/authorize`,
+    AUTH_PROVIDER_GOOGLE_TOKEN_URL: `${providerUrl}/google/token`,
+    AUTH_PROVIDER_GOOGLE_API_URL: `${providerUrl}/google-api`,
+    AUTH_PROVIDER_WORKOS_ENABLED: 'true',
+    AUTH_PROVIDER_WORKOS_CLIENT_ID: CLIENTS.workos.id,
+    AUTH_PROVIDER_WORKOS_CLIENT_SECRET: CLIENTS.workos.secret,
+    AUTH_PROVIDER_WORKOS_DEFAULT_CONNECTION: 'conn_01ACME',
+    AUTH_PROVIDER_WORKOS_AUTH_URL: `${providerUrl}/workos/sso/authorize`,
+    AUTH_PROVIDER_WORKOS_TOKEN_URL: `${providerUrl}/workos/sso/token`,
+    AUTH_PROVIDER_TWITTER_ENABLED: 'true',
+    AUTH_PROVIDER_TWITTER_CONSUMER_KEY: TWITTER.consumerKey,
+    AUTH_PROVIDER_TWITTER_CONSUMER_SECRET: TWITTER.consumerSecret,
+    AUTH_PROVIDER_TWITTER_AUTH_URL: `${providerUrl}/twitter/oauth/authenticate`,
+    AUTH_PROVIDER_TWITTER_TOKEN_URL: `${providerUrl}/twitter/oauth/access_token`,
+    AUTH_PROVIDER_TWITTER_API_URL: `${providerUrl}/twitter-api`,
+    AUTH_PROVIDER_APPLE_ENABLED: 'true',
+    AUTH_PROVIDER_APPLE_CLIENT_ID: CLIENTS.apple.id,
+    AUTH_PROVIDER_APPLE_TEAM_ID: APPLE.teamId,
+    AUTH_PROVIDER_APPLE_KEY_ID: APPLE.keyId,
+    // As a one-line variable holds a PEM: its newlines written as \n.
+    AUTH_PROVIDER_APPLE_PRIVATE_KEY: APPLE_KEY.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString().replace(/\n/g, '\\n'),
+    AUTH_PROVIDER_APPLE_AUTH_URL: `${providerUrl}/apple/auth/authorize`,
+    AUTH_PROVIDER_APPLE_TOKEN_URL: `${providerUrl}/apple/auth/token`,
+  });
+});
+afterAll(async () => {
+  await server.close();
+  await new Promise((resolve) => provider.close(resolve));
+});
+
+let counter = 0;
+function consent(overrides: Partial<Consent> = {}): Consent {
+  counter += 1;
+  nextConsent = { id: String(1000 + counter), email: `oauth${counter}@example.com`, verified: true, name: `Person ${counter}`, ...overrides };
+  return nextConsent;
+}
+
+/** A GET without following redirects; the Location it answers. */
+async function location(url: string): Promise<{ status: number; location: URL }> {
+  const response = await fetch(url, { redirect: 'manual' });
+  return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank') };
+}
+
+/** The auth service's own URL (AUTH_SERVER_URL) on the test server. */
+const local = (url: URL) => `${server.url}/auth${url.pathname.slice('/auth'.length)}${url.search}`;
+
+/** The browser's dance: our start, the provider's consent, our callback. Answers where the app is sent, and the provider's callback URL. */
+async function dance(name: 'github' | 'google' | 'workos', redirectTo = REDIRECT_TO, authorizeExtra = ''): Promise<{ final: URL; callback: URL }> {
+  const start = await location(`${server.url}/auth/signin/provider/${name}?redirectTo=${encodeURIComponent(redirectTo)}`);
+  expect(start.status).toBe(302);
+  const consented = await location(`${start.location.toString()}${authorizeExtra}`);
+  expect(consented.status).toBe(302);
+  const callback = consented.location;
+  expect(callback.origin + callback.pathname).toBe(`${AUTH_URL}/signin/provider/${name}/callback`);
+  const final = await location(local(callback));
+  expect(final.status).toBe(302);
+  return { final: final.location, callback };
+}
+
+function expectSession(final: URL): string {
+  expect(final.origin + final.pathname).toBe('https://app.example.com/signed-in');
+  expect(final.searchParams.get('from')).toBe('oauth');
+  expect(final.searchParams.get('type')).toBe('signinProvider');
+  expect(final.searchParams.get('error')).toBeNull();
+  return final.searchParams.get('refreshToken')!;
+}
+
+async function sessionOf(refreshToken: string) {
+  const refreshed = await authPost<{ accessToken: string; user: { id: string; email: string; emailVerified: boolean; displayName: string } }>(server.url, '/token', { refreshToken });
+  expect(refreshed.status).toBe(200);
+  return refreshed.body;
+}
+
+describe('GitHub', () => {
+  it('redirects with PKCE and a signed state, then creates the user from the verified primary address', async () => {
+    const person = consent();
+    const start = await location(`${server.url}/auth/signin/provider/github?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    expect(start.location.origin + start.location.pathname).toBe(`${providerUrl}/github/login/oauth/authorize`);
+    expect(Object.fromEntries(start.location.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: CLIENTS.github.id,
+      redirect_uri: `${AUTH_URL}/signin/provider/github/callback`,
+      code_challenge_method: 'S256',
+      scope: 'read:user user:email',
+    });
+    expect(start.location.searchParams.get('state')).toMatch(/^[\w-]{43}\.[\w-]{43}$/);
+
+    const { final } = await dance('github');
+    const session = await sessionOf(expectSession(final));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
+    // The token request carried the verifier of the challenge and the client's credentials.
+    expect(tokenRequests.at(-1)!.get('code_verifier')).toMatch(/^[\w-]{43}$/);
+
+    const listed = await authCall<{ providers: { provider: string }[] }>(server.url, 'GET', '/user/providers', undefined, { authorization: `Bearer ${session.accessToken}` });
+    expect(listed.body.providers.map((entry) => entry.provider)).toEqual(['github']);
+
+    // Again: the same user, found by the link.
+    consent({ id: person.id, email: person.email, name: person.name });
+    const again = await sessionOf(expectSession((await dance('github')).final));
+    expect(again.user.id).toBe(session.user.id);
+    // The only way this user signs in: not unlinked.
+    const unlink = await authCall(server.url, 'DELETE', '/user/providers/github', undefined, { authorization: `Bearer ${session.accessToken}` });
+    expect(unlink).toMatchObject({ status: 409, body: { error: 'last-sign-in-method' } });
+  });
+
+  it('refuses a forged state and a replayed one, sending the error to the app', async () => {
+    consent();
+    const { callback } = await dance('github');
+    // Replayed: the state was used by the dance.
+    const replayed = await location(local(callback));
+    expect(replayed.location.origin).toBe(CLIENT_URL);
+    expect(replayed.location.searchParams.get('error')).toBe('invalid-state');
+    expect(replayed.location.searchParams.get('refreshToken')).toBeNull();
+
+    const state = callback.searchParams.get('state')!;
+    const forged = new URL(callback);
+    forged.searchParams.set('state', `${state.split('.')[0]}.${'A'.repeat(43)}`);
+    expect((await location(local(forged))).location.searchParams.get('error')).toBe('invalid-state');
+    const noState = await location(`${server.url}/auth/signin/provider/github/callback?code=x`);
+    expect(noState.location.searchParams.get('error')).toBe('invalid-state');
+    // A state is good for its own provider only.
+    consent();
+    const start = await location(`${server.url}/auth/signin/provider/github`);
+    const other = await location(`${server.url}/auth/signin/provider/google/callback?code=x&state=${start.location.searchParams.get('state')}`);
+    expect(other.location.searchParams.get('error')).toBe('invalid-state');
+  });
+
+  it('refuses an open redirect before leaving for the provider', async () => {
+    for (const target of ['https://evil.example.com/', 'https://app.example.com.evil.io/', 'https://app.example.com@evil.io/']) {
+      const response = await authCall(server.url, 'GET', `/signin/provider/github?redirectTo=${encodeURIComponent(target)}`);
+      expect(response).toMatchObject({ status: 400, body: { error: 'redirectTo-not-allowed' } });
+    }
+  });
+
+  it('links to an existing account only through a verified address', async () => {
+    const email = `linked${Date.now()}@example.com`;
+    const signedUp = await authPost<{ session: { user: { id: string }; accessToken: string } }>(server.url, '/signup/email-password', { email, password: 'a sound passphrase' });
+    expect(signedUp.status).toBe(200);
+
+    consent({ email, verified: false });
+    const refused = (await dance('github')).final;
+    expect(refused.searchParams.get('error')).toBe('unverified-email');
+    expect(refused.searchParams.get('errorDescription')).toContain('not verified');
+    expect(refused.searchParams.get('refreshToken')).toBeNull();
+    expect(await server.database.query('SELECT 1 FROM auth_user_providers WHERE user_id = $1', [signedUp.body.session.user.id])).toHaveLength(0);
+
+    consent({ email: email.toUpperCase(), verified: true });
+    const linked = await sessionOf(expectSession((await dance('github')).final));
+    expect(linked.user.id).toBe(signedUp.body.session.user.id);
+    expect(linked.user.emailVerified).toBe(true);
+    // With a password too, unlinking leaves a way to sign in.
+    const unlink = await authCall(server.url, 'DELETE', '/user/providers/github', undefined, { authorization: `Bearer ${linked.accessToken}` });
+    expect(unlink).toMatchObject({ status: 200, body: 'OK' });
+    const listed = await authCall<{ providers: unknown[] }>(server.url, 'GET', '/user/providers', undefined, { authorization: `Bearer ${linked.accessToken}` });
+    expect(listed.body.providers).toEqual([]);
+    expect((await authCall(server.url, 'DELETE', '/user/providers/github', undefined, { authorization: `Bearer ${linked.accessToken}` })).status).toBe(400);
+  });
+
+  it('sends a denied consent and a refused code back to redirectTo as errors', async () => {
+    consent();
+    const denied = (await dance('github', REDIRECT_TO, '&deny=1')).final;
+    expect(denied.origin + denied.pathname).toBe('https://app.example.com/signed-in');
+    expect(Object.fromEntries(denied.searchParams)).toEqual({ from: 'oauth', error: 'access_denied', errorDescription: 'The user denied your request' });
+
+    consent();
+    const start = await location(`${server.url}/auth/signin/provider/github?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    const consented = await location(start.location.toString());
+    const badCode = new URL(consented.location);
+    badCode.searchParams.set('code', 'not-issued');
+    const refused = (await location(local(badCode))).location;
+    expect(refused.searchParams.get('error')).toBe('invalid-grant');
+  });
+
+  it('answers disabled-endpoint for a provider not enabled and 400 for an unknown one', async () => {
+    expect(await authCall(server.url, 'GET', '/signin/provider/gitlab')).toMatchObject({ status: 409, body: { error: 'disabled-endpoint' } });
+    expect(await authCall(server.url, 'GET', '/signin/provider/myspace')).toMatchObject({ status: 400, body: { error: 'invalid-request' } });
+    expect(AUTH_ERRORS['disabled-endpoint'].status).toBe(409);
+  });
+});
+
+describe('Google (OpenID Connect)', () => {
+  it('signs in with the userinfo of the access token; an unverified address still makes a new account', async () => {
+    const person = consent({ id: 'google-sub-1' });
+    const { final } = await dance('google');
+    const session = await sessionOf(expectSession(final));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
+    expect(tokenRequests.at(-1)!.get('client_id')).toBe(CLIENTS.google.id);
+
+    const fresh = consent({ id: 'google-sub-2', verified: false });
+    const created = await sessionOf(expectSession((await dance('google')).final));
+    expect(created.user).toMatchObject({ email: fresh.email, emailVerified: false });
+  });
+});
+
+describe('Apple', () => {
+  it('returns by form POST; the token endpoint checks the client-secret JWT signed with the team key; the profile is the id_token', async () => {
+    const person = consent({ id: '001234.abcdef' });
+    const start = await location(`${server.url}/auth/signin/provider/apple?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    expect(Object.fromEntries(start.location.searchParams)).toMatchObject({ response_mode: 'form_post', scope: 'name email', client_id: CLIENTS.apple.id });
+    expect(start.location.searchParams.has('code_challenge')).toBe(false);
+    const consented = await location(start.location.toString());
+    // Apple's page posts the form to the callback; the browser follows.
+    const form = new URLSearchParams({
+      code: consented.location.searchParams.get('code')!,
+      state: consented.location.searchParams.get('state')!,
+      user: JSON.stringify({ name: { firstName: 'Ada', lastName: 'Lovelace' }, email: person.email }),
+    });
+    const posted = await fetch(`${server.url}/auth/signin/provider/apple/callback`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
+    expect(posted.status).toBe(302);
+    const session = await sessionOf(expectSession(new URL(posted.headers.get('location')!)));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: 'Ada Lovelace' });
+    const secret = appleClientSecrets.at(-1)!;
+    expect((secret.exp as number) - (secret.iat as number)).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('Twitter (OAuth 1.0a)', () => {
+  it("signs requests as RFC 5849 and Twitter's documentation example say", () => {
+    const signature = oauth1Signature(
+      'POST',
+      'https://api.twitter.com/1.1/statuses/update.json?include_entities=true',
+      {
+        status: 'Hello Ladies + Gentlemen, a signed OAuth request!',
+        oauth_consumer_key: 'xvz1evFS4wEEPTGEFPHBog',
+        oauth_nonce: 'kYjzVBB8Y0ZFabxSWbWovY3uYSQ2pTgmZeNu2VS4cg',
+        oauth_signature_method: 'HMAC-SHA1',
+        oauth_timestamp: '1318622958',
+        oauth_token: '370773112-GmHxMAgYyLbNEtIKZeRNFsMKPR9EyMZeS9weJAEb',
+        oauth_version: '1.0',
+      },
+      'kAcSOqF21Fu85e7zjz7ZN2U4ZRhfV3WpwPAoE3Z7kBw',
+      'LswwdoUaIvS8ltyTt5jkRh4J50vUPVVHtR2YPi5kE',
+    );
+    expect(signature).toBe('hCtSmYh+iHYCEqBWrE7C7hYmtUk=');
+  });
+
+  it('follows the request token, the consent and the access token, then reads the verified address; a refusal comes back as an error', async () => {
+    const person = consent({ id: '783214' });
+    const start = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    expect(start.location.origin + start.location.pathname).toBe(`${providerUrl}/twitter/oauth/authenticate`);
+    const consented = await location(start.location.toString());
+    const callback = consented.location;
+    expect(callback.origin + callback.pathname).toBe(`${AUTH_URL}/signin/provider/twitter/callback`);
+    expect(callback.searchParams.get('state')).toMatch(/\./);
+    const final = await location(local(callback));
+    const session = await sessionOf(expectSession(final.location));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
+    // The same callback again: the state is spent.
+    expect((await location(local(callback))).location.searchParams.get('error')).toBe('invalid-state');
+
+    consent();
+    const again = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    const denied = await location(`${again.location.toString()}&deny=1`);
+    const refused = (await location(local(denied.location))).location;
+    expect(refused.searchParams.get('error')).toBe('access_denied');
+    expect(refused.searchParams.get('refreshToken')).toBeNull();
+  });
+});
+
+describe('WorkOS', () => {
+  it("signs in through the default connection with the profile of the token response, never linking on its address", async () => {
+    const person = consent();
+    const session = await sessionOf(expectSession((await dance('workos')).final));
+    expect(session.user).toMatchObject({ email: person.email, emailVerified: false, displayName: person.name });
+
+    // An account with that address exists now: WorkOS does not vouch for addresses, so no link.
+    consent({ email: person.email });
+    expect((await dance('workos')).final.searchParams.get('error')).toBe('unverified-email');
+  });
+});
+
+describe('start-up validation', () => {
+  const problems = (overrides: Record<string, string>) => {
+    try {
+      loadConfig(testEnvironment('postgres://127.0.0.1/unused', overrides));
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems;
+      throw error;
+    }
+    return [];
+  };
+
+  it.each(OAUTH_PROVIDER_NAMES)('%s: enabled without credentials names every missing variable', (name) => {
+    const prefix = `AUTH_PROVIDER_${name.toUpperCase()}`;
+    expect(problems({ [`${prefix}_ENABLED`]: 'true' })).toEqual(OAUTH_PROVIDERS[name].map((suffix) => `${prefix}_${suffix} is required when ${prefix}_ENABLED=true`));
+    const complete = Object.fromEntries(OAUTH_PROVIDERS[name].map((suffix) => [`${prefix}_${suffix}`, 'value']));
+    expect(problems({ [`${prefix}_ENABLED`]: 'true', ...complete })).toEqual([]);
+    expect(problems({ [`${prefix}_ENABLED`]: 'true', ...complete, [`${prefix}_TOKEN_URL`]: 'ftp://x' })).toEqual([`${prefix}_TOKEN_URL must be an http(s) URL`]);
+    expect(problems({ [`${prefix}_ENABLED`]: 'maybe' })).toEqual([`${prefix}_ENABLED must be true or false`]);
+    // Disabled: its variables are not required.
+    expect(problems({ [`${prefix}_ENABLED`]: 'false' })).toEqual([]);
+  });
+});
+
+describe('plinth auth provider enable', () => {
+  let folder: string;
+  beforeEach(() => {
+    folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-provider-cli-'));
+  });
+  afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const enable = (...args: string[]) => runCli(['auth', 'provider', 'enable', ...args], {}, folder);
+  const file = () => path.join(folder, '.env');
+
+  it('writes the provider and its credentials into .env, which then loads with the provider on', async () => {
+    fs.writeFileSync(file(), '# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=old\n');
+    const result = await enable('github', '--client-id', 'Iv1.abc', '--client-secret', 's3cret value');
+    expect(result).toMatchObject({ code: 0, stdout: 'github sign-in enabled in .env: AUTH_PROVIDER_GITHUB_ENABLED, AUTH_PROVIDER_GITHUB_CLIENT_ID, AUTH_PROVIDER_GITHUB_CLIENT_SECRET\n' });
+    expect(fs.readFileSync(file(), 'utf8')).toBe('# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=Iv1.abc\nAUTH_PROVIDER_GITHUB_ENABLED=true\nAUTH_PROVIDER_GITHUB_CLIENT_SECRET="s3cret value"\n');
+    expect(fs.statSync(file()).mode & 0o777).toBe(0o600);
+    const config = loadConfig(parseEnv(fs.readFileSync(file(), 'utf8')) as Record<string, string>);
+    expect(config.auth.providers.github?.credentials).toEqual({ CLIENT_ID: 'Iv1.abc', CLIENT_SECRET: 's3cret value' });
+
+    expect((await enable('twitter', '--consumer-key', 'ck', '--consumer-secret', 'cs')).code).toBe(0);
+    expect(fs.readFileSync(file(), 'utf8')).toContain('AUTH_PROVIDER_TWITTER_CONSUMER_KEY=ck\n');
+  });
+
+  it('refuses an unknown provider and a missing credential, writing nothing', async () => {
+    const unknown = await enable('myspace', '--client-id', 'x', '--client-secret', 'y');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown provider myspace');
+    const missing = await enable('google', '--client-id', 'x');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('AUTH_PROVIDER_GOOGLE_CLIENT_SECRET is required when AUTH_PROVIDER_GOOGLE_ENABLED=true');
+    expect(missing.stderr).not.toMatch(/\n\s+at \S+/);
+    expect(fs.existsSync(file())).toBe(false);
+  });
+});
