@@ -2,7 +2,7 @@ import jwt from 'jsonwebtoken';
 
 /** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
 
-export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached'] as const;
+export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit'] as const;
 export type Target = (typeof TARGETS)[number];
 
 export const TARGET_LABELS: Record<Target, string> = {
@@ -10,6 +10,7 @@ export const TARGET_LABELS: Record<Target, string> = {
   'graphql-js': '(a) graphql-js graphql() on node:http',
   'apollo-express': '(b) Apollo Server 5 on Express 5',
   'graphql-js-cached': "(a') as (a), documents cached",
+  'mercurius-jit': '(c) mercurius + graphql-jit on Fastify 5',
 };
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -68,10 +69,11 @@ export interface FailedMessage {
   error: string;
 }
 
-/** Child → parent: user + system CPU time of the server process so far, in microseconds. */
+/** Child → parent: user + system CPU time of the server process so far, in microseconds, and its resident memory now. */
 export interface CpuUsageMessage {
   type: 'cpu-usage';
   micros: number;
+  rssBytes: number;
 }
 
 export type ChildMessage = ReadyMessage | FailedMessage | CpuUsageMessage;
