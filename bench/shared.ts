@@ -31,6 +31,8 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE }),
+    // GQL_GRAPHQL_COMPILED_EXECUTION=false npm run bench: Plinth without compiled execution, to see what it gains.
+    ...(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ? { GQL_GRAPHQL_COMPILED_EXECUTION: process.env.GQL_GRAPHQL_COMPILED_EXECUTION } : {}),
   };
 }
 
