@@ -79,8 +79,9 @@ export class OperationExecutor {
 
   /** The compiled operation, or undefined where graphql-js is to run it. */
   private compiled(request: ExecutionRequest): CompiledQuery | undefined {
-    // Without a resolved operation graphql-js reports why (no such name, several without one).
-    if (!this.cache || !request.operation || request.operation.operation === 'subscription') return undefined;
+    // Without a resolved operation graphql-js reports why (no such name, several without one);
+    // without the text there is no key that tells documents apart.
+    if (!this.cache || !request.operation || request.operation.operation === 'subscription' || !request.source) return undefined;
     let entry = this.cache.get(request.source);
     if (!entry || entry.schema !== request.schema) {
       entry = { schema: request.schema, operations: new Map() };
