@@ -76,7 +76,7 @@ async function serve(role: string): Promise<void> {
       return;
     }
     const { user, system } = process.cpuUsage();
-    send({ type: 'cpu-usage', micros: user + system });
+    send({ type: 'cpu-usage', micros: user + system, rssBytes: process.memoryUsage.rss() });
   });
   process.on('disconnect', () => process.exit(0));
   send({ type: 'ready', url });

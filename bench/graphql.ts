@@ -22,16 +22,18 @@ import { positiveInteger } from './settings';
 /**
  * GraphQL throughput benchmark: the full Plinth stack against (a) a bare graphql-js server on
  * node:http as graphql-js documents it (graphql() per request: parse, validate, execute),
- * (b) stock Apollo Server 5 on Express 5, and, as a ceiling without a target, (a') the bare
+ * (b) stock Apollo Server 5 on Express 5, (c) the fastest Node GraphQL server we know, Fastify 5
+ * with mercurius and graphql-jit (`jit: 1`), and, as a ceiling without a target, (a') the bare
  * server with documents parsed and validated once (as Apollo caches them); all on the same
- * schema and the same JWT session resolution.
+ * schema and the same JWT session resolution. Besides req/s, latency and server CPU per request,
+ * it prints each server's resident memory before a run and the most seen during it.
  *
- *   npm run bench                         # all four, 3 s warm-up + 10 s each
+ *   npm run bench                         # all five, 3 s warm-up + 10 s each
  *   BENCH_DURATION=5 BENCH_ROUNDS=3 npm run bench
  *
  * Environment: BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (10),
  * BENCH_ROUNDS (1; rounds interleave the targets and the medians are reported),
- * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached), BENCH_LOG_LEVEL (Plinth's
+ * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit), BENCH_LOG_LEVEL (Plinth's
  * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof),
  * BENCH_DATABASE_URL or DATABASE_URL (else postgres://postgres@127.0.0.1:5432/plinth_bench).
  *
@@ -46,12 +48,15 @@ const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
 const RESULTS_FILE = path.join(RESULTS_DIR, 'graphql-latest.json');
 const SERVER_START_TIMEOUT_MS = 120_000;
 const SERVER_STOP_TIMEOUT_MS = 15_000;
+const RSS_SAMPLE_INTERVAL_MS = 500;
+const MIB = 1024 * 1024;
 
-/** Targets of the comparison: full / (b) and full / (a), on requests per second; (a') has none. */
+/** Targets of the comparison on requests per second: full / (b), full / (a), full / (c) (issue 16); (a') has none. */
 const RATIO_TARGETS = [
   { name: 'full/(b)', baseline: 'apollo-express', minimum: 1.2 },
   { name: 'full/(a)', baseline: 'graphql-js', minimum: 0.6 },
   { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null },
+  { name: 'full/(c)', baseline: 'mercurius-jit', minimum: 0.9 },
 ] as const satisfies readonly { name: string; baseline: Target; minimum: number | null }[];
 
 interface BenchSettings {
@@ -74,6 +79,9 @@ interface LoadResult {
    * machine runs, so it is the steadier figure when the machine is shared.
    */
   serverCpuMicrosPerRequest: number;
+  /** The server's resident memory before the run (idle, after the warm-up when one came before) and the most seen during it. */
+  idleRssBytes: number;
+  loadedRssBytes: number;
   responses: number;
   durationSeconds: number;
 }
@@ -81,8 +89,8 @@ interface LoadResult {
 interface ServerProcess {
   target: Target;
   url: string;
-  /** User + system CPU time the server process has used so far, in microseconds. */
-  cpuMicros(): Promise<number>;
+  /** User + system CPU time the server process has used so far, in microseconds, and its resident memory. */
+  usage(): Promise<{ micros: number; rssBytes: number }>;
   stop(): Promise<void>;
 }
 
@@ -130,7 +138,7 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
       child.off('exit', onExit);
       if (message.type === 'failed') return fail(new Error(`${target} failed to start:\n${message.error}`));
       if (message.type !== 'ready') return fail(new Error(`${target} sent ${message.type} before it was ready`));
-      resolve({ target, url: message.url, cpuMicros: () => queryCpuMicros(child), stop: () => stopChild(child) });
+      resolve({ target, url: message.url, usage: () => queryUsage(child), stop: () => stopChild(child) });
     };
     function fail(error: Error) {
       clearTimeout(timer);
@@ -143,12 +151,12 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
   });
 }
 
-function queryCpuMicros(child: ChildProcess): Promise<number> {
+function queryUsage(child: ChildProcess): Promise<{ micros: number; rssBytes: number }> {
   return new Promise((resolve) => {
     const onMessage = (message: ChildMessage) => {
       if (message.type !== 'cpu-usage') return;
       child.off('message', onMessage);
-      resolve(message.micros);
+      resolve({ micros: message.micros, rssBytes: message.rssBytes });
     };
     child.on('message', onMessage);
     child.send({ type: 'cpu-usage' } satisfies ParentMessage);
@@ -199,10 +207,20 @@ function percentile(sorted: Float64Array, fraction: number): number {
  * for a query answered in about one.
  */
 async function runLoad(server: ServerProcess, token: string, connections: number, durationSeconds: number): Promise<LoadResult> {
-  const cpuBefore = await server.cpuMicros();
-  const result = await runAutocannon(server, token, connections, durationSeconds);
-  const cpuMicros = (await server.cpuMicros()) - cpuBefore;
-  return { ...result, serverCpuMicrosPerRequest: cpuMicros / result.responses };
+  const before = await server.usage();
+  let loadedRssBytes = before.rssBytes;
+  // Sampled while the load runs (the server answers between requests, so this is under load).
+  const sampler = setInterval(() => {
+    void server.usage().then(({ rssBytes }) => (loadedRssBytes = Math.max(loadedRssBytes, rssBytes)));
+  }, RSS_SAMPLE_INTERVAL_MS);
+  const result = await runAutocannon(server, token, connections, durationSeconds).finally(() => clearInterval(sampler));
+  const after = await server.usage();
+  return {
+    ...result,
+    serverCpuMicrosPerRequest: (after.micros - before.micros) / result.responses,
+    idleRssBytes: before.rssBytes,
+    loadedRssBytes: Math.max(loadedRssBytes, after.rssBytes),
+  };
 }
 
 function runAutocannon(
@@ -210,7 +228,7 @@ function runAutocannon(
   token: string,
   connections: number,
   durationSeconds: number,
-): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest'>> {
+): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest' | 'idleRssBytes' | 'loadedRssBytes'>> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -264,6 +282,8 @@ function summarise(runs: LoadResult[]): LoadResult {
     p99Ms: median(runs.map((run) => run.p99Ms)),
     meanMs: median(runs.map((run) => run.meanMs)),
     serverCpuMicrosPerRequest: median(runs.map((run) => run.serverCpuMicrosPerRequest)),
+    idleRssBytes: median(runs.map((run) => run.idleRssBytes)),
+    loadedRssBytes: Math.max(...runs.map((run) => run.loadedRssBytes)),
     responses: runs.reduce((sum, run) => sum + run.responses, 0),
     durationSeconds: runs.reduce((sum, run) => sum + run.durationSeconds, 0),
   };
@@ -304,8 +324,10 @@ function printReport(summaries: Map<Target, LoadResult>, ratioReports: RatioRepo
     fixed(result.p50Ms, 2),
     fixed(result.p99Ms, 2),
     fixed(result.serverCpuMicrosPerRequest, 0),
+    fixed(result.idleRssBytes / MIB, 0),
+    fixed(result.loadedRssBytes / MIB, 0),
   ]);
-  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req'];
+  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS idle MiB', 'RSS load MiB'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
   const rule = '-'.repeat(line(header).length);

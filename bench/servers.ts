@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import express from 'express';
-import type { FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import mercurius from 'mercurius';
 import { execute, graphql, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import pino from 'pino';
 import type { PubSub } from 'type-graphql';
@@ -55,7 +56,7 @@ export async function runServerRole(target: Target): Promise<void> {
   process.on('message', (message: ParentMessage) => {
     if (message.type === 'stop') return stop();
     const { user, system } = process.cpuUsage();
-    send({ type: 'cpu-usage', micros: user + system });
+    send({ type: 'cpu-usage', micros: user + system, rssBytes: process.memoryUsage.rss() });
   });
   process.on('disconnect', stop);
   send({ type: 'ready', url: server.url });
@@ -72,6 +73,8 @@ async function startTarget(target: Target): Promise<BenchServer> {
       return startGraphqlJs(await baselineParts(logLevel), { cacheDocuments: true });
     case 'apollo-express':
       return startApolloExpress(await baselineParts(logLevel));
+    case 'mercurius-jit':
+      return startMercuriusJit(await baselineParts(logLevel));
   }
 }
 
@@ -230,6 +233,37 @@ async function startApolloExpress({ schema, sessionSettings, logger, rateLimits 
   );
   const server = await listen(http.createServer(app));
   return { url: server.url, close: () => server.close().then(() => apollo.stop()) };
+}
+
+/**
+ * Baseline (c), the fastest Node GraphQL server we know: Fastify 5 with mercurius, its document
+ * cache (on by default) and graphql-jit compiling each query after its first use (`jit: 1`),
+ * same context as Plinth builds.
+ */
+async function startMercuriusJit({ schema, sessionSettings, logger, rateLimits }: BaselineParts): Promise<BenchServer> {
+  const app = Fastify();
+  await app.register(mercurius, {
+    schema,
+    path: GRAPHQL_PATH,
+    jit: 1,
+    context: (request): GraphQLContext => {
+      try {
+        return {
+          session: resolveSession(request.headers, sessionSettings),
+          requestId: String(request.id),
+          logger,
+          clientIp: request.ip,
+          rateLimits,
+        };
+      } catch (error) {
+        if (!(error instanceof SessionError)) throw error;
+        throw new mercurius.ErrorWithProps(error.message, { code: error.code }, error.status);
+      }
+    },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${GRAPHQL_PATH}`, close: () => app.close() };
 }
 
 function listen(server: http.Server): Promise<BenchServer> {

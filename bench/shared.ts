@@ -2,7 +2,7 @@ import jwt from 'jsonwebtoken';
 
 /** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
 
-export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached'] as const;
+export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit'] as const;
 export type Target = (typeof TARGETS)[number];
 
 export const TARGET_LABELS: Record<Target, string> = {
@@ -10,6 +10,7 @@ export const TARGET_LABELS: Record<Target, string> = {
   'graphql-js': '(a) graphql-js graphql() on node:http',
   'apollo-express': '(b) Apollo Server 5 on Express 5',
   'graphql-js-cached': "(a') as (a), documents cached",
+  'mercurius-jit': '(c) mercurius + graphql-jit on Fastify 5',
 };
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -30,6 +31,8 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE }),
+    // GQL_GRAPHQL_COMPILED_EXECUTION=false npm run bench: Plinth without compiled execution, to see what it gains.
+    ...(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ? { GQL_GRAPHQL_COMPILED_EXECUTION: process.env.GQL_GRAPHQL_COMPILED_EXECUTION } : {}),
   };
 }
 
@@ -68,10 +71,11 @@ export interface FailedMessage {
   error: string;
 }
 
-/** Child → parent: user + system CPU time of the server process so far, in microseconds. */
+/** Child → parent: user + system CPU time of the server process so far, in microseconds, and its resident memory now. */
 export interface CpuUsageMessage {
   type: 'cpu-usage';
   micros: number;
+  rssBytes: number;
 }
 
 export type ChildMessage = ReadyMessage | FailedMessage | CpuUsageMessage;

@@ -207,6 +207,10 @@ const environmentSchema = z.object({
       error: 'must be * or a comma-separated list of origins such as https://app.example.com',
     }),
 
+  // Compiled execution: one graphql-jit function per document and operation, kept in a bounded cache.
+  GQL_GRAPHQL_COMPILED_EXECUTION: boolean.default(true),
+  GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: integer(1, 1_000_000).default(1000),
+
   PLINTH_PUBLIC_URL: baseUrl.optional(),
   AUTH_SERVER_URL: baseUrl.optional(),
 
@@ -511,6 +515,8 @@ export interface Config {
     bodyLimit: number;
     wsInitTimeoutMs: number;
     corsOrigins: string[] | '*';
+    /** Queries and mutations run as graphql-jit compiled them (graphql-js for what it cannot compile). */
+    compiledExecution: { enabled: boolean; cacheEntries: number };
   };
   /** PLINTH_PUBLIC_URL: where users reach this server; every link Plinth sends is under it or `auth.serverUrl`. */
   publicUrl: string;
@@ -948,6 +954,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyLimit: values.GQL_GRAPHQL_BODY_LIMIT,
       wsInitTimeoutMs: values.GQL_GRAPHQL_WS_INIT_TIMEOUT_MS,
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
+      compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheEntries: values.GQL_GRAPHQL_COMPILED_CACHE_ENTRIES },
     },
     publicUrl,
     auth: {

@@ -1,4 +1,9 @@
-import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import {
+  ApolloServer,
+  type ApolloServerOptionsWithGateway,
+  type ApolloServerPlugin,
+  type GraphQLRequestListener,
+} from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
@@ -8,6 +13,7 @@ import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
+import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { ServedSchema } from './served-schema';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 
@@ -16,6 +22,7 @@ export interface ApolloSettings {
   devMode: boolean;
   /** Bytes of parsed, validated documents kept so that repeated queries skip both. */
   documentCacheBytes: number;
+  compiledExecution: CompiledExecutionSettings;
 }
 
 export function createApolloServer(
@@ -26,7 +33,7 @@ export function createApolloServer(
   extraPlugins: ApolloServerPlugin<GraphQLContext>[] = [],
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
-    ...(schema instanceof ServedSchema ? { gateway: followSchema(schema) } : { schema }),
+    gateway: servingGateway(schema, new OperationExecutor(settings.compiledExecution)),
     introspection: settings.introspection,
     // Credentials are headers only (bearer token, admin secret), never cookies, so a cross-site
     // "simple" request can act only as the unauthorised role; GET queries must work for explorers.
@@ -58,19 +65,37 @@ export function createApolloServer(
 }
 
 /**
- * Apollo's way to serve a schema that changes (a "gateway" without an executor): each request
- * is parsed, validated and executed against the schema current when it started, and a new one
- * replaces it for the requests after (with its own document cache keys).
+ * Apollo's way to serve a schema that changes and to run operations its own way (a "gateway"):
+ * each request is parsed, validated and executed against the schema current when it started,
+ * and a new one replaces it for the requests after (with its own document cache keys). The
+ * executor runs what Apollo has parsed, validated and resolved, with Apollo's context.
  */
-function followSchema(schema: ServedSchema) {
+function servingGateway(schema: GraphQLSchema | ServedSchema, executor: OperationExecutor): ApolloServerOptionsWithGateway<GraphQLContext>['gateway'] {
   let stop: (() => void) | undefined;
   return {
-    onSchemaLoadOrUpdate(callback: (context: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
-      callback({ apiSchema: schema.current, coreSupergraphSdl: '' });
-      stop = schema.onChange((apiSchema) => callback({ apiSchema, coreSupergraphSdl: '' }));
+    onSchemaLoadOrUpdate(callback) {
+      if (schema instanceof ServedSchema) {
+        callback({ apiSchema: schema.current, coreSupergraphSdl: '' });
+        stop = schema.onChange((apiSchema) => callback({ apiSchema, coreSupergraphSdl: '' }));
+      } else {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+      }
       return () => stop?.();
     },
-    load: async () => ({ executor: null }),
+    load: async () => ({
+      executor: (request) =>
+        Promise.resolve(
+          executor.execute({
+            schema: request.schema,
+            document: request.document,
+            source: request.source,
+            operation: request.operation,
+            operationName: request.request.operationName ?? undefined,
+            variables: request.request.variables,
+            contextValue: request.context,
+          }),
+        ),
+    }),
     stop: async () => stop?.(),
   };
 }

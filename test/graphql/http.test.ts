@@ -8,7 +8,7 @@ import { authChecker } from '../../src/graphql/auth-checker';
 import { createQueryLimits } from '../../src/graphql/limits';
 import { SessionDocument } from '../generated/graphql';
 import { graphql, postGraphQL } from '../support/graphql';
-import { startTestServer, type TestServer } from '../support/server';
+import { compiledExecutionEnabled, startTestServer, type TestServer } from '../support/server';
 
 let server: TestServer;
 
@@ -284,7 +284,7 @@ describe('unexpected errors', () => {
   async function execute(query: string, devMode = false) {
     const schema = await buildSchema({ resolvers: [BrokenResolver], validate: false, authChecker });
     const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 10 });
-    const apollo = createApolloServer(schema, { introspection: true, devMode, documentCacheBytes: 1024 * 1024 }, limits, pino({ level: 'silent' }));
+    const apollo = createApolloServer(schema, { introspection: true, devMode, documentCacheBytes: 1024 * 1024, compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 } }, limits, pino({ level: 'silent' }));
     await apollo.start();
     try {
       const response = await apollo.executeOperation({ query });

@@ -24,8 +24,15 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     RATE_LIMIT_REGISTRATION_POINTS: '1000000',
     // Likewise the handler routes' limiter (spec 1 §8); test/actions/handler-routes.test.ts tests it.
     RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
+    // The suite runs with compiled execution on (the default) and, in a second run, off.
+    GQL_GRAPHQL_COMPILED_EXECUTION: compiledExecutionEnabled() ? 'true' : 'false',
     ...overrides,
   };
+}
+
+/** GQL_GRAPHQL_COMPILED_EXECUTION of the test run (true unless it says false), for servers built without loadConfig. */
+export function compiledExecutionEnabled(): boolean {
+  return !['false', '0', 'no'].includes(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ?? 'true');
 }
 
 export interface TestServer {

@@ -1,0 +1,124 @@
+import {
+  execute,
+  GraphQLError,
+  getVariableValues,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { LRUCache } from 'lru-cache';
+
+export interface CompiledExecutionSettings {
+  /** Off: every operation runs through graphql-js's execute. */
+  enabled: boolean;
+  /** Most query texts whose compiled operations are kept (least recently used go first). */
+  cacheEntries: number;
+}
+
+/** What an operation needs to run: Apollo's request context carries all of it. */
+export interface ExecutionRequest {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  /** The query text: the cache key, so that a document parsed again (Apollo's store off or full) compiles once. */
+  source: string;
+  operation: OperationDefinitionNode | undefined;
+  operationName: string | undefined;
+  variables: Record<string, unknown> | undefined;
+  contextValue: unknown;
+}
+
+/** Per query text: the schema it was compiled against and, per operation name, its function (null: graphql-js runs it). */
+interface CacheEntry {
+  schema: GraphQLSchema;
+  operations: Map<string, CompiledQuery | null>;
+}
+
+/**
+ * Runs queries and mutations as graphql-jit compiled them, once per query text and operation,
+ * and anything graphql-jit cannot compile through graphql-js. Answers are the same as
+ * graphql-js's: variables are coerced by graphql-js first, so a bad variable gets graphql-js's
+ * error, and a test runs every operation of the suite through both (test/graphql/compiled-execution.test.ts).
+ */
+export class OperationExecutor {
+  private readonly cache: LRUCache<string, CacheEntry> | undefined;
+
+  constructor(settings: CompiledExecutionSettings) {
+    this.cache = settings.enabled ? new LRUCache({ max: settings.cacheEntries }) : undefined;
+  }
+
+  /** Compiled operations kept now (for tests and metrics). */
+  get compiledOperations(): number {
+    let count = 0;
+    for (const entry of this.cache?.values() ?? []) for (const compiled of entry.operations.values()) if (compiled) count++;
+    return count;
+  }
+
+  execute(request: ExecutionRequest): Promise<ExecutionResult> | ExecutionResult {
+    const compiled = this.compiled(request);
+    if (!compiled) return this.interpret(request);
+    const definitions = request.operation!.variableDefinitions;
+    if (definitions && definitions.length > 0) {
+      const coerced = getVariableValues(request.schema, definitions, request.variables ?? {});
+      if (coerced.errors) return { errors: coerced.errors };
+    }
+    const result = compiled.query(undefined, request.contextValue, request.variables ?? {});
+    return result instanceof Promise ? result.then(withGraphQLJsErrors) : withGraphQLJsErrors(result);
+  }
+
+  private interpret(request: ExecutionRequest): Promise<ExecutionResult> | ExecutionResult {
+    return execute({
+      schema: request.schema,
+      document: request.document,
+      contextValue: request.contextValue,
+      variableValues: request.variables,
+      operationName: request.operationName,
+    });
+  }
+
+  /** The compiled operation, or undefined where graphql-js is to run it. */
+  private compiled(request: ExecutionRequest): CompiledQuery | undefined {
+    // Without a resolved operation graphql-js reports why (no such name, several without one);
+    // without the text there is no key that tells documents apart.
+    if (!this.cache || !request.operation || request.operation.operation === 'subscription' || !request.source) return undefined;
+    let entry = this.cache.get(request.source);
+    if (!entry || entry.schema !== request.schema) {
+      entry = { schema: request.schema, operations: new Map() };
+      this.cache.set(request.source, entry);
+    }
+    const key = request.operationName ?? '';
+    let compiled = entry.operations.get(key);
+    if (compiled === undefined) {
+      compiled = compile(request);
+      entry.operations.set(key, compiled);
+    }
+    return compiled ?? undefined;
+  }
+}
+
+function compile(request: ExecutionRequest): CompiledQuery | null {
+  try {
+    const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined);
+    return isCompiledQuery(compiled) ? compiled : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * graphql-jit's errors inherit from graphql-js's GraphQLError but lack what its constructor
+ * sets (extensions is undefined, not {}), and Apollo's error handling relies on it: each becomes
+ * the error graphql-js would have made (same message, path, locations and original error).
+ */
+function withGraphQLJsErrors(result: ExecutionResult): ExecutionResult {
+  if (!result.errors) return result;
+  return {
+    ...result,
+    errors: result.errors.map((error) => {
+      const converted = new GraphQLError(error.message, { path: error.path, originalError: error.originalError, extensions: error.extensions });
+      (converted as { locations: GraphQLError['locations'] }).locations = error.locations;
+      return converted;
+    }),
+  };
+}

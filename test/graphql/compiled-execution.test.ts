@@ -1,0 +1,181 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  buildSchema,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  parse,
+  print,
+  typeFromAST,
+  type GraphQLInputType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { OperationExecutor } from '../../src/graphql/compiled-execution';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { bearer, signToken } from '../support/tokens';
+
+/**
+ * Same answers from both executors (issue 16, point 6): every operation of test/operations/ goes
+ * over HTTP to a server with compiled execution (graphql-jit) and to one without (graphql-js), on
+ * the same database, and the status codes, content types and bodies must be equal byte for byte,
+ * errors included.
+ */
+
+let compiled: TestServer;
+let interpreted: TestServer;
+
+beforeAll(async () => {
+  compiled = await startTestServer({ GQL_GRAPHQL_COMPILED_EXECUTION: 'true' });
+  interpreted = await startTestServer({ GQL_GRAPHQL_COMPILED_EXECUTION: 'false' }, { database: compiled.database });
+});
+afterAll(async () => {
+  await interpreted?.close();
+  await compiled?.close();
+});
+
+const OPERATIONS_DIR = path.resolve(__dirname, '..', '..', '..', 'test', 'operations');
+const operations: OperationDefinitionNode[] = fs
+  .readdirSync(OPERATIONS_DIR)
+  .filter((file) => file.endsWith('.graphql'))
+  .flatMap((file) => parse(fs.readFileSync(path.join(OPERATIONS_DIR, file), 'utf8')).definitions)
+  .filter((definition): definition is OperationDefinitionNode => definition.kind === 'OperationDefinition');
+
+// The committed schema (npm run schema) gives the variables' types.
+const schema = buildSchema(fs.readFileSync(path.resolve(OPERATIONS_DIR, '..', '..', 'schema', 'schema.graphql'), 'utf8'));
+
+/** A value of the type that the server accepts (required fields only), pointing at nothing that exists. */
+function sampleValue(type: GraphQLInputType): unknown {
+  if (isNonNullType(type)) return sampleValue(type.ofType);
+  if (isListType(type)) return [sampleValue(type.ofType)];
+  if (isEnumType(type)) return type.getValues()[0].value;
+  if (isInputObjectType(type)) {
+    const fields = Object.values(type.getFields()).filter((field) => isNonNullType(field.type));
+    return Object.fromEntries(fields.map((field) => [field.name, sampleValue(field.type)]));
+  }
+  switch (type.name) {
+    case 'Int':
+      return 1;
+    case 'Float':
+      return 1.5;
+    case 'Boolean':
+      return false;
+    case 'UUID':
+      return '00000000-0000-4000-8000-000000000000';
+    case 'JSONObject':
+    case 'JSON':
+      return {};
+    case 'DateTime':
+      return '2030-01-01T00:00:00.000Z';
+    default:
+      return 'compiled-execution-sample';
+  }
+}
+
+function sampleVariables(schema: GraphQLSchema, operation: OperationDefinitionNode): Record<string, unknown> {
+  return Object.fromEntries(
+    (operation.variableDefinitions ?? []).map((definition) => [
+      definition.variable.name.value,
+      sampleValue(typeFromAST(schema, definition.type as never) as GraphQLInputType),
+    ]),
+  );
+}
+
+async function answer(server: TestServer, body: unknown, headers: Record<string, string>): Promise<string> {
+  const response = await fetch(server.graphqlUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return `${response.status} ${response.headers.get('content-type')}\n${await response.text()}`;
+}
+
+/** Random identifiers (UUIDs, 16 or more hex digits) a creation returns, blanked. */
+function withoutGeneratedIds(text: string): string {
+  return text.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}/g, '<generated>');
+}
+
+const CALLERS: [string, () => Record<string, string>][] = [
+  ['the admin', () => ({ 'x-gql-admin-secret': ADMIN_SECRET })],
+  ['a user', () => bearer(signToken({ userId: '11111111-1111-4111-8111-111111111111' }))],
+  ['an anonymous caller', () => ({})],
+];
+
+describe.each(CALLERS)('as %s', (_caller, headers) => {
+  // Subscriptions are refused over HTTP by a plugin, before either executor: they are in the list all the same.
+  it.each(operations.map((operation) => [operation.name?.value ?? '(anonymous)', operation] as const))(
+    '%s answers the same from both executors, with sample variables and with none',
+    async (_name, operation) => {
+      const query = print(operation);
+      for (const variables of [sampleVariables(schema, operation), {}]) {
+        const body = { query, variables };
+        if (operation.operation === 'mutation') {
+          // Each server sees the state after one run: mutations of missing things change nothing,
+          // creations of unique things fail as duplicates, and other creations differ only in the
+          // identifiers and secrets they generate.
+          await answer(compiled, body, headers());
+          const interpretedAnswer = withoutGeneratedIds(await answer(interpreted, body, headers()));
+          expect(withoutGeneratedIds(await answer(compiled, body, headers()))).toBe(interpretedAnswer);
+        } else {
+          expect(await answer(compiled, body, headers())).toBe(await answer(interpreted, body, headers()));
+        }
+      }
+    },
+  );
+});
+
+describe('queries the executors may answer differently', () => {
+  it.each([
+    ['a resolver error under a non-null field', '{ session { role user_id allowed_roles variables } errorProjects { id name } }'],
+    ['an unknown operation name', { query: 'query A { session { role } } query B { session { role } }', operationName: 'C' }],
+    ['no operation name among several', { query: 'query A { session { role } } query B { session { role } }' }],
+    ['a variable of the wrong type', { query: 'query ($first: Int) { jobs(first: $first) { id } }', variables: { first: 'many' } }],
+    ['a null for a required variable', { query: 'query ($id: UUID!) { file(id: $id) { id } }', variables: { id: null } }],
+    ['skip and include', { query: 'query ($no: Boolean!) { session { role user_id @skip(if: $no) allowed_roles @include(if: $no) } }', variables: { no: true } }],
+    ['aliases and fragments', '{ a: session { ...S } b: session { role } } fragment S on Session { role user_id }'],
+    ['__typename', '{ __typename session { __typename role } }'],
+  ])('%s', async (_name, request) => {
+    const body = typeof request === 'string' ? { query: request } : request;
+    for (const [, headers] of CALLERS) {
+      expect(await answer(compiled, body, headers())).toBe(await answer(interpreted, body, headers()));
+    }
+  });
+});
+
+describe('the executor', () => {
+  const executorSchema = buildSchema('type Query { hello(name: String!): String }');
+  const request = (source: string, variables?: Record<string, unknown>) => {
+    const document = parse(source);
+    return {
+      schema: executorSchema,
+      document,
+      source,
+      operation: document.definitions[0] as OperationDefinitionNode,
+      operationName: undefined,
+      variables,
+      contextValue: {},
+    };
+  };
+
+  it('compiles each query text once, keeps at most the configured number, and none when off', async () => {
+    const executor = new OperationExecutor({ enabled: true, cacheEntries: 2 });
+    for (const source of ['{ a: hello(name: "a") }', '{ a: hello(name: "a") }', '{ b: hello(name: "b") }', '{ c: hello(name: "c") }']) {
+      expect(await executor.execute(request(source))).toEqual({ data: { [source[2]]: null } });
+    }
+    expect(executor.compiledOperations).toBe(2);
+    const off = new OperationExecutor({ enabled: false, cacheEntries: 2 });
+    await off.execute(request('{ a: hello(name: "a") }'));
+    expect(off.compiledOperations).toBe(0);
+  });
+
+  it("refuses bad variables with graphql-js's error, before the compiled operation runs", async () => {
+    const executor = new OperationExecutor({ enabled: true, cacheEntries: 2 });
+    const result = await executor.execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }));
+    expect(JSON.stringify(result)).toBe(
+      JSON.stringify(await new OperationExecutor({ enabled: false, cacheEntries: 2 }).execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }))),
+    );
+    expect(result.errors?.[0].message).toBe('Variable "$name" got invalid value 3; String cannot represent a non string value: 3');
+  });
+});
