@@ -64,6 +64,9 @@ export class OperationExecutor {
       if (coerced.errors) return { errors: coerced.errors };
     }
     const result = compiled.query(undefined, request.contextValue, request.variables ?? {});
+    // graphql-jit coerces the variables again, without input fields' defaults (a left-out
+    // `send_invitations: Boolean! = false` is refused): what graphql-js accepted, graphql-js runs.
+    if (!(result instanceof Promise) && result.errors && result.data === undefined) return this.interpret(request);
     return result instanceof Promise ? result.then(withGraphQLJsErrors) : withGraphQLJsErrors(result);
   }
 
