@@ -1,7 +1,7 @@
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, jwtPayload, linkIn } from '../support/auth';
 import { postGraphQL } from '../support/graphql';
 import { CLAIMS_NAMESPACE, startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings, nextMailTo } from '../support/smtp';
 import { bearer } from '../support/tokens';
 
 const AUTH_URL = 'https://auth.plinth.test';
@@ -19,11 +19,7 @@ beforeAll(async () => {
   receiver = await startSmtpReceiver();
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     JOBS_POLL_INTERVAL_SECONDS: '1',
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_ANONYMOUS_USERS_ENABLED: 'true',
@@ -35,12 +31,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function mailTo(address: string) {
-  for (;;) {
-    const mail = await receiver.next();
-    if (mail.recipients.includes(address)) return mail;
-  }
-}
 
 async function follow(link: string): Promise<URL> {
   const response = await fetch(link.replace(AUTH_URL, `${server.url}/auth`), { redirect: 'manual' });
@@ -93,7 +83,7 @@ describe('anonymous users', () => {
     expect((await authPost(server.url, '/token', { refreshToken: session.refreshToken })).status).toBe(401);
     expect(await authPost(server.url, '/signin/email-password', { email: 'upgraded@example.com', password: 'upgraded password' })).toMatchObject({ status: 401, body: { error: 'unverified-user' } });
 
-    await follow(linkIn((await mailTo('upgraded@example.com')).parsed.text, `${AUTH_URL}/verify`));
+    await follow(linkIn((await nextMailTo(receiver, 'upgraded@example.com')).parsed.text, `${AUTH_URL}/verify`));
     const signedIn = await authPost<{ session: Session }>(server.url, '/signin/email-password', { email: 'upgraded@example.com', password: 'upgraded password' });
     expect(signedIn.status).toBe(200);
     // The same account, now an ordinary user.
@@ -103,7 +93,7 @@ describe('anonymous users', () => {
   it('are upgraded passwordless: a magic link signs the upgraded account in', async () => {
     const session = await anonymous();
     expect((await authPost(server.url, '/user/deanonymize', { signInMethod: 'passwordless', email: 'linked@example.com' }, bearer(session.accessToken))).status).toBe(200);
-    const landing = await follow(linkIn((await mailTo('linked@example.com')).parsed.text, `${AUTH_URL}/verify`));
+    const landing = await follow(linkIn((await nextMailTo(receiver, 'linked@example.com')).parsed.text, `${AUTH_URL}/verify`));
     const refreshed = await authPost<Session>(server.url, '/token', { refreshToken: landing.searchParams.get('refreshToken') });
     expect(refreshed.body.user).toMatchObject({ id: session.user.id, email: 'linked@example.com', isAnonymous: false, emailVerified: true });
   });
@@ -121,7 +111,7 @@ describe('anonymous users', () => {
     const signedUp = await authPost(server.url, '/signin/anonymous', {});
     const other = (signedUp.body as { session: Session }).session;
     await authPost(server.url, '/user/deanonymize', { signInMethod: 'passwordless', email: 'twice@example.com' }, bearer(other.accessToken));
-    const landing = await follow(linkIn((await mailTo('twice@example.com')).parsed.text, `${AUTH_URL}/verify`));
+    const landing = await follow(linkIn((await nextMailTo(receiver, 'twice@example.com')).parsed.text, `${AUTH_URL}/verify`));
     const upgraded = await authPost<Session>(server.url, '/token', { refreshToken: landing.searchParams.get('refreshToken') });
     expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'again@example.com', password: 'some password' }, bearer(upgraded.body.accessToken))).toMatchObject({ status: 400, body: { error: 'user-not-anonymous' } });
   });

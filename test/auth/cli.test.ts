@@ -4,7 +4,7 @@ import path from 'node:path';
 import { authPost, GENEROUS_AUTH_LIMITS, jwtPayload, linkIn } from '../support/auth';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { CLAIMS_NAMESPACE, startTestServer, testEnvironment, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
@@ -20,11 +20,7 @@ beforeAll(async () => {
   receiver = await startSmtpReceiver();
   const settings = {
     ...GENEROUS_AUTH_LIMITS,
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     JOBS_POLL_INTERVAL_SECONDS: '1',
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',

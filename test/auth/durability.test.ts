@@ -4,7 +4,7 @@ import path from 'node:path';
 import { authPost, GENEROUS_AUTH_LIMITS, linkIn } from '../support/auth';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testEnvironment } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { spawnServer, type SpawnedServer } from '../support/spawn';
 
 const AUTH_URL = 'https://auth.plinth.test';
@@ -33,11 +33,7 @@ async function start(roles: string): Promise<SpawnedServer> {
       ...GENEROUS_AUTH_LIMITS,
       PLINTH_DATA_DIR: folder,
       PLINTH_PROCESS_ROLES: roles,
-      SMTP_HOST: '127.0.0.1',
-      SMTP_PORT: String(receiver.port),
-      SMTP_SECURE: 'none',
-      SMTP_USER,
-      SMTP_PASSWORD,
+      ...smtpSettings(receiver.port),
       JOBS_POLL_INTERVAL_SECONDS: '1',
       AUTH_SERVER_URL: AUTH_URL,
       // No retry window: a rotated token is spent at once.

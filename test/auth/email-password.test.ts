@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
 import { startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings, nextMailTo } from '../support/smtp';
 import { bearer } from '../support/tokens';
 
 interface Session {
@@ -40,11 +40,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => rangeServer.listen(0, '127.0.0.1', resolve));
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     JOBS_POLL_INTERVAL_SECONDS: '1',
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_CLIENT_URL: CLIENT_URL,
@@ -70,12 +66,6 @@ function expectAuthError(response: { status: number; body: unknown }, code: keyo
 }
 
 /** The mail sent to `address` next (others are skipped). */
-async function mailTo(address: string) {
-  for (;;) {
-    const mail = await receiver.next();
-    if (mail.recipients.includes(address)) return mail;
-  }
-}
 
 /** Follows a link of a mail (under AUTH_SERVER_URL) against the test server, without following its redirect. */
 async function follow(link: string): Promise<{ status: number; location: URL | null; body: unknown }> {
@@ -92,7 +82,7 @@ const refresh = (refreshToken: string) => authPost<Session>(server.url, '/token'
 /** A verified account, signed in. */
 async function verifiedAccount(email = nextEmail()): Promise<Session> {
   expect((await signUp({ email, password: PASSWORD })).status).toBe(200);
-  const link = linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`);
+  const link = linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`);
   expect((await follow(link)).status).toBe(302);
   const response = await signIn(email);
   expect(response.status).toBe(200);
@@ -110,7 +100,7 @@ describe('sign-up and verification', () => {
     expect(response).toMatchObject({ status: 200, body: { session: null } });
     expectAuthError(await signIn(email), 'unverified-user');
 
-    const mail = await mailTo(email);
+    const mail = await nextMailTo(receiver, email);
     expect(mail.parsed.subject).toMatch(/verify/i);
     expect(mail.parsed.text).toContain('Ada Lovelace');
     const link = new URL(linkIn(mail.parsed.text, `${AUTH_URL}/verify`));
@@ -147,7 +137,7 @@ describe('sign-up and verification', () => {
   it('lets one of two simultaneous uses of a link through, never both', async () => {
     const email = nextEmail();
     await signUp({ email, password: PASSWORD });
-    const link = linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`);
+    const link = linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`);
     const results = await Promise.all([follow(link), follow(link), follow(link)]);
     const signedIn = results.filter((result) => result.location!.searchParams.get('refreshToken'));
     expect(signedIn).toHaveLength(1);
@@ -157,9 +147,9 @@ describe('sign-up and verification', () => {
   it('refuses an expired verification link, and a new link voids the previous one', async () => {
     const email = nextEmail();
     await signUp({ email, password: PASSWORD });
-    const first = linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`);
+    const first = linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`);
     expect(await authPost(server.url, '/user/email/send-verification-email', { email })).toMatchObject({ status: 200, body: 'OK' });
-    const second = linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`);
+    const second = linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`);
     expect((await follow(first)).location!.searchParams.get('error')).toBe('invalid-ticket');
 
     await server.database.query("UPDATE auth_tickets SET expires_at = now() - interval '1 second' WHERE kind = 'emailVerify'");
@@ -268,7 +258,7 @@ describe('redirectTo', () => {
   it('is checked on the verification link too: a tampered redirectTo gets a 400, not a redirect, and the ticket stays usable', async () => {
     const email = nextEmail();
     await signUp({ email, password: PASSWORD });
-    const link = new URL(linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`));
+    const link = new URL(linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`));
     link.searchParams.set('redirectTo', 'https://evil.io/steal');
     const tampered = await follow(link.toString());
     expect(tampered).toMatchObject({ status: 400, location: null, body: { error: 'redirectTo-not-allowed' } });
@@ -307,7 +297,7 @@ describe('sign-in', () => {
     const session = await verifiedAccount();
     await server.database.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [session.user.id]);
     await authPost(server.url, '/user/password/reset', { email: session.user.email });
-    const landing = await follow(linkIn((await mailTo(session.user.email)).parsed.text, `${AUTH_URL}/verify`));
+    const landing = await follow(linkIn((await nextMailTo(receiver, session.user.email)).parsed.text, `${AUTH_URL}/verify`));
     expect(landing.location!.searchParams.get('refreshToken')).toBeNull();
     expect(landing.location!.searchParams.get('mfaTicket')).toMatch(/^mfaTotp:[0-9a-f-]{36}$/);
     expect(landing.location!.searchParams.get('type')).toBe('passwordReset');
@@ -359,7 +349,7 @@ describe('password reset and change', () => {
     const session = await verifiedAccount();
     const email = session.user.email;
     expect(await authPost(server.url, '/user/password/reset', { email, options: { redirectTo: `${CLIENT_URL}/reset` } })).toMatchObject({ status: 200, body: 'OK' });
-    const mail = await mailTo(email);
+    const mail = await nextMailTo(receiver, email);
     const link = new URL(linkIn(mail.parsed.text, `${AUTH_URL}/verify`));
     expect(link.searchParams.get('type')).toBe('passwordReset');
     expect(link.searchParams.get('ticket')).toMatch(/^passwordReset:/);
@@ -377,7 +367,7 @@ describe('password reset and change', () => {
     const session = await verifiedAccount();
     const email = session.user.email;
     await authPost(server.url, '/user/password/reset', { email });
-    const ticket = new URL(linkIn((await mailTo(email)).parsed.text, `${AUTH_URL}/verify`)).searchParams.get('ticket')!;
+    const ticket = new URL(linkIn((await nextMailTo(receiver, email)).parsed.text, `${AUTH_URL}/verify`)).searchParams.get('ticket')!;
     expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'short', ticket }), 'password-too-short');
     expect(await authPost(server.url, '/user/password', { newPassword: 'reset by ticket', ticket })).toMatchObject({ status: 200, body: 'OK' });
     expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'reset by ticket again', ticket }), 'invalid-ticket');
@@ -390,7 +380,7 @@ describe('password reset and change', () => {
   it('refuses an expired reset ticket', async () => {
     const session = await verifiedAccount();
     await authPost(server.url, '/user/password/reset', { email: session.user.email });
-    const ticket = new URL(linkIn((await mailTo(session.user.email)).parsed.text, `${AUTH_URL}/verify`)).searchParams.get('ticket')!;
+    const ticket = new URL(linkIn((await nextMailTo(receiver, session.user.email)).parsed.text, `${AUTH_URL}/verify`)).searchParams.get('ticket')!;
     await server.database.query("UPDATE auth_tickets SET expires_at = now() - interval '1 second' WHERE kind = 'passwordReset'");
     expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'too late for this', ticket }), 'invalid-ticket');
     expect((await signIn(session.user.email)).status).toBe(200);
@@ -416,7 +406,7 @@ describe('e-mail change', () => {
     const session = await verifiedAccount();
     const newEmail = nextEmail();
     expect(await authPost(server.url, '/user/email/change', { newEmail, options: { redirectTo: CLIENT_URL } }, bearer(session.accessToken))).toMatchObject({ status: 200, body: 'OK' });
-    const mail = await mailTo(newEmail);
+    const mail = await nextMailTo(receiver, newEmail);
     expect(mail.parsed.text).toContain(newEmail);
     const followed = await follow(linkIn(mail.parsed.text, `${AUTH_URL}/verify`));
     expect(followed.location!.searchParams.get('type')).toBe('emailConfirmChange');
@@ -435,7 +425,7 @@ describe('e-mail change', () => {
 
     const wanted = nextEmail();
     await authPost(server.url, '/user/email/change', { newEmail: wanted }, bearer(session.accessToken));
-    const link = linkIn((await mailTo(wanted)).parsed.text, `${AUTH_URL}/verify`);
+    const link = linkIn((await nextMailTo(receiver, wanted)).parsed.text, `${AUTH_URL}/verify`);
     await verifiedAccount(wanted);
     const followed = await follow(link);
     expect(followed.location!.searchParams.get('error')).toBe('email-already-in-use');

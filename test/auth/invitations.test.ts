@@ -3,7 +3,7 @@ import { BulkCreateUsersDocument } from '../generated/graphql';
 import { authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { bearer } from '../support/tokens';
 
 const AUTH_URL = 'https://auth.plinth.test';
@@ -16,11 +16,7 @@ beforeAll(async () => {
   receiver = await startSmtpReceiver();
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     JOBS_POLL_INTERVAL_SECONDS: '1',
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_CLIENT_URL: CLIENT_URL,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { authPost, GENEROUS_AUTH_LIMITS, linkIn } from '../support/auth';
 import { startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings, nextMailTo } from '../support/smtp';
 
 const AUTH_URL = 'https://auth.plinth.test';
 const CLIENT_URL = 'https://app.example.com';
@@ -13,11 +13,7 @@ beforeAll(async () => {
   receiver = await startSmtpReceiver();
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     JOBS_POLL_INTERVAL_SECONDS: '1',
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_CLIENT_URL: CLIENT_URL,
@@ -29,12 +25,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function mailTo(address: string) {
-  for (;;) {
-    const mail = await receiver.next();
-    if (mail.recipients.includes(address)) return mail;
-  }
-}
 
 async function follow(link: string): Promise<URL> {
   const response = await fetch(link.replace(AUTH_URL, `${server.url}/auth`), { redirect: 'manual' });
@@ -45,7 +35,7 @@ async function follow(link: string): Promise<URL> {
 /** Asks for a link at `path` and answers the link the mail carries. */
 async function magicLink(email: string, options: Record<string, unknown> = {}, path = '/signin/passwordless/email'): Promise<string> {
   expect(await authPost(server.url, path, { email, options })).toMatchObject({ status: 200, body: 'OK' });
-  const mail = await mailTo(email);
+  const mail = await nextMailTo(receiver, email);
   return linkIn(mail.parsed.text, `${AUTH_URL}/verify`);
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/global-setup';
-import { selfSignedCertificate, SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { selfSignedCertificate, startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
@@ -13,7 +13,6 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
 
-const smtp = (port: number) => ({ SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port), SMTP_SECURE: 'none', SMTP_USER, SMTP_PASSWORD });
 
 describe('plinth mail render', () => {
   it('writes the HTML part to --out and prints the subject and the text part', async () => {
@@ -67,7 +66,7 @@ describe('plinth mail send-test', () => {
   afterEach(() => receiver.close());
 
   it('sends the test mail through SMTP at once and says so', async () => {
-    const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...smtp(receiver.port), AUTH_EMAIL_FROM: 'plinth@example.com' }, folder);
+    const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...smtpSettings(receiver.port), AUTH_EMAIL_FROM: 'plinth@example.com' }, folder);
 
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -91,7 +90,7 @@ describe('plinth mail send-test', () => {
       tlsReceiver = await startSmtpReceiver({ tls: { ...certificate, implicit } });
     });
     afterEach(() => tlsReceiver.close());
-    const env = () => ({ ...smtp(tlsReceiver.port), SMTP_SECURE: secure });
+    const env = () => ({ ...smtpSettings(tlsReceiver.port), SMTP_SECURE: secure });
 
     it('sends the test mail to a server whose certificate it trusts', async () => {
       const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...env(), NODE_EXTRA_CA_CERTS: certFile }, folder);
@@ -110,14 +109,14 @@ describe('plinth mail send-test', () => {
 
   it('fails with a clear message, without a stack trace, when the SMTP server is down', async () => {
     const port = await freePort();
-    const result = await runCli(['mail', 'send-test', 'ops@example.com'], smtp(port), folder);
+    const result = await runCli(['mail', 'send-test', 'ops@example.com'], smtpSettings(port), folder);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`plinth: the test mail to ops@example.com was not sent through smtp://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`);
     expect(result.stdout).toBe('');
   });
 
   it('fails with a clear message when the SMTP server refuses the credentials, and does not print the password', async () => {
-    const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...smtp(receiver.port), SMTP_PASSWORD: 'not-the-password' }, folder);
+    const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...smtpSettings(receiver.port), SMTP_PASSWORD: 'not-the-password' }, folder);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^plinth: the test mail to ops@example\.com was not sent through smtp:\/\/127\.0\.0\.1:\d+: Invalid login: 535 Invalid username or password\n$/);
     expect(result.stderr + result.stdout).not.toContain('not-the-password');

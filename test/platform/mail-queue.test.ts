@@ -2,7 +2,7 @@ import type { PlinthModule } from '../../src/platform/module';
 import type { Mailer } from '../../src/platform/mail/mailer';
 import { freePort } from '../support/global-setup';
 import { startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 
 /** A module that only hands the test the platform's mailer, as a module that sends mail gets it. */
 let mailer: Mailer;
@@ -22,11 +22,7 @@ beforeAll(async () => {
   smtpPort = await freePort();
   server = await startTestServer(
     {
-      SMTP_HOST: '127.0.0.1',
-      SMTP_PORT: String(smtpPort),
-      SMTP_SECURE: 'none',
-      SMTP_USER,
-      SMTP_PASSWORD,
+      ...smtpSettings(smtpPort),
       AUTH_EMAIL_FROM: 'hello@plinth.test',
       AUTH_EMAIL_FROM_NAME: 'Plinth Tests',
       MAIL_RETRY_DELAY_SECONDS: '1',

@@ -9,7 +9,7 @@ import { createLogger } from '../../src/main';
 import type { JobDefinition, JobSender, SendOptions } from '../../src/platform/jobs';
 import { createMailer, MAIL_QUEUE, MailError, type MailMessage, type MailService } from '../../src/platform/mail/mailer';
 import { freePort } from '../support/global-setup';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 
 const LINK = 'http://localhost:8080/auth/verify?ticket=otp:0b1c&type=signinPasswordless&redirectTo=http%3A%2F%2Fapp.test%2F';
 const VERIFY: MailMessage = {
@@ -94,9 +94,6 @@ function mailerWith(env: Record<string, string>) {
   return { mailer: service.mailer, definitions: service.jobs, queue };
 }
 
-function smtpEnvironment(port: number): Record<string, string> {
-  return { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port), SMTP_SECURE: 'none', SMTP_USER, SMTP_PASSWORD };
-}
 
 describe('the mailer over SMTP', () => {
   let receiver: SmtpReceiver;
@@ -109,7 +106,7 @@ describe('the mailer over SMTP', () => {
   });
 
   it('queues a mail, and the mail worker delivers it rendered: sender, recipient, subject, HTML and text', async () => {
-    const { mailer, queue } = mailerWith(smtpEnvironment(receiver.port));
+    const { mailer, queue } = mailerWith(smtpSettings(receiver.port));
 
     const jobId = await mailer.send(VERIFY);
     expect(jobId).toBe('job-1');
@@ -134,20 +131,20 @@ describe('the mailer over SMTP', () => {
   });
 
   it('passes the caller’s transaction to the queue, so a rolled-back change sends nothing', async () => {
-    const { mailer, queue } = mailerWith(smtpEnvironment(receiver.port));
+    const { mailer, queue } = mailerWith(smtpSettings(receiver.port));
     const transaction = { marker: 'the caller’s EntityManager' } as unknown as EntityManager;
     await mailer.send(VERIFY, { transaction });
     expect(queue.sent[0].options?.transaction).toBe(transaction);
   });
 
   it('declares the mail queue with its retry settings', () => {
-    const { definitions } = mailerWith({ ...smtpEnvironment(receiver.port), MAIL_RETRY_LIMIT: '7', MAIL_RETRY_DELAY_SECONDS: '45' });
+    const { definitions } = mailerWith({ ...smtpSettings(receiver.port), MAIL_RETRY_LIMIT: '7', MAIL_RETRY_DELAY_SECONDS: '45' });
     expect(definitions.map((definition) => [definition.queue, definition.settings])).toEqual([[MAIL_QUEUE, { retryLimit: 7, retryDelaySeconds: 45, retryBackoff: true }]]);
   });
 
   it('delays mail while the SMTP server is down and delivers it once it is back', async () => {
     const port = await freePort();
-    const { mailer, queue } = mailerWith(smtpEnvironment(port));
+    const { mailer, queue } = mailerWith(smtpSettings(port));
     await mailer.send(VERIFY);
 
     let revived: SmtpReceiver | undefined;
@@ -171,10 +168,10 @@ describe('the mailer over SMTP', () => {
   });
 
   it('never logs the SMTP password or any part of the body, even when authentication fails', async () => {
-    const good = mailerWith(smtpEnvironment(receiver.port));
+    const good = mailerWith(smtpSettings(receiver.port));
     await good.mailer.send(VERIFY);
     await good.queue.drain();
-    const bad = mailerWith({ ...smtpEnvironment(receiver.port), SMTP_PASSWORD: 'wrong-password-1a2b3c', MAIL_RETRY_LIMIT: '0' });
+    const bad = mailerWith({ ...smtpSettings(receiver.port), SMTP_PASSWORD: 'wrong-password-1a2b3c', MAIL_RETRY_LIMIT: '0' });
     await bad.mailer.send(VERIFY);
     await expect(bad.queue.drain()).rejects.toMatchObject({ code: 'EAUTH' });
 
@@ -189,7 +186,7 @@ describe('the mailer over SMTP', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const port = (silent.address() as net.AddressInfo).port;
-      const { mailer, queue } = mailerWith({ ...smtpEnvironment(port), SMTP_GREETING_TIMEOUT_MS: '300', MAIL_RETRY_LIMIT: '0' });
+      const { mailer, queue } = mailerWith({ ...smtpSettings(port), SMTP_GREETING_TIMEOUT_MS: '300', MAIL_RETRY_LIMIT: '0' });
       await mailer.send(VERIFY);
       const started = Date.now();
       await expect(queue.drain()).rejects.toMatchObject({ code: 'ETIMEDOUT', message: expect.stringContaining('Greeting never received') });
@@ -201,7 +198,7 @@ describe('the mailer over SMTP', () => {
   });
 
   it('refuses to send in the clear when STARTTLS (the default) is not offered', async () => {
-    const { mailer, queue } = mailerWith({ ...smtpEnvironment(receiver.port), SMTP_SECURE: 'starttls', MAIL_RETRY_LIMIT: '0' });
+    const { mailer, queue } = mailerWith({ ...smtpSettings(receiver.port), SMTP_SECURE: 'starttls', MAIL_RETRY_LIMIT: '0' });
     await mailer.send(VERIFY);
     await expect(queue.drain()).rejects.toThrow(/STARTTLS/);
     expect(receiver.received).toHaveLength(0);

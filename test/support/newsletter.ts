@@ -1,5 +1,5 @@
 import type { ReceivedMail, SmtpReceiver } from './smtp';
-import { SMTP_PASSWORD, SMTP_USER } from './smtp';
+import { smtpSettings } from './smtp';
 
 /** The newsletter's secrets in tests (32 bytes as hex each). */
 export const CONFIRM_SECRET = 'c0'.repeat(32);
@@ -8,11 +8,7 @@ export const UNSUBSCRIBE_SECRET = 'a5'.repeat(32);
 /** A test server's newsletter settings: mail to `smtpPort`, the series on days 1 to 4 of one second each. */
 export function newsletterEnvironment(smtpPort: number, overrides: Record<string, string> = {}): Record<string, string> {
   return {
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(smtpPort),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(smtpPort),
     AUTH_EMAIL_FROM: 'hello@plinth.test',
     AUTH_EMAIL_FROM_NAME: 'Plinth News',
     NEWSLETTER_CONFIRM_SECRET: CONFIRM_SECRET,

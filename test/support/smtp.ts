@@ -8,6 +8,19 @@ import { SMTPServer } from 'smtp-server';
 export const SMTP_USER = 'plinth-test';
 export const SMTP_PASSWORD = 'smtp-password-9f8e7d6c';
 
+/** The settings that send a test server's mail to the receiver on `port` (plain SMTP with the test login). */
+export function smtpSettings(port: number): Record<string, string> {
+  return { SMTP_HOST: '127.0.0.1', SMTP_PORT: String(port), SMTP_SECURE: 'none', SMTP_USER, SMTP_PASSWORD };
+}
+
+/** The next mail the receiver gets for `address`; mails to others before it are passed over. */
+export async function nextMailTo(receiver: SmtpReceiver, address: string): Promise<ReceivedMail> {
+  for (;;) {
+    const mail = await receiver.next();
+    if (mail.recipients.includes(address)) return mail;
+  }
+}
+
 export interface ReceivedMail {
   /** RCPT TO of the SMTP dialogue. */
   recipients: string[];

@@ -2,7 +2,7 @@ import { BulkCreateUsersDocument, type BulkCreateUsersInput } from '../generated
 import { ticketHash } from '../../src/modules/users/bulk-create-users.service';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
-import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
+import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { bearer, signToken } from '../support/tokens';
 
 const MAX_USERS = 5;
@@ -15,11 +15,7 @@ beforeAll(async () => {
   receiver = await startSmtpReceiver();
   server = await startTestServer({
     ACTIONS_BULK_CREATE_MAX_USERS: String(MAX_USERS),
-    SMTP_HOST: '127.0.0.1',
-    SMTP_PORT: String(receiver.port),
-    SMTP_SECURE: 'none',
-    SMTP_USER,
-    SMTP_PASSWORD,
+    ...smtpSettings(receiver.port),
     AUTH_SERVER_URL: 'https://auth.plinth.test',
     JOBS_POLL_INTERVAL_SECONDS: '1',
   });
