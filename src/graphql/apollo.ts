@@ -9,7 +9,8 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
-import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
+import { isDatabaseUnavailable } from '../db/unavailable';
+import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
@@ -113,12 +114,16 @@ function documentHeapBytes(document: DocumentNode): number {
 /**
  * Errors a resolver did not mean to show (anything that is not a GraphQLError with a code) keep
  * their place in the response but lose their message; dev mode adds the original under
- * extensions.internal, as Hasura's dev mode does.
+ * extensions.internal, as Hasura's dev mode does. A database that cannot be reached is told as
+ * SERVICE_UNAVAILABLE, so a client knows the same request may succeed later.
  */
 function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMode: boolean): GraphQLFormattedError {
   if (formatted.extensions?.code !== 'INTERNAL_SERVER_ERROR') return formatted;
   const original = unwrapResolverError(error);
   if (isUncodedClientError(original)) return { message: formatted.message, extensions: { code: 'BAD_REQUEST' } };
+  if (isDatabaseUnavailable(original)) {
+    return { message: DATABASE_UNAVAILABLE_MESSAGE, locations: formatted.locations, path: formatted.path, extensions: { code: 'SERVICE_UNAVAILABLE' } };
+  }
   return {
     message: INTERNAL_ERROR_MESSAGE,
     locations: formatted.locations,
