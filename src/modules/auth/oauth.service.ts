@@ -112,7 +112,7 @@ export class OAuthSignIn {
    * `refreshToken` (or `mfaTicket`) and `type`, or with `error` and `errorDescription`. Without a
    * valid state there is no trusted redirectTo: the app's AUTH_CLIENT_URL gets the error.
    */
-  async callback(name: OAuthProviderName, query: ProviderCallback): Promise<string> {
+  async callback(name: OAuthProviderName, query: ProviderCallback, ip: string): Promise<string> {
     const pending = query.state ? await this.takeState(name, query.state) : null;
     if (!pending) {
       return withQuery(this.config.auth.clientUrl, { error: 'invalid-state', errorDescription: 'The sign-in state is invalid, used or expired: start again' });
@@ -125,7 +125,7 @@ export class OAuthSignIn {
       }
       if (query.denied !== undefined) throw new ProviderFailure('access_denied', 'The user denied the sign-in');
       const profile = name === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(name, query, pending);
-      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager));
+      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager, ip));
       if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE });
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE });
     } catch (error) {
