@@ -225,6 +225,24 @@ describe('GitHub', () => {
     expect(unlink).toMatchObject({ status: 409, body: { error: 'last-sign-in-method' } });
   });
 
+  it('ends as password sign-in does: an account with a second factor gets an MFA ticket, a disabled one an error', async () => {
+    const person = consent();
+    const session = await sessionOf(expectSession((await dance('github')).final));
+    await server.database.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [session.user.id]);
+    idp.consent(person);
+    const mfa = (await dance('github')).final;
+    expect(mfa.searchParams.get('mfaTicket')).toMatch(/^mfaTotp:[0-9a-f-]{36}$/);
+    expect(mfa.searchParams.get('type')).toBe('signinProvider');
+    expect(mfa.searchParams.get('refreshToken')).toBeNull();
+
+    await server.database.query('UPDATE users SET disabled = true WHERE id = $1', [session.user.id]);
+    idp.consent(person);
+    const refused = (await dance('github')).final;
+    expect(refused.searchParams.get('error')).toBe('disabled-user');
+    expect(refused.searchParams.get('mfaTicket')).toBeNull();
+    expect(refused.searchParams.get('refreshToken')).toBeNull();
+  });
+
   it('refuses a forged state and a replayed one, sending the error to the app', async () => {
     consent();
     const { callback } = await dance('github');
