@@ -31,8 +31,8 @@ interface DocumentedProvider {
   addresses: 'reported' | 'verified-only' | 'unverified';
   /** The provider's user id for a consent, as its API gives it (what the link stores). */
   userId(consent: Consent): string;
-  /** The avatar the user gets. */
-  avatarUrl(consent: Consent): string | null;
+  /** The avatar the user gets (a string, or a matcher of one). */
+  avatarUrl(consent: Consent): unknown;
   /** Its profile API under apiUrl: the documented answer, or undefined (404). */
   api(path: string, url: URL, request: http.IncomingMessage, consent: Consent): { status?: number; body: unknown } | undefined;
 }
@@ -286,7 +286,8 @@ const PROVIDERS: DocumentedProvider[] = [
     tokenFields: { expires_in: 3599, ext_expires_in: 3599, scope: 'openid email profile User.Read' },
     addresses: 'unverified',
     userId: (consent) => `AAAAAAAAAAAAAAAAAAAAA${consent.id}`,
-    avatarUrl: () => 'https://graph.microsoft.com/v1.0/me/photo/$value',
+    // Its picture needs the user's token: the user gets the default avatar (Gravatar's, from the address).
+    avatarUrl: () => expect.stringMatching(/^https:\/\/www\.gravatar\.com\/avatar\/[0-9a-f]{32}\?/),
     // Microsoft Graph's OpenID Connect userinfo: no email_verified.
     api: (path, _url, _request, consent) =>
       path === '/userinfo'

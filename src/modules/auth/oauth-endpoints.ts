@@ -43,16 +43,19 @@ export type ProfileApi = <T>(path: string) => Promise<T>;
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
-/** OpenID Connect's userinfo (Google, LinkedIn, Microsoft): `sub`, `email`, `email_verified`, `name`, `picture`. */
-function openIdUserInfo(path: string, emailsAreVerified = false) {
+/**
+ * OpenID Connect's userinfo (Google, LinkedIn, Microsoft): `sub`, `email`, `email_verified`, `name`,
+ * and `picture` unless it is an API address a browser cannot load without the user's token.
+ */
+function openIdUserInfo(path: string, picture: 'public' | 'behind-token' = 'public') {
   return async (api: ProfileApi): Promise<ProviderProfile> => {
     const info = await api<Record<string, unknown>>(path);
     return {
       id: String(info.sub),
       email: text(info.email),
-      emailVerified: info.email_verified === true || info.email_verified === 'true' || emailsAreVerified,
+      emailVerified: info.email_verified === true || info.email_verified === 'true',
       displayName: text(info.name),
-      avatarUrl: text(info.picture),
+      avatarUrl: picture === 'public' ? text(info.picture) : null,
     };
   };
 }
@@ -113,8 +116,9 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     apiUrl: 'https://graph.microsoft.com/oidc',
     scopes: ['openid', 'email', 'profile'],
     pkce: true,
-    // Microsoft does not vouch for the addresses of personal and tenant accounts.
-    profile: openIdUserInfo('/userinfo'),
+    // Microsoft does not vouch for the addresses of personal and tenant accounts; its `picture` is
+    // Graph's /me/photo/$value, which answers only with the user's token (the default avatar instead).
+    profile: openIdUserInfo('/userinfo', 'behind-token'),
   },
   gitlab: {
     authUrl: 'https://gitlab.com/oauth/authorize',
