@@ -155,10 +155,11 @@ export class LocalOAuthServer {
       return null;
     }
     const issued = this.take(parameters.get('code'));
+    // Facebook's documented exchange has no grant_type; a grant_type present must be this one.
     const grantType = parameters.get('grant_type');
     const verifier = parameters.get('code_verifier');
     const verified = issued?.challenge === null || createHash('sha256').update(verifier ?? '').digest('base64url') === issued?.challenge;
-    if (!issued || (grantType !== null && grantType !== 'authorization_code') || parameters.get('redirect_uri') !== issued.redirectUri || !verified) {
+    if (!issued || issued.clientId !== client.id || (grantType !== null && grantType !== 'authorization_code') || parameters.get('redirect_uri') !== issued.redirectUri || !verified) {
       json(response, 400, { error: 'invalid_grant' });
       return null;
     }
