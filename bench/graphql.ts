@@ -12,6 +12,7 @@ import {
   ADMIN_SECRET,
   ERROR_PAGE_QUERY,
   ERROR_PAGE_SIZE,
+  OTHER_BUILD_TARGET,
   QUERIES,
   SEEDED_ERRORS,
   SESSION_QUERY,
@@ -45,7 +46,8 @@ import { positiveInteger } from './settings';
  * BENCH_ROUNDS (1; rounds interleave the targets and the medians are reported),
  * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit; plinth seeds the
  * errors, so the errors query needs it), BENCH_QUERIES (comma list of session,errors), BENCH_LOG_LEVEL (Plinth's
- * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof),
+ * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof), BENCH_OTHER_BUILD (the dist folder
+ * of another build of Plinth, e.g. a copy of the parent commit's, served as target plinth-other: a change measured in one run),
  * BENCH_DATABASE_URL or DATABASE_URL (else postgres://postgres@127.0.0.1:5432/plinth_bench).
  *
  * Each server runs in a child process (this script with `serve <target>`), so autocannon, here
@@ -66,9 +68,10 @@ const MIB = 1024 * 1024;
 const RATIO_TARGETS = [
   { name: 'full/(b)', baseline: 'apollo-express', minimum: 1.2 },
   { name: 'full/(a)', baseline: 'graphql-js', minimum: 0.6 },
-  { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null },
+  { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null, note: 'no target (ceiling)' },
   { name: 'full/(c)', baseline: 'mercurius-jit', minimum: 0.9 },
-] as const satisfies readonly { name: string; baseline: Target; minimum: number | null }[];
+  { name: 'full/(o)', baseline: 'plinth-other', minimum: null, note: 'no target (this build / the other)' },
+] as const satisfies readonly { name: string; baseline: Target; minimum: number | null; note?: string }[];
 
 interface BenchSettings {
   durationSeconds: number;
@@ -125,7 +128,7 @@ function readSettings(): BenchSettings {
     warmupSeconds: positiveInteger('BENCH_WARMUP', 3),
     connections: positiveInteger('BENCH_CONNECTIONS', 10),
     rounds: positiveInteger('BENCH_ROUNDS', 1),
-    targets: nameList('BENCH_TARGETS', TARGETS, TARGETS),
+    targets: nameList('BENCH_TARGETS', TARGETS, process.env.BENCH_OTHER_BUILD ? TARGETS : TARGETS.filter((target) => target !== OTHER_BUILD_TARGET)),
     queries: nameList('BENCH_QUERIES', QUERIES, QUERIES),
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
     profiled: nameList('BENCH_CPU_PROF', TARGETS, []),
@@ -139,7 +142,10 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
     : [];
   // Server stdout (Plinth's pino logs, if BENCH_LOG_LEVEL lets any through) goes to a file, as it would in production.
   const logFd = fs.openSync(path.join(RESULTS_DIR, `${target}.log`), 'w');
-  const child = fork(__filename, ['serve', target], {
+  const otherBuild = process.env.BENCH_OTHER_BUILD;
+  if (target === OTHER_BUILD_TARGET && !otherBuild) throw new Error('plinth-other needs BENCH_OTHER_BUILD (a dist folder)');
+  const [script, served] = target === OTHER_BUILD_TARGET ? [path.resolve(otherBuild!, 'bench', 'graphql.js'), 'plinth'] : [__filename, target];
+  const child = fork(script, ['serve', served], {
     execArgv: profileArgs,
     env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl, BENCH_LOG_LEVEL: settings.logLevel },
     stdio: ['ignore', logFd, 'inherit', 'ipc'],
@@ -414,13 +420,17 @@ interface RatioReport {
   byServerCpu: number;
   /** null: shown for information, no target. */
   minimum: number | null;
+  /** What a ratio without a target shows. */
+  note: string | undefined;
   met: boolean;
 }
 
 function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] {
   const full = runs.get('plinth');
   if (!full) return [];
-  return RATIO_TARGETS.flatMap(({ name, baseline, minimum }) => {
+  return RATIO_TARGETS.flatMap((target) => {
+    const { name, baseline, minimum } = target;
+    const note = 'note' in target ? target.note : undefined;
     const base = runs.get(baseline);
     if (!base) return [];
     const perRound = Array.from({ length: rounds }, (_, round) => full[round].requestsPerSecond / base[round].requestsPerSecond);
@@ -428,7 +438,7 @@ function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] 
     const byServerCpu = median(
       Array.from({ length: rounds }, (_, round) => base[round].serverCpuMicrosPerRequest / full[round].serverCpuMicrosPerRequest),
     );
-    return [{ name, value, perRound, byServerCpu, minimum, met: minimum === null || value >= minimum }];
+    return [{ name, value, perRound, byServerCpu, minimum, note, met: minimum === null || value >= minimum }];
   });
 }
 
@@ -458,7 +468,7 @@ function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratio
     const rounds = ratio.perRound.length > 1 ? `  rounds: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}` : '';
     console.log(
       `${ratio.name.padEnd(9)} ${ratio.value.toFixed(2)}x   ` +
-        (ratio.minimum === null ? 'no target (ceiling)       ' : `target >= ${ratio.minimum.toFixed(2)}x   ${ratio.met ? 'MET   ' : 'MISSED'}`) +
+        (ratio.minimum === null ? (ratio.note ?? 'no target').padEnd(26) : `target >= ${ratio.minimum.toFixed(2)}x   ${ratio.met ? 'MET   ' : 'MISSED'}`) +
         `   (by server CPU per request: ${ratio.byServerCpu.toFixed(2)}x)${rounds}`,
     );
   }

@@ -73,12 +73,13 @@ export async function runServerRole(target: Target): Promise<void> {
 async function startTarget(target: Target): Promise<BenchServer> {
   const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
   if (target === 'plinth') return startPlinth(logLevel);
+  if (target === 'plinth-other') throw new Error('plinth-other is served by the other build as its plinth');
   const parts = await baselineParts(logLevel);
   const server = await startBaseline(target, parts);
   return { url: server.url, close: () => server.close().finally(() => parts.dataSource.destroy()) };
 }
 
-function startBaseline(target: Exclude<Target, 'plinth'>, parts: BaselineParts): Promise<BenchServer> {
+function startBaseline(target: Exclude<Target, 'plinth' | 'plinth-other'>, parts: BaselineParts): Promise<BenchServer> {
   switch (target) {
     case 'graphql-js':
       return startGraphqlJs(parts, { cacheDocuments: false });

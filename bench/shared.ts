@@ -2,8 +2,10 @@ import jwt from 'jsonwebtoken';
 
 /** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
 
-export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit'] as const;
+export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit', 'plinth-other'] as const;
 export type Target = (typeof TARGETS)[number];
+/** Plinth as another build compiled it (BENCH_OTHER_BUILD, a dist folder): a change measured against its parent in one run. */
+export const OTHER_BUILD_TARGET = 'plinth-other';
 
 export const TARGET_LABELS: Record<Target, string> = {
   plinth: 'Plinth (full stack)',
@@ -11,6 +13,7 @@ export const TARGET_LABELS: Record<Target, string> = {
   'apollo-express': '(b) Apollo Server 5 on Express 5',
   'graphql-js-cached': "(a') as (a), documents cached",
   'mercurius-jit': '(c) mercurius + graphql-jit on Fastify 5',
+  'plinth-other': '(o) Plinth from BENCH_OTHER_BUILD',
 };
 
 export const GRAPHQL_PATH = '/v1/graphql';

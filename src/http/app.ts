@@ -32,6 +32,9 @@ import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';
 
+/** Methods whose REST routes only read. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 declare module 'fastify' {
   interface FastifyInstance {
     /** The routes registered on this app, in order, as Fastify's onRoute hook saw them. */
@@ -145,17 +148,22 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  // The caller's session variables reach the statements the request runs (event triggers record
-  // them). A preHandler: the body's stream events (parsing) run outside an earlier hook's context.
-  app.addHook('preHandler', (request, _reply, done) =>
-    runWithSessionVariables(() => {
+  // The caller's session variables reach the statements a request that may write runs (event
+  // triggers record them): REST calls here, GraphQL mutations in the executor (graphql/apollo.ts),
+  // with the session the GraphQL context resolved. A preHandler: the body's stream events
+  // (parsing) run outside an earlier hook's context.
+  app.addHook('preHandler', (request, reply, done) => {
+    if (READ_METHODS.has(request.method) || request.routeOptions.config?.errorFormat === 'graphql') return done();
+    const { release } = runWithSessionVariables(() => {
       try {
         return resolveSession(request.headers, sessionSettings).variables;
       } catch {
         return null;
       }
-    }, done),
-  );
+    }, done);
+    // Emitted once the response is sent or the connection is gone.
+    reply.raw.once('close', release);
+  });
   installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
   installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
