@@ -212,7 +212,7 @@ describe('defaults of variables, arguments and input fields', () => {
     ['an inline input object gets its fields’ defaults', '{ echo(options: { times: 1 }) }', undefined, { name: 'world', options: { times: 1, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
     ['a variable left out inside an inline input object leaves the field’s default', 'query ($times: Int) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 2, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
     ['a variable given null inside an inline input object', 'query ($times: Int) { echo(options: { times: $times }) }', { times: null }, { name: 'world', options: { times: null, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a variable left out inside a list is null there', 'query ($tag: String) { echo(options: { tags: [$tag] }) }', {}, { name: 'world', options: { tags: [null], shout: false, times: 2, inner: { depth: 1, label: 'inner' } } }],
+    ['a variable left out inside a nested inline input object', 'query ($label: String) { echo(options: { inner: { label: $label } }) }', {}, { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } }],
     ['a defaulted variable inside an inline input object', 'query ($times: Int = 7) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 7, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
   ])('%s: both executors answer the same', async (_name, source, variables, received) => {
     const interpretedResult = await run(false, source, variables);
