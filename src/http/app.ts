@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
@@ -90,15 +91,85 @@ function isSignedIn(headers: FastifyRequest['headers'], settings: SubscriptionSe
   }
 }
 
-function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
-  const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+/**
+ * Apollo's view of a request's headers, read from Node's object when asked (Apollo reads two or
+ * three) rather than copied into a map on every request. Listing or changing them copies them first.
+ */
+class RequestHeaderMap extends HeaderMap {
+  private copied = false;
+
+  constructor(private readonly incoming: IncomingHttpHeaders) {
+    super();
   }
+
+  override get(name: string): string | undefined {
+    if (this.copied) return super.get(name);
+    const value = this.incoming[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  override has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  override set(name: string, value: string): this {
+    this.copy();
+    return super.set(name, value);
+  }
+
+  override delete(name: string): boolean {
+    this.copy();
+    return super.delete(name);
+  }
+
+  override clear(): void {
+    this.copy();
+    super.clear();
+  }
+
+  override get size(): number {
+    this.copy();
+    return super.size;
+  }
+
+  override entries(): MapIterator<[string, string]> {
+    this.copy();
+    return super.entries();
+  }
+
+  override keys(): MapIterator<string> {
+    this.copy();
+    return super.keys();
+  }
+
+  override values(): MapIterator<string> {
+    this.copy();
+    return super.values();
+  }
+
+  override forEach(callback: (value: string, key: string, map: Map<string, string>) => void, thisArg?: unknown): void {
+    this.copy();
+    super.forEach(callback, thisArg);
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, string]> {
+    return this.entries();
+  }
+
+  private copy(): void {
+    if (this.copied) return;
+    this.copied = true;
+    for (const [name, value] of Object.entries(this.incoming)) {
+      if (value !== undefined) super.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+  }
+}
+
+function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
   const queryStart = request.url.indexOf('?');
   return {
     method: request.method,
-    headers,
+    headers: new RequestHeaderMap(request.headers),
     body: request.body,
     search: queryStart === -1 ? '' : request.url.slice(queryStart),
   };
@@ -231,20 +302,23 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Uploads may be larger than ordinary requests; the handler holds the others to bodyLimit.
     bodyLimit: uploadBodyLimit,
     // A large body is read only from a caller who may upload (signed in), and never past the upload limit.
-    onRequest: async (request, reply) => {
+    // Both hooks take callbacks: an async hook costs every request a promise.
+    onRequest: (request, reply, done) => {
       const declared = Number(request.headers['content-length'] ?? 0);
-      if (declared <= options.bodyLimit) return;
+      if (declared <= options.bodyLimit) return done();
       if (declared > uploadBodyLimit || !isSignedIn(request.headers, sessionSettings)) {
-        return sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+        sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+        return;
       }
+      done();
     },
     // Counts the bytes received (chunked bodies have no Content-Length to go by).
-    preParsing: async (request, _reply, payload) => {
-      if (request.method !== 'POST') return payload;
+    preParsing: (request, _reply, payload, done) => {
+      if (request.method !== 'POST') return done(null, payload);
       // A declared length within the limit needs no counting (a stream pipeline per request cost
       // an eighth of the request's CPU): Fastify answers 400 when the body differs from it.
       const declared = request.headers['content-length'];
-      if (declared !== undefined && Number(declared) <= options.bodyLimit) return payload;
+      if (declared !== undefined && Number(declared) <= options.bodyLimit) return done(null, payload);
       let received = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
@@ -254,7 +328,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         },
       });
       pipeline(payload, counter, () => undefined);
-      return counter;
+      done(null, counter);
     },
     handler: async (request, reply) => {
       if (graphiql && request.method === 'GET' && prefersHtml(request.headers.accept)) return graphiql(request, reply);
