@@ -16,6 +16,7 @@ import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { ServedSchema } from './served-schema';
+import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 
 export interface ApolloSettings {
@@ -84,18 +85,25 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
       return () => stop?.();
     },
     load: async () => ({
-      executor: (request) =>
-        Promise.resolve(
-          executor.execute({
-            schema: request.schema,
-            document: request.document,
-            source: request.source,
-            operation: request.operation,
-            operationName: request.request.operationName ?? undefined,
-            variables: request.request.variables,
-            contextValue: request.context,
-          }),
-        ),
+      executor: (request) => {
+        const execute = () =>
+          Promise.resolve(
+            executor.execute({
+              schema: request.schema,
+              document: request.document,
+              source: request.source,
+              operation: request.operation,
+              operationName: request.request.operationName ?? undefined,
+              variables: request.request.variables,
+              contextValue: request.context,
+            }),
+          );
+        if (request.operation?.operation !== 'mutation') return execute();
+        // A mutation's writes carry the caller's session variables (event triggers record them).
+        const session = request.context.session;
+        const { result, release } = runWithSessionVariables(() => session.variables, execute);
+        return result.finally(release);
+      },
     }),
     stop: async () => stop?.(),
   };
