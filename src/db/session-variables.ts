@@ -1,5 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { EventSubscriber, type BeforeQueryEvent, type EntitySubscriberInterface, type QueryRunner, type TransactionStartEvent } from 'typeorm';
+import {
+  EventSubscriber,
+  type BeforeQueryEvent,
+  type DataSource,
+  type EntitySubscriberInterface,
+  type QueryRunner,
+  type TransactionStartEvent,
+} from 'typeorm';
 
 /**
  * The session variables of the request being served, carried into the statements it runs:
@@ -60,6 +67,34 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
     // On the client itself: through the query runner, this statement would come back here.
     await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
     client[SESSION_LEVEL] = wanted;
+  }
+}
+
+/**
+ * Runs `sql`, a read, and in the same round trip makes its connection's session-level setting the
+ * current request's: a request that reads before it writes (processPayment reads before the
+ * provider call and writes after it) then usually gets a connection back that already holds its
+ * variables, and its write needs no `set_config` round trip of its own. A write given another
+ * connection sets them as before. `sql` must not end in a semicolon (it becomes a subquery).
+ */
+export async function readCarryingSessionVariables<Row>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<Row[]> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    await runner.connect();
+    const client = connectionOf(runner);
+    const wanted = current.getStore()?.() ?? '';
+    if (!client || wanted === (client[SESSION_LEVEL] ?? '')) return (await runner.query(sql, parameters)) as Row[];
+    const [name, value] = [parameters.length + 1, parameters.length + 2];
+    const rows = (await runner.query(`SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`, [
+      ...parameters,
+      SESSION_VARIABLES_SETTING,
+      wanted,
+    ])) as (Row & { plinth_session_level?: string })[];
+    // set_config ran once per row: with no row it did not run, and the connection holds what it held.
+    if (rows.length > 0) client[SESSION_LEVEL] = wanted;
+    return rows.map(({ plinth_session_level: _set, ...row }) => row as Row);
+  } finally {
+    await runner.release();
   }
 }
 

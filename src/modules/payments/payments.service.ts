@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
+import { readCarryingSessionVariables } from '../../db/session-variables';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
 import { customerRows, UUID } from './billing.service';
@@ -80,13 +81,15 @@ export class PaymentsService {
     }
 
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
-    // One read: the active provider, the customer, and the payment an earlier call with this key made.
-    const [context] = (await this.dataSource.query(
-      `WITH active AS (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider)
-       SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, earlier.*
-       FROM active LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
+    // One read: the active provider, the customer, and the payment an earlier call with this key
+    // made. It also sets the request's session variables for the write after the provider call.
+    const [context] = await readCarryingSessionVariables<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
+      this.dataSource,
+      `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, earlier.*
+       FROM (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider) active
+       LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
       [input.customer_id, idempotencyKey, this.providers.backupConfigured],
-    )) as ({ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null })[];
+    );
     if (!context.customer_exists) {
       return refused('Validation failed', 'VALIDATION_ERROR', [{ field: 'customer_id', message: 'customer_id is not a user', code: 'NOT_FOUND' }]);
     }
