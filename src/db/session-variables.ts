@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
 import {
   EventSubscriber,
   type BeforeQueryEvent,
@@ -35,7 +37,7 @@ export function runWithSessionVariables(variables: VariablesOf, next: () => void
 
 /** What the connection's session-level setting holds (kept on the pg client; '' when unset). */
 const SESSION_LEVEL = Symbol('plinth session variables');
-type TrackedClient = { [SESSION_LEVEL]?: string; query(sql: string, parameters: unknown[]): Promise<unknown> };
+type TrackedClient = pg.ClientBase & { [SESSION_LEVEL]?: string };
 
 /** Statements that may change rows (and so fire a capture trigger); reads need no setting. */
 const WRITE = /^\s*(insert|update|delete|with|merge|copy|call)\b/i;
@@ -70,29 +72,38 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
   }
 }
 
+/** Prepared statements' names by their text (constant texts: values come as parameters). */
+const preparedNames = new Map<string, string>();
+
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (name === undefined) preparedNames.set(text, (name = `plinth_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+  return name;
+}
+
 /**
  * Runs `sql`, a read, and in the same round trip makes its connection's session-level setting the
  * current request's: a request that reads before it writes (processPayment reads before the
  * provider call and writes after it) then usually gets a connection back that already holds its
  * variables, and its write needs no `set_config` round trip of its own. A write given another
- * connection sets them as before. `sql` must not end in a semicolon (it becomes a subquery).
+ * connection sets them as before. The read is a prepared statement of its connection, parsed and
+ * planned once (a third of the round trip of processPayment's read): `sql` is a constant text
+ * (values as parameters), names the columns it returns (with `*`, a column added while the process
+ * runs fails the statement: "cached plan must not change result type"), and ends without a
+ * semicolon (it may become a subquery).
  */
 export async function readCarryingSessionVariables<Row>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<Row[]> {
   const runner = dataSource.createQueryRunner();
   try {
-    await runner.connect();
-    const client = connectionOf(runner);
+    const client = (await runner.connect()) as TrackedClient;
     const wanted = current.getStore()?.() ?? '';
-    if (!client || wanted === (client[SESSION_LEVEL] ?? '')) return (await runner.query(sql, parameters)) as Row[];
+    if (wanted === (client[SESSION_LEVEL] ?? '')) return (await client.query({ name: preparedName(sql), text: sql, values: parameters })).rows as Row[];
     const [name, value] = [parameters.length + 1, parameters.length + 2];
-    const rows = (await runner.query(`SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`, [
-      ...parameters,
-      SESSION_VARIABLES_SETTING,
-      wanted,
-    ])) as (Row & { plinth_session_level?: string })[];
+    const carrying = `SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`;
+    const { rows } = await client.query({ name: preparedName(carrying), text: carrying, values: [...parameters, SESSION_VARIABLES_SETTING, wanted] });
     // set_config ran once per row: with no row it did not run, and the connection holds what it held.
     if (rows.length > 0) client[SESSION_LEVEL] = wanted;
-    return rows.map(({ plinth_session_level: _set, ...row }) => row as Row);
+    return rows.map(({ plinth_session_level: _set, ...row }: Row & { plinth_session_level?: string }) => row as Row);
   } finally {
     await runner.release();
   }

@@ -85,7 +85,7 @@ export class PaymentsService {
     // made. It also sets the request's session variables for the write after the provider call.
     const [context] = await readCarryingSessionVariables<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
       this.dataSource,
-      `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, earlier.*
+      `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, ${PAYMENT_COLUMNS.map((column) => `earlier.${column}`).join(', ')}
        FROM (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider) active
        LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
       [input.customer_id, idempotencyKey, this.providers.backupConfigured],
@@ -254,6 +254,25 @@ interface PaymentRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** Every column of a payments row, named (a prepared statement's `*` fails once a column is added). */
+const PAYMENT_COLUMNS: readonly (keyof PaymentRow)[] = [
+  'id',
+  'provider',
+  'provider_payment_id',
+  'idempotency_key',
+  'customer_user_id',
+  'source_account_id',
+  'amount',
+  'currency',
+  'description',
+  'status',
+  'failure_code',
+  'failure_message',
+  'receipt_url',
+  'created_at',
+  'updated_at',
+];
 
 function recordOf(row: PaymentRow): PaymentRecord {
   return Object.assign(new PaymentRecord(), {
