@@ -63,13 +63,16 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
   async beforeQuery({ queryRunner, query }: BeforeQueryEvent): Promise<void> {
     if (queryRunner.isTransactionActive || !WRITE.test(query)) return;
     const client = connectionOf(queryRunner);
-    if (!client) return;
-    const wanted = current.getStore()?.() ?? '';
-    if (wanted === (client[SESSION_LEVEL] ?? '')) return;
-    // On the client itself: through the query runner, this statement would come back here.
-    await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
-    client[SESSION_LEVEL] = wanted;
+    if (client) await holdSessionLevel(client, current.getStore()?.() ?? '');
   }
+}
+
+/** Makes the connection's session-level setting `wanted`: a round trip, unless it holds it already. */
+async function holdSessionLevel(client: TrackedClient, wanted: string): Promise<void> {
+  if (wanted === (client[SESSION_LEVEL] ?? '')) return;
+  // On the client itself: through a query runner, this statement would come back to beforeQuery.
+  await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
+  client[SESSION_LEVEL] = wanted;
 }
 
 /** Prepared statements' names by their text (constant texts: values come as parameters). */
@@ -82,28 +85,33 @@ function preparedName(text: string): string {
 }
 
 /**
- * Runs `sql`, a read, and in the same round trip makes its connection's session-level setting the
- * current request's: a request that reads before it writes (processPayment reads before the
- * provider call and writes after it) then usually gets a connection back that already holds its
- * variables, and its write needs no `set_config` round trip of its own. A write given another
- * connection sets them as before. The read is a prepared statement of its connection, parsed and
- * planned once (a third of the round trip of processPayment's read): `sql` is a constant text
- * (values as parameters), names the columns it returns (with `*`, a column added while the process
- * runs fails the statement: "cached plan must not change result type"), and ends without a
- * semicolon (it may become a subquery).
+ * Runs one statement, outside any transaction, as a prepared statement of a pooled connection:
+ * parsed and planned once per connection (a third of the round trip of processPayment's read).
+ * `sql` is a constant text (values as parameters), names the columns it returns (with `*`, a column
+ * added while the process runs fails the statement: "cached plan must not change result type") and
+ * ends without a semicolon. The request's session variables reach it as they reach TypeORM's
+ * statements: a write finds them set on its connection first. A read sets them in its own round
+ * trip: a request that reads before it writes (processPayment reads before the provider call and
+ * writes after it) then usually gets a connection back that already holds them, and its write
+ * needs no `set_config` round trip of its own (given another connection, it sets them as before).
  */
-export async function readCarryingSessionVariables<Row>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<Row[]> {
+export async function preparedStatement<Row>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<Row[]> {
   const runner = dataSource.createQueryRunner();
   try {
     const client = (await runner.connect()) as TrackedClient;
+    const run = async <Result>(text: string, values: unknown[]) => (await client.query({ name: preparedName(text), text, values })).rows as Result[];
     const wanted = current.getStore()?.() ?? '';
-    if (wanted === (client[SESSION_LEVEL] ?? '')) return (await client.query({ name: preparedName(sql), text: sql, values: parameters })).rows as Row[];
+    if (WRITE.test(sql)) await holdSessionLevel(client, wanted);
+    if (wanted === (client[SESSION_LEVEL] ?? '')) return await run<Row>(sql, parameters);
     const [name, value] = [parameters.length + 1, parameters.length + 2];
-    const carrying = `SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`;
-    const { rows } = await client.query({ name: preparedName(carrying), text: carrying, values: [...parameters, SESSION_VARIABLES_SETTING, wanted] });
+    const rows = await run<Row & { plinth_session_level?: string }>(`SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`, [
+      ...parameters,
+      SESSION_VARIABLES_SETTING,
+      wanted,
+    ]);
     // set_config ran once per row: with no row it did not run, and the connection holds what it held.
     if (rows.length > 0) client[SESSION_LEVEL] = wanted;
-    return rows.map(({ plinth_session_level: _set, ...row }: Row & { plinth_session_level?: string }) => row as Row);
+    return rows.map(({ plinth_session_level: _set, ...row }) => row as Row);
   } finally {
     await runner.release();
   }
