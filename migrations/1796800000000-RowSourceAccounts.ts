@@ -15,13 +15,8 @@ const OWNED_TABLES: [table: string, owner: string][] = [
   ['licenses', 'customer_user_id'],
 ];
 
-export class RowSourceAccounts1796800000000 implements MigrationInterface {
-  name = 'RowSourceAccounts1796800000000';
-
-  async up(queryRunner: QueryRunner): Promise<void> {
-    // TG_ARGV[0] names the owner column, so one function serves every table.
-    await queryRunner.query(`
-      CREATE FUNCTION row_source_account() RETURNS trigger LANGUAGE plpgsql AS $$
+/** The trigger function's body as this migration made it (RowSourceAccountLookup replaces it, and restores it when reverted). */
+export const ROW_SOURCE_ACCOUNT_BODY = `
       BEGIN
         IF TG_OP = 'INSERT' AND NEW.source_account_id IS NOT NULL THEN RETURN NEW; END IF;
         IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) ->> TG_ARGV[0]) IS NOT DISTINCT FROM (to_jsonb(OLD) ->> TG_ARGV[0]) THEN RETURN NEW; END IF;
@@ -30,7 +25,14 @@ export class RowSourceAccounts1796800000000 implements MigrationInterface {
           NEW.source_account_id,
           'primary');
         RETURN NEW;
-      END $$`);
+      END `;
+
+export class RowSourceAccounts1796800000000 implements MigrationInterface {
+  name = 'RowSourceAccounts1796800000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    // TG_ARGV[0] names the owner column, so one function serves every table.
+    await queryRunner.query(`CREATE FUNCTION row_source_account() RETURNS trigger LANGUAGE plpgsql AS $$${ROW_SOURCE_ACCOUNT_BODY}$$`);
     for (const [table, owner] of OWNED_TABLES) {
       await queryRunner.query(`ALTER TABLE ${table} ADD COLUMN source_account_id text`);
       await queryRunner.query(

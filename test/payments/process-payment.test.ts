@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { metadataRequest } from '../events/support';
 import { PaymentsDocument, ProcessPaymentDocument, type PaymentInput } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { startPrimaryProvider, type PrimaryProviderServer } from '../support/primary-provider';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
+import { startWebhookReceiver } from '../support/webhook-receiver';
 import { ADMIN_KEY, BACKUP_SETTINGS, createUser, paymentSettings } from './support';
 
 let provider: PrimaryProviderServer;
@@ -315,6 +317,37 @@ describe('processPayment while the backup provider is active', () => {
       expect(await paymentRows('amount = 6060')).toEqual([expect.objectContaining({ provider: 'backup', status: 'FAILED', failure_code: 'PROVIDER_UNSUPPORTED' })]);
     } finally {
       expect((await switchTo('primary')).status).toBe(200);
+    }
+  });
+});
+
+describe('processPayment: the session variables its write carries', () => {
+  it("records each payment's own caller on its row change (an event trigger on payments), alternating callers, sequential and concurrent", async () => {
+    const receiver = await startWebhookReceiver();
+    const created = await metadataRequest(server.url, {
+      type: 'pg_create_event_trigger',
+      args: { name: 'payment_rows', table: 'payments', webhook: `${receiver.url}/payment_rows`, insert: { columns: '*' } },
+    });
+    expect(created.status).toBe(200);
+    try {
+      // The read before the provider call sets the caller's variables on its connection; each
+      // write must carry its own caller's, whichever connection it gets and whoever used it last.
+      const callers = [alice, bob, alice, alice, bob];
+      for (const userId of callers) expect((await callAction(input({ customer_id: userId, amount: 7070 }), userId)).body.success).toBe(true);
+      const together = [bob, alice, bob, alice, bob, alice];
+      const answers = await Promise.all(together.map((userId) => callAction(input({ customer_id: userId, amount: 7171 }), userId)));
+      expect(answers.every((answer) => answer.body.success)).toBe(true);
+      const captured = await server.database.query<{ caller: string; customer: string; amount: string }>(
+        `SELECT payload->'session_variables'->>'x-gql-user-id' AS caller, payload->'data'->'new'->>'customer_user_id' AS customer,
+                payload->'data'->'new'->>'amount' AS amount
+         FROM event_log WHERE trigger_name = 'payment_rows' ORDER BY seq`,
+      );
+      expect(captured.filter((row) => row.amount === '7070').map((row) => row.caller)).toEqual(callers);
+      expect(captured.filter((row) => row.amount === '7171')).toHaveLength(together.length);
+      expect(captured.every((row) => row.caller === row.customer)).toBe(true);
+    } finally {
+      expect((await metadataRequest(server.url, { type: 'pg_delete_event_trigger', args: { name: 'payment_rows' } })).status).toBe(200);
+      await receiver.close();
     }
   });
 });

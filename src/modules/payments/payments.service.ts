@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
+import { preparedStatement } from '../../db/session-variables';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
 import { customerRows, UUID } from './billing.service';
@@ -80,13 +81,15 @@ export class PaymentsService {
     }
 
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
-    // One read: the active provider, the customer, and the payment an earlier call with this key made.
-    const [context] = (await this.dataSource.query(
-      `WITH active AS (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider)
-       SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, earlier.*
-       FROM active LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
+    // One read: the active provider, the customer, and the payment an earlier call with this key
+    // made. It also sets the request's session variables for the write after the provider call.
+    const [context] = await preparedStatement<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
+      this.dataSource,
+      `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, ${PAYMENT_COLUMNS.map((column) => `earlier.${column}`).join(', ')}
+       FROM (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider) active
+       LEFT JOIN payments earlier ON earlier.provider = active.active_provider AND earlier.idempotency_key = $2`,
       [input.customer_id, idempotencyKey, this.providers.backupConfigured],
-    )) as ({ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null })[];
+    );
     if (!context.customer_exists) {
       return refused('Validation failed', 'VALIDATION_ERROR', [{ field: 'customer_id', message: 'customer_id is not a user', code: 'NOT_FOUND' }]);
     }
@@ -195,7 +198,8 @@ export class PaymentsService {
     result: ChargeResult;
   }): Promise<PaymentRecord> {
     const { result } = payment;
-    const rows = (await this.dataSource.query(
+    const rows = await preparedStatement<PaymentRow & { inserted: boolean }>(
+      this.dataSource,
       `INSERT INTO payments AS payment (id, provider, idempotency_key, customer_user_id, amount, currency, description,
                              status, provider_payment_id, receipt_url, failure_code, failure_message)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -207,7 +211,7 @@ export class PaymentsService {
          failure_message = EXCLUDED.failure_message,
          updated_at = now()
        WHERE NOT ${finalCondition('payment')}
-       RETURNING *, (xmax = 0) AS inserted`,
+       RETURNING ${PAYMENT_COLUMNS.join(', ')}, (xmax = 0) AS inserted`,
       [
         payment.id,
         payment.provider,
@@ -222,7 +226,7 @@ export class PaymentsService {
         result.failure?.code ?? null,
         result.failure?.message ?? null,
       ],
-    )) as (PaymentRow & { inserted: boolean })[];
+    );
     if (rows.length === 0) {
       return this.dataSource.getRepository(PaymentRecord).findOneByOrFail({ provider: payment.provider, idempotencyKey: payment.idempotencyKey });
     }
@@ -251,6 +255,25 @@ interface PaymentRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** Every column of a payments row, named (a prepared statement's `*` fails once a column is added). */
+const PAYMENT_COLUMNS: readonly (keyof PaymentRow)[] = [
+  'id',
+  'provider',
+  'provider_payment_id',
+  'idempotency_key',
+  'customer_user_id',
+  'source_account_id',
+  'amount',
+  'currency',
+  'description',
+  'status',
+  'failure_code',
+  'failure_message',
+  'receipt_url',
+  'created_at',
+  'updated_at',
+];
 
 function recordOf(row: PaymentRow): PaymentRecord {
   return Object.assign(new PaymentRecord(), {
