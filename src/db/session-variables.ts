@@ -51,7 +51,7 @@ export function runWithSessionVariables<T>(variables: VariablesOf, work: () => T
 
 /** What the connection's session-level setting holds (kept on the pg client; '' when unset). */
 const SESSION_LEVEL = Symbol('plinth session variables');
-type TrackedClient = { [SESSION_LEVEL]?: string; query(sql: string, parameters: unknown[]): Promise<unknown> };
+export type TrackedClient = { [SESSION_LEVEL]?: string; query(sql: string, parameters: unknown[]): Promise<unknown> };
 
 /** Statements that may change rows (and so fire a capture trigger); reads need no setting. */
 const WRITE = /^\s*(insert|update|delete|with|merge|copy|call)\b/i;
@@ -75,17 +75,27 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
   }
 
   async beforeQuery({ queryRunner, query }: BeforeQueryEvent): Promise<void> {
-    if (queryRunner.isTransactionActive || !WRITE.test(query)) return;
+    if (queryRunner.isTransactionActive) return;
     const client = connectionOf(queryRunner);
-    if (!client) return;
-    const wanted = current.getStore()?.() ?? '';
-    if (wanted === (client[SESSION_LEVEL] ?? '')) return;
-    // On the client itself: through the query runner, this statement would come back here.
-    await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
-    client[SESSION_LEVEL] = wanted;
+    if (client) await prepareConnectionFor(client, query);
   }
 }
 
-function connectionOf(queryRunner: QueryRunner): TrackedClient | undefined {
+/**
+ * Before a single statement outside a transaction on a pooled connection: when it may write, the
+ * connection's session-level setting is made the current request's (cleared outside a request).
+ * The subscriber above calls it for TypeORM's statements; code that runs statements on a pooled
+ * pg client itself (src/db/prepared-statements.ts) calls it too.
+ */
+export async function prepareConnectionFor(client: TrackedClient, sql: string): Promise<void> {
+  if (!WRITE.test(sql)) return;
+  const wanted = current.getStore()?.() ?? '';
+  if (wanted === (client[SESSION_LEVEL] ?? '')) return;
+  // On the client itself: through a query runner, this statement would come back to the subscriber.
+  await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
+  client[SESSION_LEVEL] = wanted;
+}
+
+export function connectionOf(queryRunner: QueryRunner): TrackedClient | undefined {
   return (queryRunner as unknown as { databaseConnection?: TrackedClient }).databaseConnection;
 }
