@@ -176,7 +176,7 @@ async function main(): Promise<void> {
   const rounds = positiveInteger('BENCH_ROUNDS', 3);
   const sessions = positiveInteger('BENCH_AUTH_SESSIONS', 32);
   const signInConcurrency = positiveInteger('BENCH_AUTH_SIGNIN_CONCURRENCY', 4);
-  const only = process.env.BENCH_AUTH_ONLY;
+  const only = process.env.BENCH_AUTH_ONLY || undefined;
   if (only !== undefined && only !== 'refresh' && only !== 'signin') throw new Error('BENCH_AUTH_ONLY must be refresh or signin');
   const databaseUrl = await prepareDatabase();
   const execArgv = process.env.BENCH_CPU_PROF
