@@ -1,6 +1,9 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { verify } from '@node-rs/argon2';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { hashPassword } from '../src/common/passwords';
 import { loadConfig } from '../src/config';
@@ -9,7 +12,8 @@ import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';
 
 /**
- * The auth service under load, the server in a child process (this file, role `server`):
+ * The auth service under load, the server in a child process (this file, role `server`), the
+ * client (undici, keep-alive) in this one:
  *
  * - token refresh per second (POST /auth/token, each of BENCH_AUTH_SESSIONS chains presenting the
  *   token the previous refresh gave), against the cheapest authenticated request of the same
@@ -17,18 +21,65 @@ import { positiveInteger } from './settings';
  * - sign-in per second (POST /auth/signin/email-password) against argon2id verifications per
  *   second of the same hash in the server's process (the hash alone), which gives the share of
  *   sign-in spent in argon2 and what sign-in costs beyond it: at BENCH_AUTH_SIGNIN_CONCURRENCY (4)
- *   at once, and one at a time (latency, where the other requests' CPU does not count).
+ *   at once, and one at a time (latency, where the other requests' CPU does not count). The two
+ *   alternate for BENCH_ROUNDS rounds (3), so that a change of the machine's load falls on both;
+ *   the median round counts.
  *
- *   npm run bench:auth      (BENCH_SECONDS per measure, 5; BENCH_AUTH_SESSIONS, 32)
+ * Every measure also gives the CPU time per operation of the server process (its thread pool,
+ * where argon2 runs, included), of the PostgreSQL backends of its pool (read from /proc when the
+ * database is local) and of the client: figures that hardly move with the machine's load, where
+ * requests per second do. The limits of AUTH_RATE_LIMIT_* are lifted for the run.
+ *
+ *   npm run bench:auth      (BENCH_SECONDS per measure, 5; BENCH_WARMUP, 1; BENCH_AUTH_SESSIONS, 32)
+ *
+ * BENCH_AUTH_ONLY=refresh or signin runs that part alone; BENCH_CPU_PROF=1 writes the server's V8
+ * profile to bench/results/profiles (node dist/bench/cpu-profile.js reads it).
  */
 
 const PASSWORD = 'benchmark password 0123';
 const ADMIN_SECRET = 'bench-admin-secret-0123456789';
+const PROFILES_DIR = path.join(__dirname, '..', '..', 'bench', 'results', 'profiles');
+const BACKEND_NAME_PREFIX = 'plinth-bench-auth-';
 
 interface Measure {
   count: number;
   seconds: number;
   perSecond: number;
+}
+
+/** CPU time so far, in microseconds: the server process, and its pool's PostgreSQL backends by pid (null when not readable). */
+interface ServerUsage {
+  serverMicros: number;
+  postgresMicros: Record<number, number> | null;
+}
+
+/** A measure with the CPU time each operation took, in milliseconds. */
+interface Costed extends Measure {
+  serverMs: number;
+  postgresMs: number | null;
+  clientMs: number;
+}
+
+type ParentMessage = { type: 'stop' } | { type: 'usage' } | { type: 'argon2'; seconds: number; concurrency: number };
+type ChildMessage = { type: 'ready'; url: string } | ({ type: 'usage' } & ServerUsage) | { type: 'argon2'; result: Measure };
+
+const CLOCK_TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU time of a local process, in microseconds, from /proc/<pid>/stat (fields 14 and 15). */
+function processMicros(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
 }
 
 async function runServer(): Promise<void> {
@@ -45,18 +96,38 @@ async function runServer(): Promise<void> {
     AUTH_RATE_LIMIT_GLOBAL_BURST: '1000000',
     AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: '1000000',
     AUTH_RATE_LIMIT_SIGNUPS_BURST: '1000000',
+    AUTH_RATE_LIMIT_EMAIL_BURST: '1000000',
   });
   const server = await startServer(config, createLogger(config));
   const hash = await hashPassword(PASSWORD);
-  process.on('message', async (message: { type: string; seconds: number; concurrency: number }) => {
-    if (message.type === 'stop') return void server.close().finally(() => process.exit(0));
+  // Finds the pool's backends (by the application name the parent gave) on a connection of its own.
+  const monitorUrl = new URL(process.env.DATABASE_URL!);
+  const backendName = monitorUrl.searchParams.get('application_name');
+  monitorUrl.searchParams.set('application_name', 'plinth-bench-monitor');
+  const monitor = new pg.Client({ connectionString: monitorUrl.toString() });
+  await monitor.connect();
+  const usage = async (): Promise<ServerUsage> => {
+    const { user, system } = process.cpuUsage();
+    const { rows } = await monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [backendName]);
+    const postgresMicros: Record<number, number> = {};
+    for (const { pid } of rows) {
+      const micros = processMicros(pid);
+      if (micros === null) return { serverMicros: user + system, postgresMicros: null };
+      postgresMicros[pid] = micros;
+    }
+    return { serverMicros: user + system, postgresMicros };
+  };
+  const send = (message: ChildMessage) => process.send!(message);
+  process.on('message', async (message: ParentMessage) => {
+    if (message.type === 'stop') return void Promise.all([server.close(), monitor.end()]).finally(() => process.exit(0));
+    if (message.type === 'usage') return send({ type: 'usage', ...(await usage()) });
     // argon2id verifications of one hash, `concurrency` at a time, in this process (its thread pool).
     const result = await during(message.seconds, message.concurrency, async () => {
       if (!(await verify(hash, PASSWORD))) throw new Error('argon2 verify failed');
     });
-    process.send!({ type: 'argon2', result });
+    send({ type: 'argon2', result });
   });
-  process.send!({ type: 'ready', url: server.url });
+  send({ type: 'ready', url: server.url });
 }
 
 /** Runs `step` in `concurrency` loops for `seconds`; counts the steps done. */
@@ -76,12 +147,46 @@ async function during(seconds: number, concurrency: number, step: (loop: number)
   return { count, seconds: elapsed, perSecond: count / elapsed };
 }
 
+/** Asks the server child one question and waits for the answer of that type. */
+function ask<T extends ChildMessage['type']>(child: ChildProcess, message: ParentMessage & { type: T }): Promise<Extract<ChildMessage, { type: T }>> {
+  return new Promise((resolve) => {
+    const listener = (answer: ChildMessage) => {
+      if (answer.type !== message.type) return;
+      child.off('message', listener);
+      resolve(answer as Extract<ChildMessage, { type: T }>);
+    };
+    child.on('message', listener);
+    child.send(message);
+  });
+}
+
+/** The PostgreSQL CPU time between two readings, over the backends seen in the second (a backend started in between counts whole). */
+function postgresMicrosBetween(before: ServerUsage, after: ServerUsage): number | null {
+  if (!before.postgresMicros || !after.postgresMicros) return null;
+  let total = 0;
+  for (const [pid, micros] of Object.entries(after.postgresMicros)) total += micros - (before.postgresMicros[Number(pid)] ?? 0);
+  return total;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
 async function main(): Promise<void> {
   const seconds = positiveInteger('BENCH_SECONDS', 5);
+  const warmup = positiveInteger('BENCH_WARMUP', 1);
+  const rounds = positiveInteger('BENCH_ROUNDS', 3);
   const sessions = positiveInteger('BENCH_AUTH_SESSIONS', 32);
   const signInConcurrency = positiveInteger('BENCH_AUTH_SIGNIN_CONCURRENCY', 4);
+  const only = process.env.BENCH_AUTH_ONLY || undefined;
+  if (only !== undefined && only !== 'refresh' && only !== 'signin') throw new Error('BENCH_AUTH_ONLY must be refresh or signin');
   const databaseUrl = await prepareDatabase();
-  const child: ChildProcess = fork(__filename, ['server'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: 'inherit' });
+  const execArgv = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES_DIR}`, `--cpu-prof-name=auth-${only ?? 'all'}-${Date.now()}.cpuprofile`]
+    : [];
+  // The server's connections get a name of their own, so that their PostgreSQL CPU time is told
+  // apart from other processes' on the same database (pg lets the URL's name win).
+  const serverUrl = new URL(databaseUrl);
+  serverUrl.searchParams.set('application_name', `${BACKEND_NAME_PREFIX}${process.pid}`);
+  const child: ChildProcess = fork(__filename, ['server'], { execArgv, env: { ...process.env, DATABASE_URL: serverUrl.toString() }, stdio: 'inherit' });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (message: { url: string }) => resolve(message.url));
     child.once('exit', (code) => reject(new Error(`the server exited (${code})`)));
@@ -99,55 +204,113 @@ async function main(): Promise<void> {
     return JSON.parse(text) as T;
   };
 
-  try {
-    const run = randomBytes(4).toString('hex');
-    const email = `bench-${run}@example.com`;
-    type Session = { accessToken: string; refreshToken: string };
-    const first = await post<{ session: Session }>('/auth/signup/email-password', { email, password: PASSWORD });
-    const tokens: string[] = [];
-    for (let index = 0; index < sessions; index += 1) {
-      tokens.push((await post<{ session: Session }>('/auth/signin/email-password', { email, password: PASSWORD })).session.refreshToken);
-    }
-
-    const baseline = await during(seconds, sessions, async () => {
-      const body = await post<{ data?: unknown }>('/v1/graphql', { query: '{ session { role } }' }, { authorization: `Bearer ${first.session.accessToken}` });
-      if (!body.data) throw new Error('the session query failed');
-    });
-    const refresh = await during(seconds, sessions, async (loop) => {
-      tokens[loop] = (await post<Session>('/auth/token', { refreshToken: tokens[loop] })).refreshToken;
-    });
-    const signInOnce = () => post('/auth/signin/email-password', { email, password: PASSWORD }).then(() => undefined);
-    const argon2In = (concurrency: number) => {
-      child.send({ type: 'argon2', seconds, concurrency });
-      return new Promise<Measure>((resolve) => child.once('message', (message: { result: Measure }) => resolve(message.result)));
+  // The server's CPU time at rest (timers, metrics, its database connections), per second: taken
+  // off every measure, where it would weigh most on the slow ones (sign-in one at a time).
+  const restStart = await ask(child, { type: 'usage' });
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  const restEnd = await ask(child, { type: 'usage' });
+  const rest = { server: (restEnd.serverMicros - restStart.serverMicros) / seconds, postgres: (postgresMicrosBetween(restStart, restEnd) ?? 0) / seconds };
+  /** The CPU time of a measure between two readings, less the rest's, per operation in milliseconds. */
+  const perOperation = (measure: Measure, before: ServerUsage, after: ServerUsage) => {
+    const postgres = postgresMicrosBetween(before, after);
+    return {
+      serverMs: (after.serverMicros - before.serverMicros - rest.server * measure.seconds) / 1000 / measure.count,
+      postgresMs: postgres === null ? null : (postgres - rest.postgres * measure.seconds) / 1000 / measure.count,
     };
-    const signIn = await during(seconds, signInConcurrency, signInOnce);
-    const argon2 = await argon2In(signInConcurrency);
-    // One at a time: what a sign-in costs beyond its hash, without the CPU the other requests take.
-    const signInSerial = await during(seconds, 1, signInOnce);
-    const argon2Serial = await argon2In(1);
+  };
+  /** `step` for BENCH_WARMUP seconds (not counted), then for BENCH_SECONDS with the CPU time it took. */
+  const costed = async (concurrency: number, step: (loop: number) => Promise<void>): Promise<Costed> => {
+    await during(warmup, concurrency, step);
+    const before = await ask(child, { type: 'usage' });
+    const clientBefore = process.cpuUsage();
+    const measure = await during(seconds, concurrency, step);
+    const client = process.cpuUsage(clientBefore);
+    const after = await ask(child, { type: 'usage' });
+    return { ...measure, ...perOperation(measure, before, after), clientMs: (client.user + client.system) / 1000 / measure.count };
+  };
+  /** argon2id verifications in the server's process, with the server's CPU time per verification. */
+  const argon2In = async (concurrency: number): Promise<Costed> => {
+    const before = await ask(child, { type: 'usage' });
+    const { result } = await ask(child, { type: 'argon2', seconds, concurrency });
+    const after = await ask(child, { type: 'usage' });
+    return { ...result, serverMs: perOperation(result, before, after).serverMs, postgresMs: 0, clientMs: 0 };
+  };
 
-    const line = (name: string, measure: Measure) => `${name.padEnd(58)} ${measure.perSecond.toFixed(0).padStart(7)} /s  (${measure.count} in ${measure.seconds.toFixed(1)} s)`;
-    process.stdout.write(
-      [
-        `auth service, ${seconds} s per measure, ${sessions} refresh chains, ${signInConcurrency} sign-ins at a time`,
+  const lines: string[] = [
+    `auth service, ${seconds} s per measure, ${sessions} refresh chains, ${signInConcurrency} sign-ins at a time, ${rounds} rounds`,
+    `at rest: server ${(rest.server / 1000).toFixed(1)} ms CPU a second, PostgreSQL ${(rest.postgres / 1000).toFixed(1)} ms (taken off the CPU figures below)`,
+  ];
+  const cpu = (measure: Costed) =>
+    `server ${measure.serverMs.toFixed(3)} ms` +
+    (measure.postgresMs === null ? '' : ` + PostgreSQL ${measure.postgresMs.toFixed(3)} ms`) +
+    (measure.clientMs > 0 ? `, client ${measure.clientMs.toFixed(3)} ms` : '');
+  const line = (name: string, measure: Costed) =>
+    `${name.padEnd(58)} ${measure.perSecond.toFixed(0).padStart(7)} /s  (${measure.count} in ${measure.seconds.toFixed(1)} s; CPU per operation: ${cpu(measure)})`;
+  const cpuOf = (measure: Costed) => measure.serverMs + (measure.postgresMs ?? 0);
+  try {
+    // One account per refresh chain and per sign-in loop, as many clients are: one shared account
+    // would make its row a hot spot (the foreign key's row locks of every new refresh token, the
+    // last_seen of every sign-in) that real traffic does not have.
+    const run = randomBytes(4).toString('hex');
+    const accounts = Math.max(sessions, signInConcurrency);
+    const emails = Array.from({ length: accounts }, (_, index) => `bench-${run}-${index}@example.com`);
+    type Session = { accessToken: string; refreshToken: string };
+    const tokens: string[] = [];
+    for (const email of emails) tokens.push((await post<{ session: Session }>('/auth/signup/email-password', { email, password: PASSWORD })).session.refreshToken);
+    const first = await post<{ session: Session }>('/auth/signin/email-password', { email: emails[0], password: PASSWORD });
+
+    if (only !== 'signin') {
+      const baseline = await costed(sessions, async () => {
+        const body = await post<{ data?: unknown }>('/v1/graphql', { query: '{ session { role } }' }, { authorization: `Bearer ${first.session.accessToken}` });
+        if (!body.data) throw new Error('the session query failed');
+      });
+      const refresh = await costed(sessions, async (loop) => {
+        tokens[loop] = (await post<Session>('/auth/token', { refreshToken: tokens[loop] })).refreshToken;
+      });
+      lines.push(
         line('baseline: GraphQL { session { role } } with a bearer token', baseline),
         line('POST /auth/token (rotation: one statement + JWT)', refresh),
-        `  refresh / baseline: ${(refresh.perSecond / baseline.perSecond).toFixed(2)}   (target: 2000/s or more)`,
-        line('argon2id verify alone (server process, same concurrency)', argon2),
-        line('POST /auth/signin/email-password', signIn),
-        `  throughput: argon2 share of sign-in ${((signIn.perSecond / argon2.perSecond) * 100).toFixed(1)}%, ` +
-          `sign-in costs ${((argon2.perSecond / signIn.perSecond - 1) * 100).toFixed(1)}% beyond the hash (target: under 10%)`,
-        line('argon2id verify alone, one at a time', argon2Serial),
-        line('POST /auth/signin/email-password, one at a time', signInSerial),
-        `  latency: ${(1000 / signInSerial.perSecond).toFixed(1)} ms a sign-in, ${(1000 / argon2Serial.perSecond).toFixed(1)} ms its hash: ` +
-          `argon2 share ${((signInSerial.perSecond / argon2Serial.perSecond) * 100).toFixed(1)}%, ` +
-          `${((argon2Serial.perSecond / signInSerial.perSecond - 1) * 100).toFixed(1)}% beyond the hash`,
-      ].join('\n') + '\n',
-    );
+        `  refresh / baseline: ${(refresh.perSecond / baseline.perSecond).toFixed(2)}, ` +
+          `by server + PostgreSQL CPU per request ${(cpuOf(baseline) / cpuOf(refresh)).toFixed(2)}   (target: 2000/s or more)`,
+      );
+    }
+
+    if (only !== 'refresh') {
+      const signInOnce = (loop: number) => post('/auth/signin/email-password', { email: emails[loop], password: PASSWORD }).then(() => undefined);
+      const alternate = async (concurrency: number) => {
+        const pairs: { signIn: Costed; argon2: Costed }[] = [];
+        for (let round = 0; round < rounds; round += 1) pairs.push({ signIn: await costed(concurrency, signInOnce), argon2: await argon2In(concurrency) });
+        // The round of the median throughput ratio, so that its lines and its ratio agree.
+        const ratio = (pair: (typeof pairs)[number]) => pair.argon2.perSecond / pair.signIn.perSecond;
+        const middle = median(pairs.map(ratio));
+        const chosen = pairs.find((pair) => ratio(pair) === middle)!;
+        return { ...chosen, all: pairs.map((pair) => `${((ratio(pair) - 1) * 100).toFixed(1)}%`).join(', ') };
+      };
+      const beyondByCpu = (pair: { signIn: Costed; argon2: Costed }) =>
+        `by server + PostgreSQL CPU: ${cpuOf(pair.signIn).toFixed(2)} ms a sign-in, ${pair.argon2.serverMs.toFixed(2)} ms its hash, ` +
+        `${((cpuOf(pair.signIn) / pair.argon2.serverMs - 1) * 100).toFixed(1)}% beyond the hash`;
+      const parallel = await alternate(signInConcurrency);
+      // One at a time: what a sign-in costs beyond its hash, without the CPU the other requests take.
+      const serial = await alternate(1);
+      lines.push(
+        line('argon2id verify alone (server process, same concurrency)', parallel.argon2),
+        line('POST /auth/signin/email-password', parallel.signIn),
+        `  throughput: argon2 share of sign-in ${((parallel.signIn.perSecond / parallel.argon2.perSecond) * 100).toFixed(1)}%, ` +
+          `sign-in costs ${((parallel.argon2.perSecond / parallel.signIn.perSecond - 1) * 100).toFixed(1)}% beyond the hash ` +
+          `(rounds: ${parallel.all}) (target: under 10%)`,
+        `  ${beyondByCpu(parallel)}`,
+        line('argon2id verify alone, one at a time', serial.argon2),
+        line('POST /auth/signin/email-password, one at a time', serial.signIn),
+        `  latency: ${(1000 / serial.signIn.perSecond).toFixed(1)} ms a sign-in, ${(1000 / serial.argon2.perSecond).toFixed(1)} ms its hash: ` +
+          `argon2 share ${((serial.signIn.perSecond / serial.argon2.perSecond) * 100).toFixed(1)}%, ` +
+          `${((serial.argon2.perSecond / serial.signIn.perSecond - 1) * 100).toFixed(1)}% beyond the hash (rounds: ${serial.all})`,
+        `  ${beyondByCpu(serial)}`,
+      );
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     await agent.close();
-    child.send({ type: 'stop' });
+    child.send({ type: 'stop' } satisfies ParentMessage);
   }
 }
 

@@ -1,10 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import {
   EventSubscriber,
   type BeforeQueryEvent,
-  type DataSource,
   type EntitySubscriberInterface,
   type QueryRunner,
   type TransactionStartEvent,
@@ -60,7 +58,7 @@ export function runWithSessionVariables<T>(variables: VariablesOf, work: () => T
 
 /** What the connection's session-level setting holds (kept on the pg client; '' when unset). */
 const SESSION_LEVEL = Symbol('plinth session variables');
-type TrackedClient = pg.ClientBase & { [SESSION_LEVEL]?: string };
+export type TrackedClient = pg.ClientBase & { [SESSION_LEVEL]?: string };
 
 /** Statements that may change rows (and so fire a capture trigger); reads need no setting. */
 const WRITE = /^\s*(insert|update|delete|with|merge|copy|call)\b/i;
@@ -77,69 +75,49 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
   async afterTransactionStart({ queryRunner }: TransactionStartEvent): Promise<void> {
     // Savepoints (nested transactions) share the outer transaction's setting.
     if ((queryRunner as unknown as { transactionDepth: number }).transactionDepth !== 1) return;
-    const wanted = current.getStore()?.() ?? '';
+    const wanted = currentSessionLevel();
     if (wanted !== (connectionOf(queryRunner)?.[SESSION_LEVEL] ?? '')) {
       await queryRunner.query('SELECT set_config($1, $2, true)', [SESSION_VARIABLES_SETTING, wanted]);
     }
   }
 
   async beforeQuery({ queryRunner, query }: BeforeQueryEvent): Promise<void> {
-    if (queryRunner.isTransactionActive || !WRITE.test(query)) return;
+    if (queryRunner.isTransactionActive) return;
     const client = connectionOf(queryRunner);
-    if (client) await holdSessionLevel(client, current.getStore()?.() ?? '');
+    if (client) await prepareConnectionFor(client, query);
   }
 }
 
-/** Makes the connection's session-level setting `wanted`: a round trip, unless it holds it already. */
-async function holdSessionLevel(client: TrackedClient, wanted: string): Promise<void> {
+/**
+ * Before a single statement outside a transaction on a pooled connection: when it may write, the
+ * connection's session-level setting is made the current request's (cleared outside a request),
+ * a round trip only when it changes. The subscriber above calls it for TypeORM's statements;
+ * src/db/prepared-statements.ts for its own.
+ */
+export async function prepareConnectionFor(client: TrackedClient, sql: string): Promise<void> {
+  if (!WRITE.test(sql)) return;
+  const wanted = currentSessionLevel();
   if (wanted === (client[SESSION_LEVEL] ?? '')) return;
-  // On the client itself: through a query runner, this statement would come back to beforeQuery.
+  // On the client itself: through a query runner, this statement would come back to the subscriber.
   await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
   client[SESSION_LEVEL] = wanted;
 }
 
-/** Prepared statements' names by their text (constant texts: values come as parameters). */
-const preparedNames = new Map<string, string>();
-
-function preparedName(text: string): string {
-  let name = preparedNames.get(text);
-  if (name === undefined) preparedNames.set(text, (name = `plinth_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
-  return name;
+/** The value `plinth.session_variables` should hold for the work running now ('' outside a request). */
+export function currentSessionLevel(): string {
+  return current.getStore()?.() ?? '';
 }
 
-/**
- * Runs one statement, outside any transaction, as a prepared statement of a pooled connection:
- * parsed and planned once per connection (a third of the round trip of processPayment's read).
- * `sql` is a constant text (values as parameters), names the columns it returns (with `*`, a column
- * added while the process runs fails the statement: "cached plan must not change result type") and
- * ends without a semicolon. The request's session variables reach it as they reach TypeORM's
- * statements: a write finds them set on its connection first. A read sets them in its own round
- * trip: a request that reads before it writes (processPayment reads before the provider call and
- * writes after it) then usually gets a connection back that already holds them, and its write
- * needs no `set_config` round trip of its own (given another connection, it sets them as before).
- */
-export async function preparedStatement<Row>(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<Row[]> {
-  const runner = dataSource.createQueryRunner();
-  try {
-    const client = (await runner.connect()) as TrackedClient;
-    const run = async <Result>(text: string, values: unknown[]) => (await client.query({ name: preparedName(text), text, values })).rows as Result[];
-    const wanted = current.getStore()?.() ?? '';
-    if (WRITE.test(sql)) await holdSessionLevel(client, wanted);
-    if (wanted === (client[SESSION_LEVEL] ?? '')) return await run<Row>(sql, parameters);
-    const [name, value] = [parameters.length + 1, parameters.length + 2];
-    const rows = await run<Row & { plinth_session_level?: string }>(`SELECT carried.*, set_config($${name}, $${value}, false) AS plinth_session_level FROM (${sql}) carried`, [
-      ...parameters,
-      SESSION_VARIABLES_SETTING,
-      wanted,
-    ]);
-    // set_config ran once per row: with no row it did not run, and the connection holds what it held.
-    if (rows.length > 0) client[SESSION_LEVEL] = wanted;
-    return rows.map(({ plinth_session_level: _set, ...row }) => row as Row);
-  } finally {
-    await runner.release();
-  }
+/** Whether the connection's session-level setting is `wanted` already. */
+export function holdsSessionLevel(client: TrackedClient, wanted: string): boolean {
+  return wanted === (client[SESSION_LEVEL] ?? '');
 }
 
-function connectionOf(queryRunner: QueryRunner): TrackedClient | undefined {
+/** Notes that a statement run on the connection set its session-level setting to `wanted`. */
+export function heldSessionLevel(client: TrackedClient, wanted: string): void {
+  client[SESSION_LEVEL] = wanted;
+}
+
+export function connectionOf(queryRunner: QueryRunner): TrackedClient | undefined {
   return (queryRunner as unknown as { databaseConnection?: TrackedClient }).databaseConnection;
 }

@@ -2,6 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
 import { hashPassword, passwordMatches } from '../../common/passwords';
 import type { Config } from '../../config';
+import { queryPrepared } from '../../db/prepared-statements';
 import type { MailMessage, Mailer } from '../../platform/mail/mailer';
 import { authUrl } from '../../platform/urls';
 import { AuthError, invalidRequest } from './auth-errors';
@@ -62,6 +63,9 @@ const MAX_EMAIL_LENGTH = 254;
 const MAX_DISPLAY_NAME_LENGTH = 255;
 const LOCALE = /^[a-z]{2,3}$/;
 const UNIQUE_VIOLATION = '23505';
+
+/** Sign-in's look-up of the account and its hash ($1 the address, lower case); prepared, as it runs on every attempt. */
+const USER_WITH_PASSWORD_BY_EMAIL = `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = $1`;
 
 /**
  * Accounts of the auth service: sign-up, sign-in, the user, verification links, password reset
@@ -143,14 +147,11 @@ export class AuthAccounts {
    */
   async signInEmailPassword(emailInput: string, password: string, ip: string): Promise<SignInResult> {
     const email = this.emailAddress(emailInput, 'email');
-    const [row] = (await this.dataSource.query(
-      `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = $1`,
-      [email],
-    )) as (UserRow & { password_hash: string | null })[];
+    const [row] = await queryPrepared<UserRow & { password_hash: string | null }>(this.dataSource, USER_WITH_PASSWORD_BY_EMAIL, [email]);
     const matches = await passwordMatches(password, row?.password_hash);
     if (!row || !matches || row.deleted_at) throw new AuthError('invalid-email-password');
     const { password_hash: _hash, ...user } = row;
-    return this.dataSource.transaction((manager) => this.signIn(user, manager, ip));
+    return this.signIn(user, undefined, ip);
   }
 
   /**
@@ -262,15 +263,22 @@ export class AuthAccounts {
     return user;
   }
 
-  /** The checks after the credentials, common to every sign-in method; a second factor gives a ticket instead. */
-  async signIn(user: UserRow, manager: EntityManager, ip: string): Promise<SignInResult> {
+  /**
+   * The checks after the credentials, common to every sign-in method; a second factor gives a
+   * ticket instead. Written with `manager` when given (a transaction); without it the session is
+   * one statement, and a second factor's ticket and code get a transaction of their own.
+   */
+  async signIn(user: UserRow, manager: EntityManager | undefined, ip: string): Promise<SignInResult> {
     if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
     if (this.settings.emailVerifiedRequired && !user.email_verified) throw new AuthError('unverified-user');
     if (user.active_mfa_type === 'totp' || user.active_mfa_type === 'sms') {
       const kind = user.active_mfa_type === 'totp' ? 'mfaTotp' : 'mfaSms';
-      const ticket = await this.tickets.issue(manager, kind, user.id, this.settings.ticketTtlSeconds.mfa);
-      if (kind === 'mfaSms') await this.sms.sendSignInCode(manager, user, ip);
-      return { session: null, mfa: { ticket } };
+      const challenge = async (writer: EntityManager): Promise<SignInResult> => {
+        const ticket = await this.tickets.issue(writer, kind, user.id, this.settings.ticketTtlSeconds.mfa);
+        if (kind === 'mfaSms') await this.sms.sendSignInCode(writer, user, ip);
+        return { session: null, mfa: { ticket } };
+      };
+      return manager ? challenge(manager) : this.dataSource.transaction(challenge);
     }
     return { session: await this.tokens.start(user, manager), mfa: null };
   }

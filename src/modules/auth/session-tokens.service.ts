@@ -3,6 +3,7 @@ import { createSigner } from 'fast-jwt';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JwtSecretConfig } from '../../config';
+import { queryPrepared } from '../../db/prepared-statements';
 import { AuthError } from './auth-errors';
 import { queryRows } from './query-rows';
 import { toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
@@ -28,6 +29,31 @@ export interface TokenSettings {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A new session: its first refresh token ($1 hash, $2 user, $3 lifetime in minutes), the user's last_seen set. */
+const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
+         INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+         VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`;
+
+/**
+ * A refresh in one statement: rotates the presented token ($1) if it is live and not yet rotated,
+ * reads its user (active only) and inserts the next token of the family ($2, lifetime $3 minutes).
+ * No row: the token was not such a token (SessionTokens.refreshRotated tells why).
+ */
+const ROTATE = `WITH old AS (
+           UPDATE auth_refresh_tokens SET rotated_at = now()
+           WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+           RETURNING family_id, user_id
+         ), account AS (
+           SELECT ${USER_COLUMNS} FROM users
+           WHERE id = (SELECT user_id FROM old) AND NOT disabled AND deleted_at IS NULL
+         ), fresh AS (
+           INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
+           SELECT $2, old.family_id, old.user_id, now() + make_interval(mins => $3) FROM old
+           WHERE EXISTS (SELECT 1 FROM account)
+           RETURNING id
+         )
+         SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`;
 
 /** SHA-256 of a refresh token or ticket: what the database keeps instead of it. */
 export const secretHash = (secret: string): Buffer => createHash('sha256').update(secret).digest();
@@ -111,14 +137,14 @@ export class SessionTokens {
    * A new session (a new family) for the user, written with `manager` when given (a
    * transaction); the user's last_seen is set in the same statement.
    */
-  async start(user: UserRow, manager: EntityManager = this.dataSource.manager): Promise<AuthSession> {
+  async start(user: UserRow, manager?: EntityManager): Promise<AuthSession> {
     const refreshToken = randomUUID();
-    const [row] = (await manager.query(
-      `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
-       INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
-       VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`,
+    const [row] = await queryPrepared<{ id: string }>(
+      this.dataSource,
+      START_SESSION,
       [secretHash(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
-    )) as { id: string }[];
+      manager,
+    );
     return this.session(user, refreshToken, row.id);
   }
 
@@ -127,24 +153,11 @@ export class SessionTokens {
     if (!UUID.test(refreshToken)) throw new AuthError('invalid-refresh-token');
     const hash = secretHash(refreshToken);
     const next = randomUUID();
-    // One round trip: rotate the presented token, read its user (active only), insert the next.
-    const rows = (await this.dataSource.query(
-      `WITH old AS (
-         UPDATE auth_refresh_tokens SET rotated_at = now()
-         WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > now()
-         RETURNING family_id, user_id
-       ), account AS (
-         SELECT ${USER_COLUMNS} FROM users
-         WHERE id = (SELECT user_id FROM old) AND NOT disabled AND deleted_at IS NULL
-       ), fresh AS (
-         INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
-         SELECT $2, old.family_id, old.user_id, now() + make_interval(mins => $3) FROM old
-         WHERE EXISTS (SELECT 1 FROM account)
-         RETURNING id
-       )
-       SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`,
-      [hash, secretHash(next), this.settings.refreshTokenExpiresInMinutes],
-    )) as (UserRow & { refresh_token_id: string })[];
+    const rows = await queryPrepared<UserRow & { refresh_token_id: string }>(this.dataSource, ROTATE, [
+      hash,
+      secretHash(next),
+      this.settings.refreshTokenExpiresInMinutes,
+    ]);
     if (rows.length === 1) return this.session(rows[0], next, rows[0].refresh_token_id);
     return this.refreshRotated(hash, next);
   }

@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
-import { preparedStatement } from '../../db/session-variables';
+import { queryPrepared } from '../../db/prepared-statements';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
 import { customerRows, UUID } from './billing.service';
@@ -83,7 +83,7 @@ export class PaymentsService {
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
     // One read: the active provider, the customer, and the payment an earlier call with this key
     // made. It also sets the request's session variables for the write after the provider call.
-    const [context] = await preparedStatement<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
+    const [context] = await queryPrepared<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
       this.dataSource,
       `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, ${PAYMENT_COLUMNS.map((column) => `earlier.${column}`).join(', ')}
        FROM (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider) active
@@ -198,7 +198,7 @@ export class PaymentsService {
     result: ChargeResult;
   }): Promise<PaymentRecord> {
     const { result } = payment;
-    const rows = await preparedStatement<PaymentRow & { inserted: boolean }>(
+    const rows = await queryPrepared<PaymentRow & { inserted: boolean }>(
       this.dataSource,
       `INSERT INTO payments AS payment (id, provider, idempotency_key, customer_user_id, amount, currency, description,
                              status, provider_payment_id, receipt_url, failure_code, failure_message)

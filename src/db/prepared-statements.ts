@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import {
+  connectionOf,
+  currentSessionLevel,
+  heldSessionLevel,
+  holdsSessionLevel,
+  prepareConnectionFor,
+  SESSION_VARIABLES_SETTING,
+  type TrackedClient,
+} from './session-variables';
+
+/** Prepared statements' names by their text (constant texts: values come as parameters). */
+const preparedNames = new Map<string, string>();
+
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (name === undefined) preparedNames.set(text, (name = `plinth_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+  return name;
+}
+
+/**
+ * Runs one statement as a prepared statement and answers its rows. TypeORM sends every statement
+ * unnamed, so PostgreSQL parses and plans it on each call; for a short statement on a hot path
+ * (token refresh, sign-in, processPayment's read and write) that is most of the database's work
+ * (docs/decisions.md, Authentication service and Payments).
+ *
+ * `sql` is a constant text (values as parameters), names the columns it returns (with `*`, a
+ * column added while the process runs fails the statement: "cached plan must not change result
+ * type") and ends without a semicolon. With `manager` inside a transaction it runs on that
+ * transaction's connection (which has the request's session variables from its start); otherwise
+ * on a pooled connection, where the request's session variables reach it as they reach TypeORM's
+ * statements: a write finds them set on its connection first. A plain read that finds them unset
+ * sets them in its own round trip, so a request that reads before it writes (processPayment reads
+ * before the provider call and writes after it) usually gets a connection back that already holds
+ * them, and its write needs no `set_config` round trip of its own.
+ */
+export async function queryPrepared<Row extends pg.QueryResultRow>(
+  dataSource: DataSource,
+  sql: string,
+  values: unknown[],
+  manager?: EntityManager,
+): Promise<Row[]> {
+  const name = preparedName(sql);
+  const runner = manager?.queryRunner;
+  if (runner?.isTransactionActive) {
+    const client = connectionOf(runner)!;
+    return (await client.query<Row>({ name, text: sql, values })).rows;
+  }
+  const client = (await ((dataSource.driver as PostgresDriver).master as pg.Pool).connect()) as pg.PoolClient & TrackedClient;
+  // A connection lost meanwhile fails the statement below; unheard, its 'error' event would end
+  // the process. The pool drops such a connection when it is released.
+  const ignore = () => undefined;
+  client.on('error', ignore);
+  try {
+    await prepareConnectionFor(client, sql);
+    const wanted = currentSessionLevel();
+    if (holdsSessionLevel(client, wanted)) return (await client.query<Row>({ name, text: sql, values })).rows;
+    const carried = `SELECT carried.*, set_config($${values.length + 1}, $${values.length + 2}, false) AS plinth_session_level FROM (${sql}) carried`;
+    const rows = (await client.query<Row & { plinth_session_level?: string }>({ name: preparedName(carried), text: carried, values: [...values, SESSION_VARIABLES_SETTING, wanted] })).rows;
+    // set_config ran once per row: with no row it did not run, and the connection holds what it held.
+    if (rows.length > 0) heldSessionLevel(client, wanted);
+    return rows.map(({ plinth_session_level: _set, ...row }) => row as unknown as Row);
+  } finally {
+    client.removeListener('error', ignore);
+    client.release();
+  }
+}
