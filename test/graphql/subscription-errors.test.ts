@@ -65,6 +65,8 @@ beforeAll(async () => {
       unauthorizedRole: 'anonymous',
       initTimeoutMs: 3000,
       maxPayload: 1024 * 1024,
+      multiplexing: true,
+      compiledExecution: { enabled: true, cacheEntries: 100 },
     },
     createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
