@@ -71,9 +71,12 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
  * marked with SHARED_EVENTS_EXTENSION run per subscriber through graphql-js's subscribe.
  */
 export class SubscriptionGroups {
+  /** By key: the group, or the result that refused it, while its stream opens. */
   private readonly groups = new Map<string, Promise<Group | ExecutionResult>>();
+  private readonly open = new Set<Group>();
   private readonly schemaIds = new WeakMap<GraphQLSchema, number>();
   private nextSchemaId = 0;
+
   constructor(
     private readonly executor: OperationExecutor,
     private readonly mask: ResultMasker,
@@ -89,8 +92,6 @@ export class SubscriptionGroups {
     }
     return { groups, members };
   }
-
-  private readonly open = new Set<Group>();
 
   /** graphql-ws's `subscribe`: an iterator graphql-ws holds until the subscriber leaves, or a result it sends once. */
   async subscribe(request: GroupedSubscription): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {

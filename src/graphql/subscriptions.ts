@@ -154,7 +154,7 @@ export function attachSubscriptions(
           get logger() {
             return (operationLogger ??= logger.child({ reqId: state.requestId, transport: 'ws' }));
           },
-          clientIp: connection.clientIp(ctx.extra.request),
+          clientIp: ctx.extra.clientIp,
           rateLimits: connection.rateLimits,
           requestHeaders: state.headers,
         };
@@ -166,6 +166,7 @@ export function attachSubscriptions(
     },
     wss,
     logger,
+    connection.clientIp,
   );
 
   return {
