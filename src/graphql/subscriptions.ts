@@ -115,6 +115,7 @@ export function attachSubscriptions(
       ...(groups && {
         subscribe: (args: ExecutionArgs) => {
           const subscriber = subscribers.get(args)!;
+          subscribers.delete(args);
           return groups.subscribe({
             ...subscriber,
             schema: args.schema,

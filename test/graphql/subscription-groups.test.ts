@@ -13,7 +13,7 @@ import { markSharedEventFields } from '../../src/graphql/subscription-groups';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
 import { RateLimits } from '../../src/platform/rate-limits';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY } from '../support/server';
+import { ADMIN_SECRET, CLAIMS_NAMESPACE, compiledExecutionEnabled, JWT_KEY } from '../support/server';
 import { subscribe, subscriptionClient, type Subscription as ClientSubscription } from '../support/ws';
 
 /** What is published on a channel: a text for one user, or for everyone ('*'). */
@@ -77,7 +77,7 @@ async function startServer(multiplexing: boolean) {
       initTimeoutMs: 3000,
       maxPayload: 1024 * 1024,
       multiplexing,
-      compiledExecution: { enabled: true, cacheEntries: 100 },
+      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
     },
     createQueryLimits(schema, { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 }),
     pino({ level: 'silent' }),
