@@ -8,10 +8,17 @@ import autocannon from 'autocannon';
 import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
 import { forkServer, runServerRole, type ServerProcess } from './servers';
 import {
-  QUERY,
+  ADMIN_SECRET,
+  ERROR_PAGE_QUERY,
+  ERROR_PAGE_SIZE,
+  OTHER_BUILD_TARGET,
+  QUERIES,
+  SEEDED_ERRORS,
+  SESSION_QUERY,
   signUserToken,
   TARGET_LABELS,
   TARGETS,
+  type QueryName,
   type Target,
 } from './shared';
 import { positiveInteger } from './settings';
@@ -22,16 +29,22 @@ import { positiveInteger } from './settings';
  * (b) stock Apollo Server 5 on Express 5, (c) the fastest Node GraphQL server we know, Fastify 5
  * with mercurius and graphql-jit (`jit: 1`), and, as a ceiling without a target, (a') the bare
  * server with documents parsed and validated once (as Apollo caches them); all on the same
- * schema and the same JWT session resolution. Besides req/s, latency and server CPU per request,
- * it prints each server's resident memory before a run and the most seen during it.
+ * schema and the same JWT session resolution. Two queries (issue 16 point 2): the session of a
+ * user's token (the request envelope), and a page of 50 grouped errors with their project, frames
+ * and stack trace over real rows (seeded through Plinth's ingestion route, read by every server
+ * from the same database with the same services and DataLoaders), as the administrator. Besides
+ * req/s, latency and server CPU per request, it prints each server's resident memory right after
+ * start, after the warm-up (idle) and the most seen under load.
  *
  *   npm run bench                         # all five, 3 s warm-up + 10 s each
  *   BENCH_DURATION=5 BENCH_ROUNDS=3 npm run bench
  *
  * Environment: BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (10),
  * BENCH_ROUNDS (1; rounds interleave the targets and the medians are reported),
- * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit), BENCH_LOG_LEVEL (Plinth's
- * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof),
+ * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit; plinth seeds the
+ * errors, so the errors query needs it), BENCH_QUERIES (comma list of session,errors), BENCH_LOG_LEVEL (Plinth's
+ * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof), BENCH_OTHER_BUILD (the dist folder
+ * of another build of Plinth, e.g. a copy of the parent commit's, served as target plinth-other: a change measured in one run),
  * BENCH_DATABASE_URL or DATABASE_URL (else postgres://postgres@127.0.0.1:5432/plinth_bench).
  *
  * Each server runs in a child process (this script with `serve <target>`), so autocannon, here
@@ -50,9 +63,10 @@ const MIB = 1024 * 1024;
 const RATIO_TARGETS = [
   { name: 'full/(b)', baseline: 'apollo-express', minimum: 1.2 },
   { name: 'full/(a)', baseline: 'graphql-js', minimum: 0.6 },
-  { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null },
+  { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null, note: 'no target (ceiling)' },
   { name: 'full/(c)', baseline: 'mercurius-jit', minimum: 0.9 },
-] as const satisfies readonly { name: string; baseline: Target; minimum: number | null }[];
+  { name: 'full/(o)', baseline: 'plinth-other', minimum: null, note: 'no target (this build / the other)' },
+] as const satisfies readonly { name: string; baseline: Target; minimum: number | null; note?: string }[];
 
 interface BenchSettings {
   durationSeconds: number;
@@ -60,6 +74,7 @@ interface BenchSettings {
   connections: number;
   rounds: number;
   targets: Target[];
+  queries: QueryName[];
   logLevel: string;
   profiled: Target[];
 }
@@ -74,6 +89,8 @@ interface LoadResult {
    * machine runs, so it is the steadier figure when the machine is shared.
    */
   serverCpuMicrosPerRequest: number;
+  /** The server's resident memory right after it started (before any request). */
+  startRssBytes: number;
   /** The server's resident memory before the run (idle, after the warm-up when one came before) and the most seen during it. */
   idleRssBytes: number;
   loadedRssBytes: number;
@@ -82,13 +99,13 @@ interface LoadResult {
 }
 
 
-function targetList(name: string, fallback: readonly Target[]): Target[] {
+function nameList<T extends string>(name: string, known: readonly T[], fallback: readonly T[]): T[] {
   const text = process.env[name];
   if (text === undefined || text.trim() === '') return [...fallback];
   const names = text.split(',').map((item) => item.trim());
-  const unknown = names.filter((item) => !(TARGETS as readonly string[]).includes(item));
-  if (unknown.length > 0) throw new Error(`${name}: unknown target(s) ${unknown.join(', ')}; use ${TARGETS.join(', ')}`);
-  return names as Target[];
+  const unknown = names.filter((item) => !(known as readonly string[]).includes(item));
+  if (unknown.length > 0) throw new Error(`${name}: unknown name(s) ${unknown.join(', ')}; use ${known.join(', ')}`);
+  return names as T[];
 }
 
 function readSettings(): BenchSettings {
@@ -97,9 +114,10 @@ function readSettings(): BenchSettings {
     warmupSeconds: positiveInteger('BENCH_WARMUP', 3),
     connections: positiveInteger('BENCH_CONNECTIONS', 10),
     rounds: positiveInteger('BENCH_ROUNDS', 1),
-    targets: targetList('BENCH_TARGETS', TARGETS),
+    targets: nameList('BENCH_TARGETS', TARGETS, process.env.BENCH_OTHER_BUILD ? TARGETS : TARGETS.filter((target) => target !== OTHER_BUILD_TARGET)),
+    queries: nameList('BENCH_QUERIES', QUERIES, QUERIES),
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
-    profiled: targetList('BENCH_CPU_PROF', []),
+    profiled: nameList('BENCH_CPU_PROF', TARGETS, []),
   };
 }
 
@@ -108,30 +126,131 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
   const profileArgs = settings.profiled.includes(target)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS_DIR, 'profiles')}`, `--cpu-prof-name=${target}-${Date.now()}.cpuprofile`]
     : [];
-  return forkServer(__filename, target, {
+  const otherBuild = process.env.BENCH_OTHER_BUILD;
+  if (target === OTHER_BUILD_TARGET && !otherBuild) throw new Error('plinth-other needs BENCH_OTHER_BUILD (a dist folder)');
+  const [script, served] = target === OTHER_BUILD_TARGET ? [path.resolve(otherBuild!, 'bench', 'graphql.js'), 'plinth'] : [__filename, target];
+  return forkServer(script, target, {
+    served,
     execArgv: profileArgs,
     env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl, BENCH_LOG_LEVEL: settings.logLevel },
     logFile: path.join(RESULTS_DIR, `${target}.log`),
   });
 }
 
-function requestHeaders(token: string): Record<string, string> {
-  return { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${token}` };
+/** One measured request: what is sent, and how to tell a right answer (null) from a wrong one (why). */
+interface BenchRequest {
+  query: QueryName;
+  headers: Record<string, string>;
+  body: string;
+  check(answer: unknown): string | null;
 }
 
-/** One request by hand: the server must answer 200 with the token's session before it is measured. */
-async function verifyAnswer(server: ServerProcess, token: string, userId: string): Promise<void> {
-  const response = await fetch(server.url, { method: 'POST', headers: requestHeaders(token), body: JSON.stringify({ query: QUERY }) });
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
+
+function sessionRequest(token: string, userId: string): BenchRequest {
+  return {
+    query: 'session',
+    headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: SESSION_QUERY }),
+    check: (answer) => {
+      const session = (answer as { data?: { session?: { role?: unknown; user_id?: unknown } } }).data?.session;
+      return session?.role === 'user' && session.user_id === userId ? null : 'not the token’s session';
+    },
+  };
+}
+
+interface ErrorPageAnswer {
+  errors?: unknown[];
+  data?: { errors?: { edges: { node: { project?: { id: number }; frames: unknown[]; stackTrace: string | null } }[]; pageInfo: { hasNextPage: boolean } } };
+}
+
+function errorPageRequest(projectId: number): BenchRequest {
+  return {
+    query: 'errors',
+    headers: { ...JSON_HEADERS, 'x-gql-admin-secret': ADMIN_SECRET },
+    body: JSON.stringify({ query: ERROR_PAGE_QUERY, variables: { project: projectId }, operationName: 'ErrorPage' }),
+    check: (answer) => {
+      const page = (answer as ErrorPageAnswer).data?.errors;
+      if ((answer as ErrorPageAnswer).errors || !page) return 'errors in the answer';
+      if (page.edges.length !== ERROR_PAGE_SIZE || !page.pageInfo.hasNextPage) return `${page.edges.length} errors, not a full page`;
+      const complete = page.edges.every(({ node }) => node.project?.id === projectId && node.frames.length === 3 && node.stackTrace);
+      return complete ? null : 'an error without its project, frames or stack trace';
+    },
+  };
+}
+
+/** One request by hand: the server must answer 200 and rightly before it is measured. */
+async function verifyAnswer(server: ServerProcess, request: BenchRequest): Promise<void> {
+  const response = await fetch(server.url, { method: 'POST', headers: request.headers, body: request.body });
   const text = await response.text();
-  let session: { role?: unknown; user_id?: unknown } | undefined;
+  let answer: unknown;
   try {
-    session = (JSON.parse(text) as { data?: { session?: { role?: unknown; user_id?: unknown } } }).data?.session;
+    answer = JSON.parse(text);
   } catch {
-    session = undefined;
+    answer = undefined;
   }
-  if (response.status !== 200 || session?.role !== 'user' || session.user_id !== userId) {
-    throw new Error(`${server.target} answered the query wrongly (HTTP ${response.status}): ${text.slice(0, 500)}`);
+  const wrong = response.status !== 200 || answer === undefined ? `HTTP ${response.status}` : request.check(answer);
+  if (wrong !== null) {
+    throw new Error(`${server.target} answered the ${request.query} query wrongly (${wrong}): ${text.slice(0, 500)}`);
   }
+}
+
+/**
+ * Real rows for the errors query, through Plinth's own API: a project, a DSN key, and
+ * SEEDED_ERRORS events of distinct types (so as many grouped errors), each with three frames.
+ * The database keeps earlier runs' projects; the query names this run's.
+ */
+async function seedErrors(plinth: ServerProcess): Promise<number> {
+  const admin = async <T>(query: string, variables: Record<string, unknown>): Promise<T> => {
+    const response = await fetch(plinth.url, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'x-gql-admin-secret': ADMIN_SECRET },
+      body: JSON.stringify({ query, variables }),
+    });
+    const answer = (await response.json()) as { data?: T; errors?: unknown };
+    if (!answer.data || answer.errors) throw new Error(`seeding failed: ${JSON.stringify(answer).slice(0, 500)}`);
+    return answer.data;
+  };
+  const slug = `bench-${Date.now()}`;
+  const { createErrorProject: project } = await admin<{ createErrorProject: { id: number } }>(
+    'mutation ($input: CreateErrorProjectInput!) { createErrorProject(input: $input) { id } }',
+    { input: { name: slug, slug, service: 'checkout' } },
+  );
+  const { createErrorToken: token } = await admin<{ createErrorToken: { token: string } }>(
+    'mutation ($input: CreateErrorTokenInput!) { createErrorToken(input: $input) { token } }',
+    { input: { project: String(project.id), kind: 'DSN', name: 'bench' } },
+  );
+  const eventsUrl = new URL('/api/errors/events', plinth.url).toString();
+  for (let kind = 0; kind < SEEDED_ERRORS; kind++) {
+    const type = `BenchError${kind}`;
+    const response = await fetch(eventsUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token.token}` },
+      body: JSON.stringify({
+        level: 'error',
+        release: '1.0.0',
+        environment: 'production',
+        message: `${type}: card ${kind} declined`,
+        exception: {
+          values: [
+            {
+              type,
+              value: `card ${kind} declined`,
+              stacktrace: {
+                frames: [
+                  { filename: '/app/node_modules/express/lib/router.js', function: 'handle', lineno: 10, colno: 3, source: 'next()' },
+                  { filename: '/app/src/server.js', function: 'route', lineno: 40, colno: 5, source: 'handler(req)' },
+                  { filename: `/app/src/checkout-${kind}.js`, function: 'charge', lineno: 12 + kind, colno: 9, source: 'card.charge()' },
+                ],
+              },
+            },
+          ],
+        },
+      }),
+    });
+    if (response.status !== 200) throw new Error(`seeding failed: event ${kind} got HTTP ${response.status}: ${await response.text()}`);
+  }
+  return project.id;
 }
 
 /** The value below which `fraction` of the sorted samples fall (nearest rank). */
@@ -145,18 +264,19 @@ function percentile(sorted: Float64Array, fraction: number): number {
  * (fractional ms) because autocannon's own histogram rounds to whole milliseconds, too coarse
  * for a query answered in about one.
  */
-async function runLoad(server: ServerProcess, token: string, connections: number, durationSeconds: number): Promise<LoadResult> {
+async function runLoad(server: ServerProcess, request: BenchRequest, connections: number, durationSeconds: number): Promise<LoadResult> {
   const before = await server.usage();
   let loadedRssBytes = before.rssBytes;
   // Sampled while the load runs (the server answers between requests, so this is under load).
   const sampler = setInterval(() => {
     void server.usage().then(({ rssBytes }) => (loadedRssBytes = Math.max(loadedRssBytes, rssBytes)));
   }, RSS_SAMPLE_INTERVAL_MS);
-  const result = await runAutocannon(server, token, connections, durationSeconds).finally(() => clearInterval(sampler));
+  const result = await runAutocannon(server, request, connections, durationSeconds).finally(() => clearInterval(sampler));
   const after = await server.usage();
   return {
     ...result,
     serverCpuMicrosPerRequest: (after.micros - before.micros) / result.responses,
+    startRssBytes: server.startRssBytes,
     idleRssBytes: before.rssBytes,
     loadedRssBytes: Math.max(loadedRssBytes, after.rssBytes),
   };
@@ -164,18 +284,18 @@ async function runLoad(server: ServerProcess, token: string, connections: number
 
 function runAutocannon(
   server: ServerProcess,
-  token: string,
+  request: BenchRequest,
   connections: number,
   durationSeconds: number,
-): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest' | 'idleRssBytes' | 'loadedRssBytes'>> {
+): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest' | 'startRssBytes' | 'idleRssBytes' | 'loadedRssBytes'>> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
         url: server.url,
         method: 'POST',
-        headers: requestHeaders(token),
-        body: JSON.stringify({ query: QUERY }),
+        headers: request.headers,
+        body: request.body,
         connections,
         pipelining: 1,
         duration: durationSeconds,
@@ -185,7 +305,7 @@ function runAutocannon(
         if (result.non2xx !== 0 || result.errors !== 0 || result.timeouts !== 0 || result['2xx'] === 0) {
           return reject(
             new Error(
-              `${server.target}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts ` +
+              `${server.target} (${request.query}): ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts ` +
                 `(${result['2xx']} 2xx); the measurement is not valid`,
             ),
           );
@@ -221,6 +341,7 @@ function summarise(runs: LoadResult[]): LoadResult {
     p99Ms: median(runs.map((run) => run.p99Ms)),
     meanMs: median(runs.map((run) => run.meanMs)),
     serverCpuMicrosPerRequest: median(runs.map((run) => run.serverCpuMicrosPerRequest)),
+    startRssBytes: runs[0].startRssBytes,
     idleRssBytes: median(runs.map((run) => run.idleRssBytes)),
     loadedRssBytes: Math.max(...runs.map((run) => run.loadedRssBytes)),
     responses: runs.reduce((sum, run) => sum + run.responses, 0),
@@ -237,13 +358,17 @@ interface RatioReport {
   byServerCpu: number;
   /** null: shown for information, no target. */
   minimum: number | null;
+  /** What a ratio without a target shows. */
+  note: string | undefined;
   met: boolean;
 }
 
 function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] {
   const full = runs.get('plinth');
   if (!full) return [];
-  return RATIO_TARGETS.flatMap(({ name, baseline, minimum }) => {
+  return RATIO_TARGETS.flatMap((target) => {
+    const { name, baseline, minimum } = target;
+    const note = 'note' in target ? target.note : undefined;
     const base = runs.get(baseline);
     if (!base) return [];
     const perRound = Array.from({ length: rounds }, (_, round) => full[round].requestsPerSecond / base[round].requestsPerSecond);
@@ -251,11 +376,11 @@ function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] 
     const byServerCpu = median(
       Array.from({ length: rounds }, (_, round) => base[round].serverCpuMicrosPerRequest / full[round].serverCpuMicrosPerRequest),
     );
-    return [{ name, value, perRound, byServerCpu, minimum, met: minimum === null || value >= minimum }];
+    return [{ name, value, perRound, byServerCpu, minimum, note, met: minimum === null || value >= minimum }];
   });
 }
 
-function printReport(summaries: Map<Target, LoadResult>, ratioReports: RatioReport[], settings: BenchSettings): void {
+function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratioReports: RatioReport[], settings: BenchSettings): void {
   const fixed = (value: number, digits: number) => value.toFixed(digits);
   const rows = [...summaries].map(([target, result]) => [
     TARGET_LABELS[target],
@@ -263,16 +388,17 @@ function printReport(summaries: Map<Target, LoadResult>, ratioReports: RatioRepo
     fixed(result.p50Ms, 2),
     fixed(result.p99Ms, 2),
     fixed(result.serverCpuMicrosPerRequest, 0),
+    fixed(result.startRssBytes / MIB, 0),
     fixed(result.idleRssBytes / MIB, 0),
     fixed(result.loadedRssBytes / MIB, 0),
   ]);
-  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS idle MiB', 'RSS load MiB'];
+  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS idle MiB', 'RSS load MiB'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
   const rule = '-'.repeat(line(header).length);
 
   console.log(
-    `\n${settings.connections} connections, pipelining 1, ${settings.warmupSeconds} s warm-up, ` +
+    `\nquery "${query}": ${settings.connections} connections, pipelining 1, ${settings.warmupSeconds} s warm-up, ` +
       `${settings.durationSeconds} s measured x ${settings.rounds} round(s)${settings.rounds > 1 ? ' (medians)' : ''}`,
   );
   console.log([rule, line(header), rule, ...rows.map(line), rule].join('\n'));
@@ -280,7 +406,7 @@ function printReport(summaries: Map<Target, LoadResult>, ratioReports: RatioRepo
     const rounds = ratio.perRound.length > 1 ? `  rounds: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}` : '';
     console.log(
       `${ratio.name.padEnd(9)} ${ratio.value.toFixed(2)}x   ` +
-        (ratio.minimum === null ? 'no target (ceiling)       ' : `target >= ${ratio.minimum.toFixed(2)}x   ${ratio.met ? 'MET   ' : 'MISSED'}`) +
+        (ratio.minimum === null ? (ratio.note ?? 'no target').padEnd(26) : `target >= ${ratio.minimum.toFixed(2)}x   ${ratio.met ? 'MET   ' : 'MISSED'}`) +
         `   (by server CPU per request: ${ratio.byServerCpu.toFixed(2)}x)${rounds}`,
     );
   }
@@ -288,43 +414,54 @@ function printReport(summaries: Map<Target, LoadResult>, ratioReports: RatioRepo
 
 async function runBenchmark(): Promise<void> {
   const settings = readSettings();
+  if (settings.queries.includes('errors') && !settings.targets.includes('plinth')) {
+    throw new Error('the errors query needs plinth among BENCH_TARGETS: its rows are seeded through Plinth');
+  }
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const databaseUrl = settings.targets.includes('plinth') ? await prepareDatabase() : DEFAULT_DATABASE_URL;
   const userId = randomUUID();
   // Valid for the whole run: warm-up, rounds and start-ups included, with a wide margin.
-  const token = signUserToken(userId, 3600 + settings.rounds * settings.targets.length * (settings.durationSeconds + 120));
+  const runSeconds = settings.rounds * settings.targets.length * settings.queries.length * (settings.durationSeconds + 120);
+  const token = signUserToken(userId, 3600 + runSeconds);
   const loadAverageBefore = os.loadavg();
 
+  // Plinth first: it migrates the database and seeds the errors the other servers read.
+  const targets = [...settings.targets].sort((a, b) => Number(b === 'plinth') - Number(a === 'plinth'));
   const servers: ServerProcess[] = [];
-  const runs = new Map<Target, LoadResult[]>(settings.targets.map((target) => [target, []]));
+  const requests: BenchRequest[] = [];
+  const runs = new Map<QueryName, Map<Target, LoadResult[]>>(
+    settings.queries.map((query) => [query, new Map(targets.map((target) => [target, []]))]),
+  );
   try {
-    for (const target of settings.targets) {
+    for (const target of targets) {
       process.stderr.write(`starting ${target}...\n`);
       const server = await startServerProcess(target, settings, databaseUrl);
       servers.push(server);
-      await verifyAnswer(server, token, userId);
+      if (target === 'plinth') {
+        if (settings.queries.includes('session')) requests.push(sessionRequest(token, userId));
+        if (settings.queries.includes('errors')) requests.push(errorPageRequest(await seedErrors(server)));
+      }
+      for (const request of requests) await verifyAnswer(server, request);
     }
     for (let round = 0; round < settings.rounds; round++) {
       for (const server of servers) {
-        if (round === 0) {
-          process.stderr.write(`warming up ${server.target} (${settings.warmupSeconds} s)...\n`);
-          await runLoad(server, token, settings.connections, settings.warmupSeconds);
+        for (const request of requests) {
+          if (round === 0) {
+            process.stderr.write(`warming up ${server.target} on ${request.query} (${settings.warmupSeconds} s)...\n`);
+            await runLoad(server, request, settings.connections, settings.warmupSeconds);
+          }
+          process.stderr.write(`measuring ${server.target} on ${request.query}, round ${round + 1}/${settings.rounds} (${settings.durationSeconds} s)...\n`);
+          runs.get(request.query)!.get(server.target)!.push(await runLoad(server, request, settings.connections, settings.durationSeconds));
         }
-        process.stderr.write(`measuring ${server.target}, round ${round + 1}/${settings.rounds} (${settings.durationSeconds} s)...\n`);
-        runs.get(server.target)!.push(await runLoad(server, token, settings.connections, settings.durationSeconds));
       }
     }
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
   }
 
-  const summaries = new Map([...runs].map(([target, results]) => [target, summarise(results)]));
-  const ratioReports = ratios(runs, settings.rounds);
-  printReport(summaries, ratioReports, settings);
-
   const report = {
     finishedAt: new Date().toISOString(),
-    query: QUERY,
+    queries: Object.fromEntries(requests.map((request) => [request.query, JSON.parse(request.body) as unknown])),
     settings: { ...settings, pipelining: 1 },
     machine: {
       node: process.version,
@@ -332,12 +469,22 @@ async function runBenchmark(): Promise<void> {
       loadAverageBefore,
       loadAverageAfter: os.loadavg(),
     },
-    results: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: runs.get(target) }])),
-    ratios: ratioReports,
+    results: {} as Record<string, unknown>,
   };
+  for (const [query, byTarget] of runs) {
+    const summaries = new Map([...byTarget].map(([target, results]) => [target, summarise(results)]));
+    const ratioReports = ratios(byTarget, settings.rounds);
+    printReport(query, summaries, ratioReports, settings);
+    report.results[query] = {
+      servers: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: byTarget.get(target) }])),
+      ratios: ratioReports,
+    };
+  }
+  console.log(`\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`);
   fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
 }
+
 
 function main(): Promise<void> {
   const [role, target] = process.argv.slice(2);

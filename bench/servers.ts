@@ -11,7 +11,9 @@ import mercurius from 'mercurius';
 import { execute, graphql, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import pino from 'pino';
 import type { PubSub } from 'type-graphql';
+import type { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config';
+import { createDataSource } from '../src/db/data-source';
 import { startServer } from '../src/main';
 import type { GraphQLContext } from '../src/graphql/context';
 import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
@@ -19,6 +21,10 @@ import { resolveSession, SessionError, type SessionSettings } from '../src/http/
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
 import { RateLimits, rateLimitRules } from '../src/platform/rate-limits';
 import { AuthService } from '../src/modules/auth/auth.service';
+import type { ErrorTrackingServices } from '../src/modules/errortracking';
+import { ErrorsResolver } from '../src/modules/errortracking/errors.resolver';
+import { ErrorsService } from '../src/modules/errortracking/errors.service';
+import { ProjectsService } from '../src/modules/errortracking/projects.service';
 import { GRAPHQL_PATH, serverEnvironment, type ChildMessage, type ParentMessage, type Target } from './shared';
 
 const SERVER_START_TIMEOUT_MS = 120_000;
@@ -28,19 +34,26 @@ const SERVER_STOP_TIMEOUT_MS = 15_000;
 export interface ServerProcess {
   target: Target;
   url: string;
+  /** Resident memory when the server reported ready. */
+  startRssBytes: number;
   /** User + system CPU time the server process has used so far, in microseconds, and its resident memory. */
   usage(): Promise<{ micros: number; rssBytes: number; heapBytes?: number }>;
   stop(): Promise<void>;
 }
 
 /**
- * Forks `script` as `serve <target>` (the script calls runServerRole) and waits until the server
- * listens. Its stdout (Plinth's pino logs, if the level lets any through) goes to `logFile`, as
- * it would in production.
+ * Forks `script` as `serve <served>` (the script calls runServerRole; `served` is `target` unless
+ * another build's script serves it under its own name) and waits until the server listens. Its
+ * stdout (Plinth's pino logs, if the level lets any through) goes to `logFile`, as it would in
+ * production.
  */
-export function forkServer(script: string, target: Target, options: { execArgv: string[]; env: NodeJS.ProcessEnv; logFile: string }): Promise<ServerProcess> {
+export function forkServer(
+  script: string,
+  target: Target,
+  options: { served?: string; execArgv: string[]; env: NodeJS.ProcessEnv; logFile: string },
+): Promise<ServerProcess> {
   const logFd = fs.openSync(options.logFile, 'w');
-  const child = fork(script, ['serve', target], { execArgv: options.execArgv, env: options.env, stdio: ['ignore', logFd, 'inherit', 'ipc'] });
+  const child = fork(script, ['serve', options.served ?? target], { execArgv: options.execArgv, env: options.env, stdio: ['ignore', logFd, 'inherit', 'ipc'] });
   fs.closeSync(logFd);
 
   return new Promise((resolve, reject) => {
@@ -51,7 +64,8 @@ export function forkServer(script: string, target: Target, options: { execArgv: 
       child.off('exit', onExit);
       if (message.type === 'failed') return fail(new Error(`${target} failed to start:\n${message.error}`));
       if (message.type !== 'ready') return fail(new Error(`${target} sent ${message.type} before it was ready`));
-      resolve({ target, url: message.url, usage: () => queryUsage(child), stop: () => stopChild(child) });
+      const usage = () => queryUsage(child);
+      void usage().then(({ rssBytes }) => resolve({ target, url: message.url, startRssBytes: rssBytes, usage, stop: () => stopChild(child) }));
     };
     function fail(error: Error) {
       clearTimeout(timer);
@@ -101,6 +115,8 @@ interface BaselineParts {
   sessionSettings: SessionSettings;
   logger: FastifyBaseLogger;
   rateLimits: RateLimits;
+  /** The database the errors query reads, with Plinth's pool size. */
+  dataSource: DataSource;
 }
 
 /**
@@ -135,17 +151,23 @@ export async function runServerRole(target: Target): Promise<void> {
 
 async function startTarget(target: Target): Promise<BenchServer> {
   const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
+  if (target === 'plinth') return startPlinth(logLevel);
+  if (target === 'plinth-other') throw new Error('plinth-other is served by the other build as its plinth');
+  const parts = await baselineParts(logLevel);
+  const server = await startBaseline(target, parts);
+  return { url: server.url, close: () => server.close().finally(() => parts.dataSource.destroy()) };
+}
+
+function startBaseline(target: Exclude<Target, 'plinth' | 'plinth-other'>, parts: BaselineParts): Promise<BenchServer> {
   switch (target) {
-    case 'plinth':
-      return startPlinth(logLevel);
     case 'graphql-js':
-      return startGraphqlJs(await baselineParts(logLevel), { cacheDocuments: false });
+      return startGraphqlJs(parts, { cacheDocuments: false });
     case 'graphql-js-cached':
-      return startGraphqlJs(await baselineParts(logLevel), { cacheDocuments: true });
+      return startGraphqlJs(parts, { cacheDocuments: true });
     case 'apollo-express':
-      return startApolloExpress(await baselineParts(logLevel));
+      return startApolloExpress(parts);
     case 'mercurius-jit':
-      return startMercuriusJit(await baselineParts(logLevel));
+      return startMercuriusJit(parts);
   }
 }
 
@@ -158,13 +180,15 @@ async function startPlinth(logLevel: string): Promise<BenchServer> {
 }
 
 /**
- * The schema built by buildPlinthSchema with the same resolver classes. Only AuthResolver gets an
- * instance: type-graphql asks the container lazily, and the benchmarked query never reaches
- * UsersResolver (which would need a database). Subscriptions are never started either, so
- * PubSub is a stub.
+ * The schema built by buildPlinthSchema with the same resolver classes. Only the resolvers the
+ * benchmarked queries reach get an instance (type-graphql asks the container lazily): AuthResolver,
+ * and ErrorsResolver with error tracking's real services on the database Plinth uses (the errors
+ * page reads projects and frames through them; the other services of the module serve other
+ * fields, so they are left out). Subscriptions are never started, so PubSub is a stub.
  */
-async function schemaFromPlinthResolvers(): Promise<GraphQLSchema> {
-  const container = new ResolverContainer().add(new AuthResolver({ auth: new AuthService() }));
+async function schemaFromPlinthResolvers(dataSource: DataSource, publicUrl: string): Promise<GraphQLSchema> {
+  const errorTracking = { projects: new ProjectsService(dataSource, publicUrl), errors: new ErrorsService(dataSource) } as ErrorTrackingServices;
+  const container = new ResolverContainer().add(new AuthResolver({ auth: new AuthService() }), new ErrorsResolver(errorTracking));
   const pubSub: PubSub = {
     publish: () => undefined,
     subscribe: () => {
@@ -176,11 +200,15 @@ async function schemaFromPlinthResolvers(): Promise<GraphQLSchema> {
 
 /** Same configuration path as Plinth (loadConfig of the same environment), so JWT checks are identical. */
 async function baselineParts(logLevel: string): Promise<BaselineParts> {
-  const config = loadConfig(serverEnvironment(logLevel));
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the baseline server');
+  const config = loadConfig(serverEnvironment(logLevel, databaseUrl));
   const settings = config.graphql;
   const logger = pino({ level: logLevel });
+  const dataSource = await createDataSource(databaseUrl, config.database.poolSize).initialize();
   return {
-    schema: await schemaFromPlinthResolvers(),
+    dataSource,
+    schema: await schemaFromPlinthResolvers(dataSource, config.publicUrl),
     sessionSettings: {
       adminSecret: settings.adminSecret!,
       jwtSecret: settings.jwtSecret!,

@@ -2,8 +2,10 @@ import jwt from 'jsonwebtoken';
 
 /** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
 
-export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit'] as const;
+export const TARGETS = ['plinth', 'graphql-js', 'apollo-express', 'graphql-js-cached', 'mercurius-jit', 'plinth-other'] as const;
 export type Target = (typeof TARGETS)[number];
+/** Plinth as another build compiled it (BENCH_OTHER_BUILD, a dist folder): a change measured against its parent in one run. */
+export const OTHER_BUILD_TARGET = 'plinth-other';
 
 export const TARGET_LABELS: Record<Target, string> = {
   plinth: 'Plinth (full stack)',
@@ -11,10 +13,38 @@ export const TARGET_LABELS: Record<Target, string> = {
   'apollo-express': '(b) Apollo Server 5 on Express 5',
   'graphql-js-cached': "(a') as (a), documents cached",
   'mercurius-jit': '(c) mercurius + graphql-jit on Fastify 5',
+  'plinth-other': '(o) Plinth from BENCH_OTHER_BUILD',
 };
 
 export const GRAPHQL_PATH = '/v1/graphql';
-export const QUERY = '{ session { role user_id } }';
+
+/**
+ * The queries measured: the request envelope around one tiny field (a user's session), and a
+ * realistic read (issue 16 point 2) of a page of 50 grouped errors with nested objects and
+ * lists over real rows (each error's project and its latest event's frames, through the
+ * per-request DataLoaders, and the stack trace printed from them), as the administrator.
+ */
+export const QUERIES = ['session', 'errors'] as const;
+export type QueryName = (typeof QUERIES)[number];
+
+export const SESSION_QUERY = '{ session { role user_id } }';
+export const ERROR_PAGE_QUERY = `query ErrorPage($project: Int) {
+  errors(filter: { project: $project }, first: 50) {
+    edges {
+      cursor
+      node {
+        id message type severity status occurrenceCount firstSeen lastSeen release service
+        project { id name slug service }
+        frames { filename function module lineno colno inApp source }
+        stackTrace
+      }
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+/** Errors seeded for the page (more than one page, so hasNextPage is true). */
+export const SEEDED_ERRORS = 60;
+export const ERROR_PAGE_SIZE = 50;
 
 // Benchmark-only credentials; every server is given the same ones.
 export const ADMIN_SECRET = 'bench-admin-secret-0123456789abcdef';

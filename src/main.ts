@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import pinoPretty from 'pino-pretty';
 import type { DataSource } from 'typeorm';
 import { apiReferenceOptions } from './apidocs/routes';
 import type { Config } from './config';
@@ -66,7 +65,8 @@ export function createLogger(config: Config, destination?: DestinationStream): L
         censor: '[redacted]',
       },
     },
-    destination ?? (prettyLogs(config) ? pinoPretty({ colorize: process.stdout.isTTY, sync: true }) : undefined),
+    // pino-pretty (10 MB resident) is loaded only where logs are pretty, never by a server logging JSON.
+    destination ?? (prettyLogs(config) ? (require('pino-pretty') as typeof import('pino-pretty'))({ colorize: process.stdout.isTTY, sync: true }) : undefined),
   );
 }
 

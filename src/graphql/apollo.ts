@@ -9,12 +9,14 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
-import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
+import { isDatabaseUnavailable } from '../db/unavailable';
+import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { ServedSchema } from './served-schema';
+import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 
 export interface ApolloSettings {
@@ -83,18 +85,25 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
       return () => stop?.();
     },
     load: async () => ({
-      executor: (request) =>
-        Promise.resolve(
-          executor.execute({
-            schema: request.schema,
-            document: request.document,
-            source: request.source,
-            operation: request.operation,
-            operationName: request.request.operationName ?? undefined,
-            variables: request.request.variables,
-            contextValue: request.context,
-          }),
-        ),
+      executor: (request) => {
+        const execute = () =>
+          Promise.resolve(
+            executor.execute({
+              schema: request.schema,
+              document: request.document,
+              source: request.source,
+              operation: request.operation,
+              operationName: request.request.operationName ?? undefined,
+              variables: request.request.variables,
+              contextValue: request.context,
+            }),
+          );
+        if (request.operation?.operation !== 'mutation') return execute();
+        // A mutation's writes carry the caller's session variables (event triggers record them).
+        const session = request.context.session;
+        const { result, release } = runWithSessionVariables(() => session.variables, execute);
+        return result.finally(release);
+      },
     }),
     stop: async () => stop?.(),
   };
@@ -113,12 +122,16 @@ export function documentHeapBytes(document: DocumentNode): number {
 /**
  * Errors a resolver did not mean to show (anything that is not a GraphQLError with a code) keep
  * their place in the response but lose their message; dev mode adds the original under
- * extensions.internal, as Hasura's dev mode does.
+ * extensions.internal, as Hasura's dev mode does. A database that cannot be reached is told as
+ * SERVICE_UNAVAILABLE, so a client knows the same request may succeed later.
  */
 function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMode: boolean): GraphQLFormattedError {
   if (formatted.extensions?.code !== 'INTERNAL_SERVER_ERROR') return formatted;
   const original = unwrapResolverError(error);
   if (isUncodedClientError(original)) return { message: formatted.message, extensions: { code: 'BAD_REQUEST' } };
+  if (isDatabaseUnavailable(original)) {
+    return { message: DATABASE_UNAVAILABLE_MESSAGE, locations: formatted.locations, path: formatted.path, extensions: { code: 'SERVICE_UNAVAILABLE' } };
+  }
   return {
     message: INTERNAL_ERROR_MESSAGE,
     locations: formatted.locations,

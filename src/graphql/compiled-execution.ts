@@ -2,6 +2,8 @@ import {
   execute,
   GraphQLError,
   getVariableValues,
+  Kind,
+  visit,
   type DocumentNode,
   type ExecutionResult,
   type GraphQLSchema,
@@ -29,10 +31,20 @@ export interface ExecutionRequest {
   contextValue: unknown;
 }
 
-/** Per query text: the schema it was compiled against and, per operation name, its function (null: graphql-js runs it). */
+/** An operation as graphql-jit compiled it. */
+interface CompiledOperation {
+  query: CompiledQuery;
+  /**
+   * Variables without a default that stand for an input object's field: left out of a request,
+   * graphql-js gives the field its own default, graphql-jit null (0.8.9), so graphql-js runs such a request.
+   */
+  fieldVariables: string[];
+}
+
+/** Per query text: the schema it was compiled against and, per operation name, its compiled form (null: graphql-js runs it). */
 interface CacheEntry {
   schema: GraphQLSchema;
-  operations: Map<string, CompiledQuery | null>;
+  operations: Map<string, CompiledOperation | null>;
 }
 
 /**
@@ -69,14 +81,16 @@ export class OperationExecutor {
     return this.run(request, this.compiled(request), event);
   }
 
-  private run(request: ExecutionRequest, compiled: CompiledQuery | undefined, rootValue: unknown): Promise<ExecutionResult> | ExecutionResult {
+  private run(request: ExecutionRequest, compiled: CompiledOperation | undefined, rootValue: unknown): Promise<ExecutionResult> | ExecutionResult {
     if (!compiled) return this.interpret(request, rootValue);
+    const variables = request.variables ?? {};
+    if (compiled.fieldVariables.some((name) => !Object.hasOwn(variables, name))) return this.interpret(request, rootValue);
     const definitions = request.operation!.variableDefinitions;
     if (definitions && definitions.length > 0) {
-      const coerced = getVariableValues(request.schema, definitions, request.variables ?? {});
+      const coerced = getVariableValues(request.schema, definitions, variables);
       if (coerced.errors) return { errors: coerced.errors };
     }
-    const result = compiled.query(rootValue, request.contextValue, request.variables ?? {});
+    const result = compiled.query.query(rootValue, request.contextValue, variables);
     // graphql-jit coerces the variables again, without input fields' defaults (a left-out
     // `send_invitations: Boolean! = false` is refused): what graphql-js accepted, graphql-js runs.
     if (!(result instanceof Promise) && result.errors && result.data === undefined) return this.interpret(request, rootValue);
@@ -95,7 +109,7 @@ export class OperationExecutor {
   }
 
   /** The compiled operation, or undefined where graphql-js is to run it. */
-  private compiled(request: ExecutionRequest): CompiledQuery | undefined {
+  private compiled(request: ExecutionRequest): CompiledOperation | undefined {
     // Without a resolved operation graphql-js reports why (no such name, several without one);
     // without the text there is no key that tells documents apart.
     if (!this.cache || !request.operation || !request.source) return undefined;
@@ -114,13 +128,25 @@ export class OperationExecutor {
   }
 }
 
-function compile(request: ExecutionRequest): CompiledQuery | null {
+function compile(request: ExecutionRequest): CompiledOperation | null {
   try {
     const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined);
-    return isCompiledQuery(compiled) ? compiled : null;
+    return isCompiledQuery(compiled) ? { query: compiled, fieldVariables: fieldVariables(request.document, request.operation!) } : null;
   } catch {
     return null;
   }
+}
+
+/** The operation's variables without a default that are the value of an input object's field somewhere in the document. */
+function fieldVariables(document: DocumentNode, operation: OperationDefinitionNode): string[] {
+  const withoutDefault = new Set((operation.variableDefinitions ?? []).filter((definition) => !definition.defaultValue).map((definition) => definition.variable.name.value));
+  const found = new Set<string>();
+  visit(document, {
+    ObjectField(field) {
+      if (field.value.kind === Kind.VARIABLE && withoutDefault.has(field.value.name.value)) found.add(field.value.name.value);
+    },
+  });
+  return [...found];
 }
 
 /**

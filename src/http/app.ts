@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
@@ -31,6 +32,9 @@ import { resolveSession, SessionError, type Session } from './session';
 import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';
+
+/** Methods whose REST routes only read. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -87,15 +91,85 @@ function isSignedIn(headers: FastifyRequest['headers'], settings: SubscriptionSe
   }
 }
 
-function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
-  const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+/**
+ * Apollo's view of a request's headers, read from Node's object when asked (Apollo reads two or
+ * three) rather than copied into a map on every request. Listing or changing them copies them first.
+ */
+class RequestHeaderMap extends HeaderMap {
+  private copied = false;
+
+  constructor(private readonly incoming: IncomingHttpHeaders) {
+    super();
   }
+
+  override get(name: string): string | undefined {
+    if (this.copied) return super.get(name);
+    const value = this.incoming[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  override has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  override set(name: string, value: string): this {
+    this.copy();
+    return super.set(name, value);
+  }
+
+  override delete(name: string): boolean {
+    this.copy();
+    return super.delete(name);
+  }
+
+  override clear(): void {
+    this.copy();
+    super.clear();
+  }
+
+  override get size(): number {
+    this.copy();
+    return super.size;
+  }
+
+  override entries(): MapIterator<[string, string]> {
+    this.copy();
+    return super.entries();
+  }
+
+  override keys(): MapIterator<string> {
+    this.copy();
+    return super.keys();
+  }
+
+  override values(): MapIterator<string> {
+    this.copy();
+    return super.values();
+  }
+
+  override forEach(callback: (value: string, key: string, map: Map<string, string>) => void, thisArg?: unknown): void {
+    this.copy();
+    super.forEach(callback, thisArg);
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, string]> {
+    return this.entries();
+  }
+
+  private copy(): void {
+    if (this.copied) return;
+    this.copied = true;
+    for (const [name, value] of Object.entries(this.incoming)) {
+      if (value !== undefined) super.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+  }
+}
+
+function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
   const queryStart = request.url.indexOf('?');
   return {
     method: request.method,
-    headers,
+    headers: new RequestHeaderMap(request.headers),
     body: request.body,
     search: queryStart === -1 ? '' : request.url.slice(queryStart),
   };
@@ -145,17 +219,22 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  // The caller's session variables reach the statements the request runs (event triggers record
-  // them). A preHandler: the body's stream events (parsing) run outside an earlier hook's context.
-  app.addHook('preHandler', (request, _reply, done) =>
-    runWithSessionVariables(() => {
+  // The caller's session variables reach the statements a request that may write runs (event
+  // triggers record them): REST calls here, GraphQL mutations in the executor (graphql/apollo.ts),
+  // with the session the GraphQL context resolved. A preHandler: the body's stream events
+  // (parsing) run outside an earlier hook's context.
+  app.addHook('preHandler', (request, reply, done) => {
+    if (READ_METHODS.has(request.method) || request.routeOptions.config?.errorFormat === 'graphql') return done();
+    const { release } = runWithSessionVariables(() => {
       try {
         return resolveSession(request.headers, sessionSettings).variables;
       } catch {
         return null;
       }
-    }, done),
-  );
+    }, done);
+    // Emitted once the response is sent or the connection is gone.
+    reply.raw.once('close', release);
+  });
   installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
   installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
@@ -223,20 +302,23 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Uploads may be larger than ordinary requests; the handler holds the others to bodyLimit.
     bodyLimit: uploadBodyLimit,
     // A large body is read only from a caller who may upload (signed in), and never past the upload limit.
-    onRequest: async (request, reply) => {
+    // Both hooks take callbacks: an async hook costs every request a promise.
+    onRequest: (request, reply, done) => {
       const declared = Number(request.headers['content-length'] ?? 0);
-      if (declared <= options.bodyLimit) return;
+      if (declared <= options.bodyLimit) return done();
       if (declared > uploadBodyLimit || !isSignedIn(request.headers, sessionSettings)) {
-        return sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+        sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
+        return;
       }
+      done();
     },
     // Counts the bytes received (chunked bodies have no Content-Length to go by).
-    preParsing: async (request, _reply, payload) => {
-      if (request.method !== 'POST') return payload;
+    preParsing: (request, _reply, payload, done) => {
+      if (request.method !== 'POST') return done(null, payload);
       // A declared length within the limit needs no counting (a stream pipeline per request cost
       // an eighth of the request's CPU): Fastify answers 400 when the body differs from it.
       const declared = request.headers['content-length'];
-      if (declared !== undefined && Number(declared) <= options.bodyLimit) return payload;
+      if (declared !== undefined && Number(declared) <= options.bodyLimit) return done(null, payload);
       let received = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
@@ -246,7 +328,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         },
       });
       pipeline(payload, counter, () => undefined);
-      return counter;
+      done(null, counter);
     },
     handler: async (request, reply) => {
       if (graphiql && request.method === 'GET' && prefersHtml(request.headers.accept)) return graphiql(request, reply);

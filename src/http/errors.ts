@@ -1,9 +1,14 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { FieldError } from '../common/field-error.types';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
 
 /** What a client is told of an error the server did not expect; the details go to the log. */
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
+
+/** What a client is told while the database cannot be reached; Retry-After says when to try again. */
+export const DATABASE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable: try again shortly';
+const DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /**
  * How a route reports errors: the handler envelope of spec 1 §2.3, a GraphQL response, Hasura's
@@ -36,6 +41,7 @@ function authErrorCodeForStatus(status: number): string {
   if (status === 401) return 'unauthenticated-user';
   if (status === 404) return 'route-not-found';
   if (status === 429) return 'too-many-requests';
+  if (status === 503) return 'service-unavailable';
   if (status >= 500) return 'internal-server-error';
   return 'invalid-request';
 }
@@ -86,8 +92,9 @@ export function sendError(
 }
 
 /**
- * Maps every error Fastify or a route raises to a 4xx answer in the route's format, or to a
- * masked 500 that is logged with the request id. Nothing reaches the client as a stack trace.
+ * Maps every error Fastify or a route raises to a 4xx answer in the route's format, to a 503 with
+ * Retry-After while the database cannot be reached, or to a masked 500 that is logged with the
+ * request id. Nothing reaches the client as a stack trace.
  */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -102,6 +109,12 @@ export function installErrorHandling(app: FastifyInstance): void {
       // A body that cannot be parsed is a malformed envelope for action routes.
       const code = format === 'envelope' && status === 400 ? 'VALIDATION_ERROR' : (CODES[status] ?? 'BAD_REQUEST');
       return sendError(reply, status, code, error.message);
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not a fault of the request nor of our code: the same request may succeed once it is back.
+      request.log.warn({ err: error }, 'database unavailable');
+      reply.header('retry-after', String(DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS));
+      return sendError(reply, 503, 'SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE_MESSAGE);
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendError(reply, 500, format === 'graphql' ? 'INTERNAL_SERVER_ERROR' : 'INTERNAL_ERROR', INTERNAL_ERROR_MESSAGE);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
+import type YAMLModule from 'yaml';
 import { DEFAULT_SOURCE, emptyMetadata, type HasuraMetadata, type MetadataFiles, type MetadataSource, type MetadataTable } from './metadata';
 
 /**
@@ -18,9 +18,15 @@ import { DEFAULT_SOURCE, emptyMetadata, type HasuraMetadata, type MetadataFiles,
 
 export const INCLUDE_PREFIX = '!include ';
 
+/** The yaml package (9 MB resident), loaded when metadata files are first read or written, not at every start-up. */
+let yamlModule: typeof YAMLModule | undefined;
+export function yaml(): typeof YAMLModule {
+  return (yamlModule ??= require('yaml') as typeof YAMLModule);
+}
+
 /** YAML as the Hasura CLI writes it: block style, two-space indent, no line folding. */
 export function toYaml(value: unknown): string {
-  return YAML.stringify(value, { indent: 2, lineWidth: 0, aliasDuplicateObjects: false });
+  return yaml().stringify(value, { indent: 2, lineWidth: 0, aliasDuplicateObjects: false });
 }
 
 /** The path under `metadata/` of a table's file: `databases/default/tables/<schema>_<table>.yaml`. */
@@ -67,7 +73,7 @@ export function metadataFromFiles(read: (file: string) => string | undefined, mo
     if (text === undefined) throw new MetadataFilesError(`${file} is included but does not exist`);
     let value: unknown;
     try {
-      value = YAML.parse(text);
+      value = yaml().parse(text);
     } catch (error) {
       throw new MetadataFilesError(`${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
     }
@@ -116,7 +122,7 @@ export function yamlKeyFile(key: string, file: string): MetadataFiles {
       const text = read(file);
       if (text === undefined) return;
       try {
-        const value: unknown = YAML.parse(text);
+        const value: unknown = yaml().parse(text);
         if (value !== null && value !== undefined) metadata[key] = value;
       } catch (error) {
         throw new MetadataFilesError(`${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);

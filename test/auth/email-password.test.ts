@@ -329,10 +329,12 @@ describe('sign-in', () => {
       known.push(await timed(session.user.email));
       unknown.push(await timed(`nobody${round}@example.com`));
     }
-    const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
-    // A shortcut for unknown addresses would answer in a small fraction of the hash's time.
-    expect(median(unknown) / median(known)).toBeGreaterThan(0.6);
-    expect(median(unknown) / median(known)).toBeLessThan(1.6);
+    // The fastest of each is its own cost, whatever else the machine was doing: a shortcut for
+    // unknown addresses would answer in a small fraction of the hash's time (under a tenth), a
+    // second hash in twice it.
+    const ratio = Math.min(...unknown) / Math.min(...known);
+    expect(ratio).toBeGreaterThan(0.5);
+    expect(ratio).toBeLessThan(1.8);
   });
 
   it('refuses malformed bodies with invalid-request naming the field', async () => {

@@ -1,16 +1,16 @@
-import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createSigner, createVerifier } from 'fast-jwt';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
-import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../src/config';
 import { OAUTH_PROVIDERS, OAUTH_PROVIDER_NAMES } from '../../src/config/oauth-providers';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { oauth1Signature } from '../../src/modules/auth/oauth1';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
+import { expectSession as expectSessionAt, json, LocalOAuthServer, location, ProviderBrowser, type Consent } from '../support/oauth-provider';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { runCli } from '../support/spawn';
 
@@ -26,22 +26,10 @@ const APPLE = { teamId: 'TEAM123456', keyId: 'KEY1234567' };
 /** The claims of each client-secret JWT Apple's token endpoint accepted. */
 const appleClientSecrets: Record<string, unknown>[] = [];
 
-/** What the local provider will say about the user who consents next. */
-interface Consent {
-  id: string;
-  email: string;
-  verified: boolean;
-  name: string;
-}
-
 let server: TestServer;
-let provider: http.Server;
 let providerUrl: string;
-let nextConsent: Consent;
-/** Codes the local provider issued, with what the token request must match (RFC 6749 §4.1.3, RFC 7636). */
-const codes = new Map<string, { clientId: string; redirectUri: string; challenge: string; consent: Consent }>();
-const accessTokens = new Map<string, Consent>();
-const tokenRequests: URLSearchParams[] = [];
+const idp = new LocalOAuthServer((request, response, body, url) => handleProvider(request, response, body, url));
+const browser = new ProviderBrowser(() => server.url, AUTH_URL);
 
 /** The OAuth 1.0a header's parameters, when its HMAC-SHA1 signature is right for the consumer secret and the token's secret. */
 function twitterSigned(request: http.IncomingMessage, url: URL): Record<string, string> | null {
@@ -75,7 +63,7 @@ function twitter(request: http.IncomingMessage, response: http.ServerResponse, u
   if (!signed) return json(response, 401, { errors: [{ code: 32, message: 'Could not authenticate you.' }] });
   if (url.pathname === '/twitter/oauth/request_token') {
     const token = randomUUID();
-    twitterTokens.set(token, { secret: randomUUID(), callback: signed.oauth_callback, consent: nextConsent });
+    twitterTokens.set(token, { secret: randomUUID(), callback: signed.oauth_callback, consent: idp.consenting });
     return void form({ oauth_token: token, oauth_token_secret: twitterTokens.get(token)!.secret, oauth_callback_confirmed: 'true' });
   }
   if (url.pathname === '/twitter/oauth/access_token') {
@@ -93,39 +81,19 @@ function twitter(request: http.IncomingMessage, response: http.ServerResponse, u
   json(response, 404, {});
 }
 
-function json(response: http.ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
-
-/** A local server speaking GitHub's and Google's documented OAuth endpoints and profile APIs. */
-function handleProvider(request: http.IncomingMessage, response: http.ServerResponse, body: string): void {
-  const url = new URL(request.url ?? '/', providerUrl);
+/** A local server speaking GitHub's, Google's, Apple's, WorkOS's and Twitter's documented OAuth endpoints and profile APIs. */
+function handleProvider(request: http.IncomingMessage, response: http.ServerResponse, body: string, url: URL): void {
   const [, service] = url.pathname.split('/');
   if (service.startsWith('twitter')) return twitter(request, response, url);
   const client = CLIENTS[service as keyof typeof CLIENTS];
   if (url.pathname.endsWith('/authorize')) {
-    // The user consents (or not): back to redirect_uri with a code and the state, as the provider does.
-    const back = new URL(url.searchParams.get('redirect_uri')!);
-    back.searchParams.set('state', url.searchParams.get('state')!);
-    const pkceExpected = service !== 'apple' && service !== 'workos';
     const connectionMissing = service === 'workos' && url.searchParams.get('connection') !== 'conn_01ACME';
-    if (url.searchParams.get('client_id') !== client.id || connectionMissing || (pkceExpected && url.searchParams.get('code_challenge_method') !== 'S256')) {
-      back.searchParams.set('error', 'invalid_request');
-    } else if (url.searchParams.has('deny')) {
-      back.searchParams.set('error', 'access_denied');
-      back.searchParams.set('error_description', 'The user denied your request');
-    } else {
-      const code = randomUUID();
-      codes.set(code, { clientId: client.id, redirectUri: url.searchParams.get('redirect_uri')!, challenge: url.searchParams.get('code_challenge')!, consent: nextConsent });
-      back.searchParams.set('code', code);
-    }
-    return void response.writeHead(302, { location: back.toString() }).end();
+    return idp.authorize(url, response, client, { pkce: service !== 'apple' && service !== 'workos', valid: !connectionMissing });
   }
   if (url.pathname === '/apple/auth/token') {
     // Apple's documented check: an ES256 JWT from the team's key, for this client, not expired.
     const form = new URLSearchParams(body);
-    const issued = codes.get(form.get('code') ?? '');
-    codes.delete(form.get('code') ?? '');
+    const issued = idp.take(form.get('code'));
     try {
       const verify = createVerifier({ key: APPLE_KEY.publicKey.export({ type: 'spki', format: 'pem' }).toString(), algorithms: ['ES256'], complete: true });
       const { header, payload } = verify(form.get('client_secret') ?? '') as { header: Record<string, unknown>; payload: Record<string, unknown> };
@@ -146,35 +114,17 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
     return json(response, 200, { access_token: randomUUID(), token_type: 'Bearer', id_token: idToken });
   }
   if (url.pathname === '/workos/sso/token') {
-    const form = new URLSearchParams(body);
-    const issued = codes.get(form.get('code') ?? '');
-    codes.delete(form.get('code') ?? '');
-    if (!issued || form.get('client_id') !== CLIENTS.workos.id || form.get('client_secret') !== CLIENTS.workos.secret) return json(response, 400, { error: 'invalid_grant' });
+    const issued = idp.token(request, response, body, url, CLIENTS.workos, 'client_secret_post');
+    if (!issued) return;
     const [first, last] = issued.consent.name.split(' ');
     return json(response, 200, { access_token: randomUUID(), profile: { id: `prof_${issued.consent.id}`, email: issued.consent.email, first_name: first, last_name: last, connection_id: 'conn_01ACME' } });
   }
   if (url.pathname.endsWith('/token')) {
-    const form = new URLSearchParams(body);
-    tokenRequests.push(form);
-    const issued = codes.get(form.get('code') ?? '');
-    codes.delete(form.get('code') ?? '');
-    const verifier = form.get('code_verifier') ?? '';
-    const challenge = createHash('sha256').update(verifier).digest('base64url');
-    if (
-      !issued ||
-      form.get('grant_type') !== 'authorization_code' ||
-      form.get('client_id') !== client.id ||
-      form.get('client_secret') !== client.secret ||
-      form.get('redirect_uri') !== issued.redirectUri ||
-      challenge !== issued.challenge
-    ) {
-      return json(response, 400, { error: 'invalid_grant' });
-    }
-    const token = randomUUID();
-    accessTokens.set(token, issued.consent);
-    return json(response, 200, { access_token: token, token_type: 'bearer', scope: 'x' });
+    const issued = idp.token(request, response, body, url, client, 'client_secret_post');
+    if (issued) json(response, 200, { access_token: idp.accessToken(issued.consent), token_type: 'bearer', scope: 'x' });
+    return;
   }
-  const consent = accessTokens.get((request.headers.authorization ?? '').replace(/^Bearer /, ''));
+  const consent = idp.bearer(request);
   if (!consent) return json(response, 401, { message: 'Bad credentials' });
   if (url.pathname === '/github-api/user') return json(response, 200, { id: Number(consent.id), login: consent.name.toLowerCase(), name: consent.name, avatar_url: null });
   if (url.pathname === '/github-api/user/emails') {
@@ -190,13 +140,8 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
 }
 
 beforeAll(async () => {
-  provider = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    request.on('end', () => handleProvider(request, response, body));
-  });
-  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+  await idp.start();
+  providerUrl = idp.url;
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
     AUTH_SERVER_URL: AUTH_URL,
@@ -238,51 +183,15 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
-  await new Promise((resolve) => provider.close(resolve));
+  await idp.close();
 });
 
-let counter = 0;
-function consent(overrides: Partial<Consent> = {}): Consent {
-  counter += 1;
-  nextConsent = { id: String(1000 + counter), email: `oauth${counter}@example.com`, verified: true, name: `Person ${counter}`, ...overrides };
-  return nextConsent;
-}
+const consent = (overrides: Partial<Consent> = {}) => idp.newConsent(overrides);
 
-/** A GET without following redirects; the Location it answers. */
-async function location(url: string): Promise<{ status: number; location: URL }> {
-  const response = await fetch(url, { redirect: 'manual' });
-  return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank') };
-}
-
-/** The auth service's own URL (AUTH_SERVER_URL) on the test server. */
-const local = (url: URL) => `${server.url}/auth${url.pathname.slice('/auth'.length)}${url.search}`;
-
-/** The browser's dance: our start, the provider's consent, our callback. Answers where the app is sent, and the provider's callback URL. */
-async function dance(name: 'github' | 'google' | 'workos', redirectTo = REDIRECT_TO, authorizeExtra = ''): Promise<{ final: URL; callback: URL }> {
-  const start = await location(`${server.url}/auth/signin/provider/${name}?redirectTo=${encodeURIComponent(redirectTo)}`);
-  expect(start.status).toBe(302);
-  const consented = await location(`${start.location.toString()}${authorizeExtra}`);
-  expect(consented.status).toBe(302);
-  const callback = consented.location;
-  expect(callback.origin + callback.pathname).toBe(`${AUTH_URL}/signin/provider/${name}/callback`);
-  const final = await location(local(callback));
-  expect(final.status).toBe(302);
-  return { final: final.location, callback };
-}
-
-function expectSession(final: URL): string {
-  expect(final.origin + final.pathname).toBe('https://app.example.com/signed-in');
-  expect(final.searchParams.get('from')).toBe('oauth');
-  expect(final.searchParams.get('type')).toBe('signinProvider');
-  expect(final.searchParams.get('error')).toBeNull();
-  return final.searchParams.get('refreshToken')!;
-}
-
-async function sessionOf(refreshToken: string) {
-  const refreshed = await authPost<{ accessToken: string; user: { id: string; email: string; emailVerified: boolean; displayName: string } }>(server.url, '/token', { refreshToken });
-  expect(refreshed.status).toBe(200);
-  return refreshed.body;
-}
+const local = (url: URL) => browser.local(url);
+const dance = (name: 'github' | 'google' | 'workos', redirectTo = REDIRECT_TO, authorizeExtra = '') => browser.dance(name, redirectTo, authorizeExtra);
+const expectSession = (final: URL): string => expectSessionAt(final, REDIRECT_TO);
+const sessionOf = (refreshToken: string) => browser.session(refreshToken);
 
 describe('GitHub', () => {
   it('redirects with PKCE and a signed state, then creates the user from the verified primary address', async () => {
@@ -302,7 +211,7 @@ describe('GitHub', () => {
     const session = await sessionOf(expectSession(final));
     expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
     // The token request carried the verifier of the challenge and the client's credentials.
-    expect(tokenRequests.at(-1)!.get('code_verifier')).toMatch(/^[\w-]{43}$/);
+    expect(idp.tokenRequests.at(-1)!.parameters.get('code_verifier')).toMatch(/^[\w-]{43}$/);
 
     const listed = await authCall<{ providers: { provider: string }[] }>(server.url, 'GET', '/user/providers', undefined, { authorization: `Bearer ${session.accessToken}` });
     expect(listed.body.providers.map((entry) => entry.provider)).toEqual(['github']);
@@ -314,6 +223,24 @@ describe('GitHub', () => {
     // The only way this user signs in: not unlinked.
     const unlink = await authCall(server.url, 'DELETE', '/user/providers/github', undefined, { authorization: `Bearer ${session.accessToken}` });
     expect(unlink).toMatchObject({ status: 409, body: { error: 'last-sign-in-method' } });
+  });
+
+  it('ends as password sign-in does: an account with a second factor gets an MFA ticket, a disabled one an error', async () => {
+    const person = consent();
+    const session = await sessionOf(expectSession((await dance('github')).final));
+    await server.database.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [session.user.id]);
+    idp.consent(person);
+    const mfa = (await dance('github')).final;
+    expect(mfa.searchParams.get('mfaTicket')).toMatch(/^mfaTotp:[0-9a-f-]{36}$/);
+    expect(mfa.searchParams.get('type')).toBe('signinProvider');
+    expect(mfa.searchParams.get('refreshToken')).toBeNull();
+
+    await server.database.query('UPDATE users SET disabled = true WHERE id = $1', [session.user.id]);
+    idp.consent(person);
+    const refused = (await dance('github')).final;
+    expect(refused.searchParams.get('error')).toBe('disabled-user');
+    expect(refused.searchParams.get('mfaTicket')).toBeNull();
+    expect(refused.searchParams.get('refreshToken')).toBeNull();
   });
 
   it('refuses a forged state and a replayed one, sending the error to the app', async () => {
@@ -397,7 +324,7 @@ describe('Google (OpenID Connect)', () => {
     const { final } = await dance('google');
     const session = await sessionOf(expectSession(final));
     expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
-    expect(tokenRequests.at(-1)!.get('client_id')).toBe(CLIENTS.google.id);
+    expect(idp.tokenRequests.at(-1)!.parameters.get('client_id')).toBe(CLIENTS.google.id);
 
     const fresh = consent({ id: 'google-sub-2', verified: false });
     const created = await sessionOf(expectSession((await dance('google')).final));

@@ -19,6 +19,7 @@ interface Message {
 }
 
 let server: TestServer;
+let environment: Record<string, string>;
 let twilio: http.Server;
 /** Messages the local Twilio server accepted, in order. */
 const messages: Message[] = [];
@@ -41,7 +42,7 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => twilio.listen(0, '127.0.0.1', resolve));
-  server = await startTestServer({
+  environment = {
     ...GENEROUS_AUTH_LIMITS,
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
     AUTH_MFA_SMS_ENABLED: 'true',
@@ -54,7 +55,8 @@ beforeAll(async () => {
     AUTH_RATE_LIMIT_SMS_BURST: String(SENDS_PER_NUMBER),
     AUTH_RATE_LIMIT_MFA_BURST: '1000',
     AUTH_RATE_LIMIT_SMS_ADDRESS_BURST: '1000',
-  });
+  };
+  server = await startTestServer(environment);
 });
 afterAll(async () => {
   await server.close();
@@ -139,6 +141,41 @@ describe('enrolment', () => {
     const limited = await authPost(server.url, '/user/phone', { phoneNumber: phone }, bearer(user.accessToken));
     expectAuthError(limited, 'too-many-requests');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+});
+
+describe('sends per client address', () => {
+  const SENDS_PER_ADDRESS = 3;
+  let limited: TestServer;
+  beforeAll(async () => {
+    // The same database and gateway, a small per-address limit, and addresses told by X-Forwarded-For.
+    limited = await startTestServer(
+      { ...environment, TRUST_PROXY: 'true', AUTH_RATE_LIMIT_SMS_ADDRESS_BURST: String(SENDS_PER_ADDRESS) },
+      { database: server.database },
+    );
+  });
+  afterAll(() => limited.close());
+
+  it('counts enrolment and sign-in codes to any number against the sender, who is refused past the limit while others are not', async () => {
+    const from = (ip: string, headers: Record<string, string> = {}) => ({ ...headers, 'x-forwarded-for': ip });
+    const first = await signUp();
+    const second = await signUp();
+    const [firstPhone, secondPhone, thirdPhone] = ['+14155552001', '+14155552002', '+14155552003'];
+    const sendCode = (user: { accessToken: string }, phoneNumber: string, ip: string) =>
+      authPost(limited.url, '/user/phone', { phoneNumber }, from(ip, bearer(user.accessToken)));
+
+    expect((await sendCode(first, firstPhone, '203.0.113.7')).status).toBe(200);
+    expect((await authPost(limited.url, '/user/phone/verify', { code: lastCodeTo(firstPhone) }, from('203.0.113.7', bearer(first.accessToken)))).status).toBe(200);
+    const signedIn = await authPost<{ mfa: { ticket: string } }>(limited.url, '/signin/email-password', { email: first.email, password: PASSWORD }, from('203.0.113.7'));
+    expect(signedIn.body.mfa.ticket).toMatch(/^mfaSms:/);
+    expect((await sendCode(second, secondPhone, '203.0.113.7')).status).toBe(200);
+
+    const sent = messages.length;
+    expectAuthError(await sendCode(second, thirdPhone, '203.0.113.7'), 'too-many-requests');
+    // A sign-in whose code cannot be sent gives no ticket.
+    expectAuthError(await authPost(limited.url, '/signin/email-password', { email: first.email, password: PASSWORD }, from('203.0.113.7')), 'too-many-requests');
+    expect(messages.length).toBe(sent);
+    expect((await sendCode(second, thirdPhone, '198.51.100.4')).status).toBe(200);
   });
 });
 

@@ -179,3 +179,45 @@ describe('the executor', () => {
     expect(result.errors?.[0].message).toBe('Variable "$name" got invalid value 3; String cannot represent a non string value: 3');
   });
 });
+
+describe('defaults of variables, arguments and input fields', () => {
+  // Each field answers its arguments as received, so a default lost or invented shows in the data.
+  const defaultsSchema = buildSchema(`
+    input Options { shout: Boolean! = false, times: Int = 2, tags: [String!] = ["a"], inner: Inner = { depth: 1 } }
+    input Inner { depth: Int! = 5, label: String = "inner" }
+    type Query { echo(name: String = "world", options: Options = { times: 3 }): String }
+  `);
+  defaultsSchema.getQueryType()!.getFields().echo.resolve = (_root, args) => JSON.stringify(args);
+  const run = (enabled: boolean, source: string, variables: Record<string, unknown> | undefined) => {
+    const document = parse(source);
+    return new OperationExecutor({ enabled, cacheEntries: 10 }).execute({
+      schema: defaultsSchema,
+      document,
+      source,
+      operation: document.definitions[0] as OperationDefinitionNode,
+      operationName: undefined,
+      variables,
+      contextValue: {},
+    });
+  };
+
+  it.each([
+    ['a variable left out takes its default', 'query ($name: String = "you") { echo(name: $name) }', {}, { name: 'you', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['a variable given null stays null', 'query ($name: String = "you") { echo(name: $name) }', { name: null }, { name: null, options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['an argument whose variable is left out takes the argument’s default', 'query ($name: String) { echo(name: $name) }', {}, { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['arguments left out take their defaults, input fields included', '{ echo }', undefined, { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['an input object variable without its fields takes their defaults', 'query ($options: Options) { echo(options: $options) }', { options: {} }, { name: 'world', options: { shout: false, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['a nested input object given empty takes its fields’ defaults', 'query ($options: Options) { echo(options: $options) }', { options: { inner: {} } }, { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } }],
+    ['a variable’s default input object gets its fields’ defaults', 'query ($options: Options = { shout: true }) { echo(options: $options) }', {}, { name: 'world', options: { shout: true, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['an inline input object gets its fields’ defaults', '{ echo(options: { times: 1 }) }', undefined, { name: 'world', options: { times: 1, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['a variable left out inside an inline input object leaves the field’s default', 'query ($times: Int) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 2, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['a variable given null inside an inline input object', 'query ($times: Int) { echo(options: { times: $times }) }', { times: null }, { name: 'world', options: { times: null, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    ['a variable left out inside a nested inline input object', 'query ($label: String) { echo(options: { inner: { label: $label } }) }', {}, { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } }],
+    ['a defaulted variable inside an inline input object', 'query ($times: Int = 7) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 7, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+  ])('%s: both executors answer the same', async (_name, source, variables, received) => {
+    const interpretedResult = await run(false, source, variables);
+    expect(interpretedResult.errors).toBeUndefined();
+    expect(JSON.parse((interpretedResult.data as { echo: string }).echo)).toEqual(received);
+    expect(JSON.stringify(await run(true, source, variables))).toBe(JSON.stringify(interpretedResult));
+  });
+});

@@ -1,7 +1,6 @@
 import { Kind, parse, print, type DefinitionNode, type FieldDefinitionNode, type InputValueDefinitionNode, type StringValueNode } from 'graphql';
-import YAML from 'yaml';
 import type { HasuraMetadata, MetadataFiles } from '../../platform/metadata';
-import { MetadataFilesError, toYaml } from '../../platform/metadata-files';
+import { MetadataFilesError, toYaml, yaml as loadYaml } from '../../platform/metadata-files';
 import type { ActionEntry, CustomField, CustomObject, CustomTypes } from './actions.metadata';
 
 /**
@@ -148,7 +147,7 @@ export const actionsFiles: MetadataFiles = {
     if (yamlText === undefined && sdlText.trim() === '') return;
     let yaml: unknown;
     try {
-      yaml = YAML.parse(yamlText ?? '') ?? {};
+      yaml = loadYaml().parse(yamlText ?? '') ?? {};
     } catch (error) {
       throw new MetadataFilesError(`${ACTIONS_YAML} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
     }

@@ -141,7 +141,7 @@ export class AuthAccounts {
    * POST /auth/signin/email-password. Every failure costs one argon2 hash, whether or not the
    * address has an account, so the time taken does not tell.
    */
-  async signInEmailPassword(emailInput: string, password: string, ip?: string): Promise<SignInResult> {
+  async signInEmailPassword(emailInput: string, password: string, ip: string): Promise<SignInResult> {
     const email = this.emailAddress(emailInput, 'email');
     const [row] = (await this.dataSource.query(
       `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = $1`,
@@ -263,7 +263,7 @@ export class AuthAccounts {
   }
 
   /** The checks after the credentials, common to every sign-in method; a second factor gives a ticket instead. */
-  async signIn(user: UserRow, manager: EntityManager = this.dataSource.manager, ip = 'unknown'): Promise<SignInResult> {
+  async signIn(user: UserRow, manager: EntityManager, ip: string): Promise<SignInResult> {
     if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
     if (this.settings.emailVerifiedRequired && !user.email_verified) throw new AuthError('unverified-user');
     if (user.active_mfa_type === 'totp' || user.active_mfa_type === 'sms') {
@@ -286,7 +286,7 @@ export class AuthAccounts {
    * and `errorDescription` when the ticket or account does not allow it. A `redirectTo` that is
    * not allowed is an AuthError: nobody is sent there, even with an error.
    */
-  async verify(query: { ticket: string; type: string; redirectTo?: string }): Promise<string> {
+  async verify(query: { ticket: string; type: string; redirectTo?: string }, ip: string): Promise<string> {
     const redirectTo = this.redirectTo(query.redirectTo);
     if (!(query.type in VERIFY_TYPES)) throw invalidRequest(`type must be one of ${Object.keys(VERIFY_TYPES).join(', ')}`);
     const type = query.type as VerifyType;
@@ -299,7 +299,7 @@ export class AuthAccounts {
         if (type === 'emailConfirmChange') await this.moveEmail(manager, user, redeemed.newEmail);
         else await manager.query('UPDATE users SET email_verified = true WHERE id = $1', [user.id]);
         // As any sign-in: a second factor, when on, is still asked for (the MFA ticket instead of a session).
-        return this.signIn(await this.activeUser(manager, user.id), manager);
+        return this.signIn(await this.activeUser(manager, user.id), manager, ip);
       });
       if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type });
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type });

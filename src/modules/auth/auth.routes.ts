@@ -258,7 +258,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       response: { 302: REDIRECT, ...ERRORS },
     },
     handler: (request, reply) =>
-      answer(reply, async () => reply.redirect(await accounts.verify(request.query as { ticket: string; type: string; redirectTo?: string }), 302)),
+      answer(reply, async () => reply.redirect(await accounts.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302)),
   });
 
   route({

@@ -21,6 +21,12 @@ export interface OAuth2Provider {
   scopes: string[];
   /** Whether it accepts PKCE (S256). */
   pkce: boolean;
+  /**
+   * How the token request carries the client's credentials, as the provider documents it: in the
+   * form body (`client_secret_post`, the default), in an HTTP Basic header (`client_secret_basic`,
+   * RFC 6749 §2.3.1), or in the query of a GET (`query`, Facebook's documented exchange).
+   */
+  tokenAuthentication?: 'client_secret_post' | 'client_secret_basic' | 'query';
   /** Extra parameters of the authorization URL. */
   authParameters?(credentials: Record<string, string>): Record<string, string>;
   /** The client secret sent to the token endpoint (default: the CLIENT_SECRET credential). */
@@ -37,16 +43,19 @@ export type ProfileApi = <T>(path: string) => Promise<T>;
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
-/** OpenID Connect's userinfo (Google, LinkedIn, Microsoft): `sub`, `email`, `email_verified`, `name`, `picture`. */
-function openIdUserInfo(path: string, emailsAreVerified = false) {
+/**
+ * OpenID Connect's userinfo (Google, LinkedIn, Microsoft): `sub`, `email`, `email_verified`, `name`,
+ * and `picture` unless it is an API address a browser cannot load without the user's token.
+ */
+function openIdUserInfo(path: string, picture: 'public' | 'behind-token' = 'public') {
   return async (api: ProfileApi): Promise<ProviderProfile> => {
     const info = await api<Record<string, unknown>>(path);
     return {
       id: String(info.sub),
       email: text(info.email),
-      emailVerified: info.email_verified === true || info.email_verified === 'true' || emailsAreVerified,
+      emailVerified: info.email_verified === true || info.email_verified === 'true',
       displayName: text(info.name),
-      avatarUrl: text(info.picture),
+      avatarUrl: picture === 'public' ? text(info.picture) : null,
     };
   };
 }
@@ -107,8 +116,9 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     apiUrl: 'https://graph.microsoft.com/oidc',
     scopes: ['openid', 'email', 'profile'],
     pkce: true,
-    // Microsoft does not vouch for the addresses of personal and tenant accounts.
-    profile: openIdUserInfo('/userinfo'),
+    // Microsoft does not vouch for the addresses of personal and tenant accounts; its `picture` is
+    // Graph's /me/photo/$value, which answers only with the user's token (the default avatar instead).
+    profile: openIdUserInfo('/userinfo', 'behind-token'),
   },
   gitlab: {
     authUrl: 'https://gitlab.com/oauth/authorize',
@@ -125,8 +135,10 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     authUrl: 'https://bitbucket.org/site/oauth2/authorize',
     tokenUrl: 'https://bitbucket.org/site/oauth2/access_token',
     apiUrl: 'https://api.bitbucket.org/2.0',
-    scopes: ['account', 'email'],
+    // Bitbucket takes no scope parameter: the consumer's permissions (Account: Email, Read) are its scopes.
+    scopes: [],
     pkce: false,
+    tokenAuthentication: 'client_secret_basic',
     async profile(api) {
       const user = await api<{ uuid: string; display_name: string; links?: { avatar?: { href?: string } } }>('/user');
       const emails = await api<{ values: { email: string; is_primary: boolean; is_confirmed: boolean }[] }>('/user/emails');
@@ -140,6 +152,7 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     apiUrl: 'https://graph.facebook.com/v19.0',
     scopes: ['email', 'public_profile'],
     pkce: false,
+    tokenAuthentication: 'query',
     async profile(api) {
       const user = await api<{ id: string; name?: string; email?: string; picture?: { data?: { url?: string } } }>('/me?fields=id,name,email,picture');
       // Facebook returns only confirmed addresses.
@@ -152,6 +165,7 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     apiUrl: 'https://discord.com/api',
     scopes: ['identify', 'email'],
     pkce: true,
+    tokenAuthentication: 'client_secret_basic',
     async profile(api) {
       const user = await api<{ id: string; username: string; global_name?: string | null; email?: string | null; verified?: boolean; avatar?: string | null }>('/users/@me');
       const avatarUrl = user.avatar ? `https://cdn.discordapp.com/avatars/${user.id}/${user.avatar}.png` : null;
@@ -164,6 +178,7 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     apiUrl: 'https://api.spotify.com/v1',
     scopes: ['user-read-email'],
     pkce: true,
+    tokenAuthentication: 'client_secret_basic',
     async profile(api) {
       const user = await api<{ id: string; display_name?: string | null; email?: string; images?: { url: string }[] }>('/me');
       // Spotify does not say whether the address was confirmed.

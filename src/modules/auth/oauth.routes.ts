@@ -61,7 +61,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { provider } = request.params as { provider: OAuthProviderName };
-        return reply.redirect(await oauth.callback(provider, request.body as ProviderCallback), 302);
+        return reply.redirect(await oauth.callback(provider, request.body as ProviderCallback, request.ip), 302);
       }),
   });
 
@@ -81,7 +81,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { provider } = request.params as { provider: OAuthProviderName };
-        return reply.redirect(await oauth.callback(provider, request.query as ProviderCallback), 302);
+        return reply.redirect(await oauth.callback(provider, request.query as ProviderCallback, request.ip), 302);
       }),
   });
 

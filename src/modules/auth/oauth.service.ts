@@ -112,7 +112,7 @@ export class OAuthSignIn {
    * `refreshToken` (or `mfaTicket`) and `type`, or with `error` and `errorDescription`. Without a
    * valid state there is no trusted redirectTo: the app's AUTH_CLIENT_URL gets the error.
    */
-  async callback(name: OAuthProviderName, query: ProviderCallback): Promise<string> {
+  async callback(name: OAuthProviderName, query: ProviderCallback, ip: string): Promise<string> {
     const pending = query.state ? await this.takeState(name, query.state) : null;
     if (!pending) {
       return withQuery(this.config.auth.clientUrl, { error: 'invalid-state', errorDescription: 'The sign-in state is invalid, used or expired: start again' });
@@ -125,7 +125,7 @@ export class OAuthSignIn {
       }
       if (query.denied !== undefined) throw new ProviderFailure('access_denied', 'The user denied the sign-in');
       const profile = name === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(name, query, pending);
-      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager));
+      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager, ip));
       if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE });
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE });
     } catch (error) {
@@ -263,20 +263,25 @@ export class OAuthSignIn {
 
   /** The authorization code for the user's access token, through the platform's outbound client. */
   private async exchange(provider: OAuth2Provider, settings: OAuthProviderSettings, name: string, code: string, verifier: string): Promise<TokenResponse> {
-    const form = new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: this.callbackUrl(name),
-      client_id: settings.credentials.CLIENT_ID,
-      client_secret: provider.clientSecret ? provider.clientSecret(settings.credentials) : settings.credentials.CLIENT_SECRET,
-    });
-    if (provider.pkce) form.set('code_verifier', verifier);
+    const clientId = settings.credentials.CLIENT_ID;
+    const clientSecret = provider.clientSecret ? provider.clientSecret(settings.credentials) : settings.credentials.CLIENT_SECRET;
+    const parameters = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: this.callbackUrl(name) });
+    if (provider.pkce) parameters.set('code_verifier', verifier);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    const authentication = provider.tokenAuthentication ?? 'client_secret_post';
+    if (authentication === 'client_secret_basic') {
+      // As Bitbucket, Discord and Spotify document it: base64 of `id:secret`, and the credentials nowhere else.
+      headers.authorization = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
+    } else {
+      parameters.set('client_id', clientId);
+      parameters.set('client_secret', clientSecret);
+    }
+    const tokenUrl = new URL(settings.tokenUrl ?? provider.tokenUrl);
+    if (authentication === 'query') {
+      for (const [parameter, value] of parameters) tokenUrl.searchParams.set(parameter, value);
+    } else headers['content-type'] = 'application/x-www-form-urlencoded';
     const response = await this.http
-      .request(settings.tokenUrl ?? provider.tokenUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: form.toString(),
-      })
+      .request(tokenUrl, authentication === 'query' ? { method: 'GET', headers } : { method: 'POST', headers, body: parameters.toString() })
       .catch((error: unknown) => {
         this.logger.warn({ err: error, provider: name }, 'the token endpoint of an identity provider did not answer');
         throw new ProviderFailure('provider-error', 'The provider did not answer');

@@ -72,6 +72,9 @@ export class SmsFactor {
   async sendSignInCode(manager: EntityManager, user: UserRow, ip: string): Promise<void> {
     const gateway = this.gateway();
     if (!user.phone_number) throw new AuthError('disabled-endpoint', 'The user has no verified phone number');
+    // Sign-in codes count against the sender's address as enrolment codes do: accounts enrolled
+    // earlier would otherwise let one address send to many numbers (SMS pumping).
+    await this.rateLimits.get('authSmsAddress').consume({ ip });
     await this.rateLimits.get('authSmsNumber').consume({ ip, token: user.phone_number });
     await this.sendCode(manager, gateway, user.id, 'signin', user.phone_number);
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { parse as parseCsv } from 'csv-parse';
 import type { Logger } from 'pino';
-import sharp from 'sharp';
+import type sharp from 'sharp';
 import type { ObjectStorage } from '../../platform/storage';
 import { type FileRow, type FilesService, type ProcessingResult, type ResolvedProcessingOptions, storageKeyOf } from './files.service';
 import { type DataParseError, type DataParseResult, FileProcessingStatus } from './files.types';
@@ -16,6 +16,15 @@ const MAX_IMAGE_PIXELS = 100_000_000;
 function storable(text: string, max = 200): string {
   const cleaned = text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
   return [...cleaned].length > max ? `${[...cleaned].slice(0, max).join('')}…` : cleaned;
+}
+
+/**
+ * sharp with libvips (19 MB resident) is loaded by the first image processed, in the worker that
+ * runs the job, not by every process at start-up.
+ */
+let sharpModule: typeof sharp | undefined;
+function loadSharp(): typeof sharp {
+  return (sharpModule ??= require('sharp') as typeof sharp);
 }
 
 /** The content does not hold what its type says: the file is FAILED with this message, not retried. */
@@ -61,7 +70,7 @@ export class FileProcessing {
     const expected = row.file_type.slice('image/'.length);
     let metadata: sharp.Metadata;
     try {
-      metadata = await sharp(content, { limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
+      metadata = await loadSharp()(content, { limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
     } catch (error) {
       throw new ContentError(`not a readable ${expected.toUpperCase()} image: ${(error as Error).message}`);
     }
@@ -79,7 +88,7 @@ export class FileProcessing {
       const size = row.options.thumbnail_size;
       let thumbnail: { data: Buffer; info: sharp.OutputInfo };
       try {
-        thumbnail = await sharp(content, { limitInputPixels: MAX_IMAGE_PIXELS })
+        thumbnail = await loadSharp()(content, { limitInputPixels: MAX_IMAGE_PIXELS })
           .rotate()
           .resize(size, size, { fit: 'inside', withoutEnlargement: true })
           .png()

@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { PaymentsConfig } from '../../config';
 import { PaymentStatus } from './payments.types';
 
@@ -58,15 +58,30 @@ export function statusOfIntent(status: string): PaymentStatus {
  */
 const NOT_CONFIGURED = { code: 'PROVIDER_NOT_CONFIGURED', message: 'The primary payment provider is not configured (PRIMARY_PROVIDER_API_KEY)' };
 
+/**
+ * The SDK (17 MB resident) is loaded when the first call needs it, not by every process at
+ * start-up; its errors are only met after a call, so they come from the loaded module too.
+ */
+let stripeModule: typeof Stripe | undefined;
+function loadStripe(): typeof Stripe {
+  return (stripeModule ??= require('stripe') as typeof Stripe);
+}
+
 export class PrimaryProvider {
-  private readonly stripe: Stripe;
+  private client: Stripe | undefined;
   private readonly configured: boolean;
 
-  constructor(settings: PaymentsConfig) {
+  constructor(private readonly settings: PaymentsConfig) {
     this.configured = settings.primary.apiKey !== undefined;
+  }
+
+  /** Without a key the client is never used (calls answer PROVIDER_NOT_CONFIGURED). */
+  private get stripe(): Stripe {
+    if (this.client) return this.client;
+    const settings = this.settings;
     const target = settings.primary.apiUrl ? new URL(settings.primary.apiUrl) : undefined;
-    // Without a key the client is never used (calls answer PROVIDER_NOT_CONFIGURED).
-    this.stripe = new Stripe(settings.primary.apiKey ?? 'sk_unset', {
+    const StripeClient = loadStripe();
+    this.client = new StripeClient(settings.primary.apiKey ?? 'sk_unset', {
       ...(target
         ? {
             host: target.hostname,
@@ -78,6 +93,7 @@ export class PrimaryProvider {
       maxNetworkRetries: settings.providerMaxRetries,
       telemetry: false,
     });
+    return this.client;
   }
 
   async charge(request: ChargeRequest): Promise<ChargeResult> {
@@ -149,12 +165,14 @@ function failureOf(error: unknown): ChargeResult {
     status: PaymentStatus.FAILED,
     failure: { code, message },
   });
-  if (error instanceof Stripe.errors.StripeCardError) {
+  // Only a call raises these, so the SDK is loaded by then.
+  const errors = loadStripe().errors;
+  if (error instanceof errors.StripeCardError) {
     const intent = (error.raw as { payment_intent?: { id?: string } }).payment_intent;
     const reason = error.decline_code ?? error.code;
     return failed('CARD_DECLINED', `The card was declined${reason ? ` (${reason})` : ''}`, intent?.id ?? null);
   }
-  if (error instanceof Stripe.errors.StripeConnectionError) {
+  if (error instanceof errors.StripeConnectionError) {
     if ((error.detail as { code?: string } | undefined)?.code === 'ETIMEDOUT') {
       // The provider may still have taken it: the same idempotency key finds out safely.
       return {
@@ -168,20 +186,20 @@ function failureOf(error: unknown): ChargeResult {
     }
     return failed('PROVIDER_UNAVAILABLE', 'The payment provider could not be reached; nothing was charged');
   }
-  if (error instanceof Stripe.errors.StripeIdempotencyError) {
+  if (error instanceof errors.StripeIdempotencyError) {
     return failed('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different payment');
   }
-  if (error instanceof Stripe.errors.StripeInvalidRequestError) {
+  if (error instanceof errors.StripeInvalidRequestError) {
     if (error.param === 'payment_method') return failed('INVALID_PAYMENT_METHOD', 'The payment method is unknown to the payment provider');
     return failed('PAYMENT_REFUSED', 'The payment provider refused the payment request');
   }
-  if (error instanceof Stripe.errors.StripeAuthenticationError || error instanceof Stripe.errors.StripePermissionError) {
+  if (error instanceof errors.StripeAuthenticationError || error instanceof errors.StripePermissionError) {
     return failed('PROVIDER_ERROR', 'The payment provider refused our credentials');
   }
-  if (error instanceof Stripe.errors.StripeRateLimitError) {
+  if (error instanceof errors.StripeRateLimitError) {
     return failed('PROVIDER_UNAVAILABLE', 'The payment provider is busy; nothing was charged. Try again shortly');
   }
-  if (error instanceof Stripe.errors.StripeAPIError) {
+  if (error instanceof errors.StripeAPIError) {
     // Stripe: a 5xx may or may not have been processed.
     return {
       providerPaymentId: null,
