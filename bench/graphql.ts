@@ -1,13 +1,12 @@
 // Type-graphql's decorators need the metadata polyfill before any resolver class is loaded.
 import 'reflect-metadata';
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
-import { runServerRole } from './servers';
+import { forkServer, runServerRole, type ServerProcess } from './servers';
 import {
   ADMIN_SECRET,
   ERROR_PAGE_QUERY,
@@ -19,8 +18,6 @@ import {
   signUserToken,
   TARGET_LABELS,
   TARGETS,
-  type ChildMessage,
-  type ParentMessage,
   type QueryName,
   type Target,
 } from './shared';
@@ -59,8 +56,6 @@ import { positiveInteger } from './settings';
 const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
 const RESULTS_FILE = path.join(RESULTS_DIR, 'graphql-latest.json');
-const SERVER_START_TIMEOUT_MS = 120_000;
-const SERVER_STOP_TIMEOUT_MS = 15_000;
 const RSS_SAMPLE_INTERVAL_MS = 500;
 const MIB = 1024 * 1024;
 
@@ -103,15 +98,6 @@ interface LoadResult {
   durationSeconds: number;
 }
 
-interface ServerProcess {
-  target: Target;
-  url: string;
-  startRssBytes: number;
-  /** User + system CPU time the server process has used so far, in microseconds, and its resident memory. */
-  usage(): Promise<{ micros: number; rssBytes: number }>;
-  stop(): Promise<void>;
-}
-
 
 function nameList<T extends string>(name: string, known: readonly T[], fallback: readonly T[]): T[] {
   const text = process.env[name];
@@ -140,62 +126,14 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
   const profileArgs = settings.profiled.includes(target)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS_DIR, 'profiles')}`, `--cpu-prof-name=${target}-${Date.now()}.cpuprofile`]
     : [];
-  // Server stdout (Plinth's pino logs, if BENCH_LOG_LEVEL lets any through) goes to a file, as it would in production.
-  const logFd = fs.openSync(path.join(RESULTS_DIR, `${target}.log`), 'w');
   const otherBuild = process.env.BENCH_OTHER_BUILD;
   if (target === OTHER_BUILD_TARGET && !otherBuild) throw new Error('plinth-other needs BENCH_OTHER_BUILD (a dist folder)');
   const [script, served] = target === OTHER_BUILD_TARGET ? [path.resolve(otherBuild!, 'bench', 'graphql.js'), 'plinth'] : [__filename, target];
-  const child = fork(script, ['serve', served], {
+  return forkServer(script, target, {
+    served,
     execArgv: profileArgs,
     env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl, BENCH_LOG_LEVEL: settings.logLevel },
-    stdio: ['ignore', logFd, 'inherit', 'ipc'],
-  });
-  fs.closeSync(logFd);
-
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${target} did not start within ${SERVER_START_TIMEOUT_MS} ms`)), SERVER_START_TIMEOUT_MS);
-    const onExit = (code: number | null) => fail(new Error(`${target} exited (code ${code}) before it was ready`));
-    const onMessage = (message: ChildMessage) => {
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      if (message.type === 'failed') return fail(new Error(`${target} failed to start:\n${message.error}`));
-      if (message.type !== 'ready') return fail(new Error(`${target} sent ${message.type} before it was ready`));
-      const usage = () => queryUsage(child);
-      void usage().then(({ rssBytes }) => resolve({ target, url: message.url, startRssBytes: rssBytes, usage, stop: () => stopChild(child) }));
-    };
-    function fail(error: Error) {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.kill('SIGKILL');
-      reject(error);
-    }
-    child.once('message', onMessage);
-    child.once('exit', onExit);
-  });
-}
-
-function queryUsage(child: ChildProcess): Promise<{ micros: number; rssBytes: number }> {
-  return new Promise((resolve) => {
-    const onMessage = (message: ChildMessage) => {
-      if (message.type !== 'cpu-usage') return;
-      child.off('message', onMessage);
-      resolve({ micros: message.micros, rssBytes: message.rssBytes });
-    };
-    child.on('message', onMessage);
-    child.send({ type: 'cpu-usage' } satisfies ParentMessage);
-  });
-}
-
-/** Asks the child to close its server (so a CPU profile gets written); kills it if it hangs. */
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), SERVER_STOP_TIMEOUT_MS);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.send({ type: 'stop' } satisfies ParentMessage);
+    logFile: path.join(RESULTS_DIR, `${target}.log`),
   });
 }
 

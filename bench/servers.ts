@@ -1,4 +1,6 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
@@ -24,6 +26,82 @@ import { ErrorsResolver } from '../src/modules/errortracking/errors.resolver';
 import { ErrorsService } from '../src/modules/errortracking/errors.service';
 import { ProjectsService } from '../src/modules/errortracking/projects.service';
 import { GRAPHQL_PATH, serverEnvironment, type ChildMessage, type ParentMessage, type Target } from './shared';
+
+const SERVER_START_TIMEOUT_MS = 120_000;
+const SERVER_STOP_TIMEOUT_MS = 15_000;
+
+/** A server running in a child process (a benchmark script with `serve <target>`), as the parent sees it. */
+export interface ServerProcess {
+  target: Target;
+  url: string;
+  /** Resident memory when the server reported ready. */
+  startRssBytes: number;
+  /** User + system CPU time the server process has used so far, in microseconds, and its resident memory. */
+  usage(): Promise<{ micros: number; rssBytes: number; heapBytes?: number }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks `script` as `serve <served>` (the script calls runServerRole; `served` is `target` unless
+ * another build's script serves it under its own name) and waits until the server listens. Its
+ * stdout (Plinth's pino logs, if the level lets any through) goes to `logFile`, as it would in
+ * production.
+ */
+export function forkServer(
+  script: string,
+  target: Target,
+  options: { served?: string; execArgv: string[]; env: NodeJS.ProcessEnv; logFile: string },
+): Promise<ServerProcess> {
+  const logFd = fs.openSync(options.logFile, 'w');
+  const child = fork(script, ['serve', options.served ?? target], { execArgv: options.execArgv, env: options.env, stdio: ['ignore', logFd, 'inherit', 'ipc'] });
+  fs.closeSync(logFd);
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${target} did not start within ${SERVER_START_TIMEOUT_MS} ms`)), SERVER_START_TIMEOUT_MS);
+    const onExit = (code: number | null) => fail(new Error(`${target} exited (code ${code}) before it was ready`));
+    const onMessage = (message: ChildMessage) => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      if (message.type === 'failed') return fail(new Error(`${target} failed to start:\n${message.error}`));
+      if (message.type !== 'ready') return fail(new Error(`${target} sent ${message.type} before it was ready`));
+      const usage = () => queryUsage(child);
+      void usage().then(({ rssBytes }) => resolve({ target, url: message.url, startRssBytes: rssBytes, usage, stop: () => stopChild(child) }));
+    };
+    function fail(error: Error) {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.kill('SIGKILL');
+      reject(error);
+    }
+    child.once('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+function queryUsage(child: ChildProcess): Promise<{ micros: number; rssBytes: number; heapBytes?: number }> {
+  return new Promise((resolve) => {
+    const onMessage = (message: ChildMessage) => {
+      if (message.type !== 'cpu-usage') return;
+      child.off('message', onMessage);
+      resolve({ micros: message.micros, rssBytes: message.rssBytes, heapBytes: message.heapBytes });
+    };
+    child.on('message', onMessage);
+    child.send({ type: 'cpu-usage' } satisfies ParentMessage);
+  });
+}
+
+/** Asks the child to close its server (so a CPU profile gets written); kills it if it hangs. */
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), SERVER_STOP_TIMEOUT_MS);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.send({ type: 'stop' } satisfies ParentMessage);
+  });
+}
 
 /** A started server: its GraphQL endpoint and how to stop it. */
 interface BenchServer {
@@ -64,7 +142,8 @@ export async function runServerRole(target: Target): Promise<void> {
   process.on('message', (message: ParentMessage) => {
     if (message.type === 'stop') return stop();
     const { user, system } = process.cpuUsage();
-    send({ type: 'cpu-usage', micros: user + system, rssBytes: process.memoryUsage.rss() });
+    const { rss, heapTotal } = process.memoryUsage();
+    send({ type: 'cpu-usage', micros: user + system, rssBytes: rss, heapBytes: heapTotal });
   });
   process.on('disconnect', stop);
   send({ type: 'ready', url: server.url });

@@ -63,6 +63,10 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE }),
     // GQL_GRAPHQL_COMPILED_EXECUTION=false npm run bench: Plinth without compiled execution, to see what it gains.
     ...(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ? { GQL_GRAPHQL_COMPILED_EXECUTION: process.env.GQL_GRAPHQL_COMPILED_EXECUTION } : {}),
+    // bench/subscriptions.ts runs Plinth with subscription multiplexing off, then on.
+    ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING
+      ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING }
+      : {}),
   };
 }
 
@@ -106,6 +110,8 @@ export interface CpuUsageMessage {
   type: 'cpu-usage';
   micros: number;
   rssBytes: number;
+  /** V8's heap (total, as allocated from the system), to tell it apart from native memory in the resident figure. */
+  heapBytes?: number;
 }
 
 export type ChildMessage = ReadyMessage | FailedMessage | CpuUsageMessage;

@@ -242,6 +242,8 @@ export function buildApiApp(
       ...sessionSettings,
       initTimeoutMs: graphql.wsInitTimeoutMs,
       maxPayload: graphql.bodyLimit,
+      multiplexing: graphql.subscriptionMultiplexing,
+      compiledExecution: graphql.compiledExecution,
     },
     bodyLimit: graphql.bodyLimit,
     uploadBodyLimit: config.files.uploadBodyLimit,

@@ -210,6 +210,8 @@ const environmentSchema = z.object({
   // Compiled execution: one graphql-jit function per document and operation, kept in a bounded cache.
   GQL_GRAPHQL_COMPILED_EXECUTION: boolean.default(true),
   GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: integer(1, 1_000_000).default(1000),
+  // Subscribers with the same document, variables and session share one execution per event.
+  GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: boolean.default(true),
 
   PLINTH_PUBLIC_URL: baseUrl.optional(),
   AUTH_SERVER_URL: baseUrl.optional(),
@@ -517,6 +519,8 @@ export interface Config {
     corsOrigins: string[] | '*';
     /** Queries and mutations run as graphql-jit compiled them (graphql-js for what it cannot compile). */
     compiledExecution: { enabled: boolean; cacheEntries: number };
+    /** graphql-ws subscribers that share document, variables and session share each event's execution and message. */
+    subscriptionMultiplexing: boolean;
   };
   /** PLINTH_PUBLIC_URL: where users reach this server; every link Plinth sends is under it or `auth.serverUrl`. */
   publicUrl: string;
@@ -955,6 +959,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       wsInitTimeoutMs: values.GQL_GRAPHQL_WS_INIT_TIMEOUT_MS,
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
       compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheEntries: values.GQL_GRAPHQL_COMPILED_CACHE_ENTRIES },
+      subscriptionMultiplexing: values.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING,
     },
     publicUrl,
     auth: {

@@ -115,7 +115,7 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
  */
 const HEAP_BYTES_PER_SOURCE_CHARACTER = 70;
 
-function documentHeapBytes(document: DocumentNode): number {
+export function documentHeapBytes(document: DocumentNode): number {
   return Math.max(1, (document.loc?.end ?? 0) * HEAP_BYTES_PER_SOURCE_CHARACTER);
 }
 

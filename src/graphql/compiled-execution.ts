@@ -48,8 +48,8 @@ interface CacheEntry {
 }
 
 /**
- * Runs queries and mutations as graphql-jit compiled them, once per query text and operation,
- * and anything graphql-jit cannot compile through graphql-js. Answers are the same as
+ * Runs queries and mutations, and subscriptions' events, as graphql-jit compiled them, once per
+ * query text and operation, and anything graphql-jit cannot compile through graphql-js. Answers are the same as
  * graphql-js's: variables are coerced by graphql-js first, so a bad variable gets graphql-js's
  * error, and a test runs every operation of the suite through both (test/graphql/compiled-execution.test.ts).
  */
@@ -68,26 +68,40 @@ export class OperationExecutor {
   }
 
   execute(request: ExecutionRequest): Promise<ExecutionResult> | ExecutionResult {
-    const compiled = this.compiled(request);
-    if (!compiled) return this.interpret(request);
+    if (request.operation?.operation === 'subscription') return this.interpret(request);
+    return this.run(request, this.compiled(request), undefined);
+  }
+
+  /**
+   * One event of a subscription: its document's selection executed over the event as root value,
+   * as graphql-js's subscribe maps each event (graphql-jit's own subscribe drops fields of an
+   * event, see docs/decisions.md).
+   */
+  executeEvent(request: ExecutionRequest, event: unknown): Promise<ExecutionResult> | ExecutionResult {
+    return this.run(request, this.compiled(request), event);
+  }
+
+  private run(request: ExecutionRequest, compiled: CompiledOperation | undefined, rootValue: unknown): Promise<ExecutionResult> | ExecutionResult {
+    if (!compiled) return this.interpret(request, rootValue);
     const variables = request.variables ?? {};
-    if (compiled.fieldVariables.some((name) => !Object.hasOwn(variables, name))) return this.interpret(request);
+    if (compiled.fieldVariables.some((name) => !Object.hasOwn(variables, name))) return this.interpret(request, rootValue);
     const definitions = request.operation!.variableDefinitions;
     if (definitions && definitions.length > 0) {
       const coerced = getVariableValues(request.schema, definitions, variables);
       if (coerced.errors) return { errors: coerced.errors };
     }
-    const result = compiled.query.query(undefined, request.contextValue, variables);
+    const result = compiled.query.query(rootValue, request.contextValue, variables);
     // graphql-jit coerces the variables again, without input fields' defaults (a left-out
     // `send_invitations: Boolean! = false` is refused): what graphql-js accepted, graphql-js runs.
-    if (!(result instanceof Promise) && result.errors && result.data === undefined) return this.interpret(request);
+    if (!(result instanceof Promise) && result.errors && result.data === undefined) return this.interpret(request, rootValue);
     return result instanceof Promise ? result.then(withGraphQLJsErrors) : withGraphQLJsErrors(result);
   }
 
-  private interpret(request: ExecutionRequest): Promise<ExecutionResult> | ExecutionResult {
+  private interpret(request: ExecutionRequest, rootValue?: unknown): Promise<ExecutionResult> | ExecutionResult {
     return execute({
       schema: request.schema,
       document: request.document,
+      rootValue,
       contextValue: request.contextValue,
       variableValues: request.variables,
       operationName: request.operationName,
@@ -98,7 +112,7 @@ export class OperationExecutor {
   private compiled(request: ExecutionRequest): CompiledOperation | undefined {
     // Without a resolved operation graphql-js reports why (no such name, several without one);
     // without the text there is no key that tells documents apart.
-    if (!this.cache || !request.operation || request.operation.operation === 'subscription' || !request.source) return undefined;
+    if (!this.cache || !request.operation || !request.source) return undefined;
     let entry = this.cache.get(request.source);
     if (!entry || entry.schema !== request.schema) {
       entry = { schema: request.schema, operations: new Map() };

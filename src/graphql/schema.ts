@@ -3,6 +3,7 @@ import { buildSchema, type ContainerType, type NonEmptyArray, type PubSub } from
 import { MODULES } from '../modules';
 import { authChecker } from './auth-checker';
 import { guardRootArgumentText } from './input-text';
+import { markSharedEventFields } from './subscription-groups';
 
 /** Every resolver class of the one schema, from the modules' declarations. */
 export function allResolvers(): NonEmptyArray<Function> {
@@ -24,6 +25,7 @@ export async function buildPlinthSchema(options: { container: ContainerType; pub
     emitSchemaFile: false,
   });
   guardRootArgumentText(schema);
+  markSharedEventFields(schema);
   return schema;
 }
 

@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { CloseCode } from 'graphql-ws';
-import { WebSocketServer } from 'ws';
+import { LRUCache } from 'lru-cache';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
 import type { RateLimits } from '../platform/rate-limits';
 import type { GraphQLContext } from './context';
+import { documentHeapBytes } from './apollo';
+import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { documentSizeError, type QueryLimits } from './limits';
+import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
 import { serveGraphQLWs } from './ws-server';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
@@ -16,6 +20,9 @@ export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 export interface SubscriptionSettings extends SessionSettings {
   initTimeoutMs: number;
   maxPayload: number;
+  /** Subscribers with the same document, variables and session share one execution per event (subscription-groups.ts). */
+  multiplexing: boolean;
+  compiledExecution: CompiledExecutionSettings;
 }
 
 /** What the context of every operation on a connection takes from the HTTP server. */
@@ -34,6 +41,21 @@ interface ConnectionState {
 
 /** Longest delay setTimeout accepts (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Heap bytes of valid documents kept per query text, so that subscribers sending the same text share one document. */
+const PREPARED_DOCUMENT_BYTES = 8 * 1024 * 1024;
+
+/** A query text parsed and validated against a schema. */
+interface PreparedDocument {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+}
+
+/** What a subscribe message adds to its execution arguments, for the group it joins. */
+interface Subscriber {
+  id: string;
+  source: string;
+  socket: WebSocket;
+}
 
 /**
  * graphql-ws (subprotocol graphql-transport-ws) on the HTTP server's port. The connection is
@@ -48,11 +70,18 @@ export function attachSubscriptions(
   limits: QueryLimits,
   logger: FastifyBaseLogger,
   connection: ConnectionContext,
-): { close(): Promise<void> } {
+): { close(): Promise<void>; groups(): SubscriptionGroupStats } {
   const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
   // An operation runs to its end on the schema current when it was subscribed.
   const currentSchema = typeof served === 'function' ? served : () => served;
   const states = new WeakMap<object, ConnectionState>();
+  const documents = new LRUCache<string, PreparedDocument>({
+    maxSize: PREPARED_DOCUMENT_BYTES,
+    sizeCalculation: (entry) => documentHeapBytes(entry.document),
+  });
+  const subscribers = new WeakMap<ExecutionArgs, Subscriber>();
+  const masked = (result: ExecutionResult, context: GraphQLContext) => maskedResult(result, context, logger);
+  const groups = settings.multiplexing ? new SubscriptionGroups(new OperationExecutor(settings.compiledExecution), masked) : undefined;
   const stateOf = (extra: object) => {
     let state = states.get(extra);
     if (!state) states.set(extra, (state = {}));
@@ -64,26 +93,39 @@ export function attachSubscriptions(
       schema: () => currentSchema(),
       connectionInitWaitTimeout: settings.initTimeoutMs,
       // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
-      onSubscribe: (_ctx, _id, payload) => {
+      onSubscribe: (ctx, id, payload) => {
         const schema = currentSchema();
-        const tooLarge = documentSizeError(payload.query, limits);
-        if (tooLarge) return [tooLarge];
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, limits.parseOptions);
-        } catch (error) {
-          return [withCode(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
+        const cached = documents.get(payload.query);
+        let document = cached?.schema === schema ? cached.document : undefined;
+        if (!document) {
+          const prepared = prepareDocument(payload.query, schema, limits);
+          if (!('kind' in prepared)) return [...prepared];
+          documents.set(payload.query, { schema, document: (document = prepared) });
         }
-        const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
-        if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
         if (!getOperationAST(document, payload.operationName ?? undefined)) {
           const name = payload.operationName ? `named "${payload.operationName}"` : 'to run (name one with operationName)';
           return [new GraphQLError(`The document has no single operation ${name}`, { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })];
         }
         const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined, schema);
         if (tooComplex) return [tooComplex];
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+        const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+        subscribers.set(args, { id, source: payload.query, socket: ctx.extra.socket });
+        return args;
       },
+      ...(groups && {
+        subscribe: (args: ExecutionArgs) => {
+          const subscriber = subscribers.get(args)!;
+          subscribers.delete(args);
+          return groups.subscribe({
+            ...subscriber,
+            schema: args.schema,
+            document: args.document,
+            operationName: args.operationName ?? undefined,
+            variables: args.variableValues ?? undefined,
+            context: args.contextValue as GraphQLContext,
+          });
+        },
+      }),
       onConnect: (ctx) => {
         const state = stateOf(ctx.extra);
         try {
@@ -105,33 +147,61 @@ export function attachSubscriptions(
       onClose: (ctx) => clearTimeout(stateOf(ctx.extra).expiryTimer),
       context: (ctx): GraphQLContext => {
         const state = stateOf(ctx.extra);
+        let operationLogger: FastifyBaseLogger | undefined;
         return {
           session: state.session!,
           requestId: state.requestId!,
-          logger: logger.child({ reqId: state.requestId, transport: 'ws' }),
-          clientIp: connection.clientIp(ctx.extra.request),
+          // Made when first used: most subscriptions never log, and each child logger costs memory.
+          get logger() {
+            return (operationLogger ??= logger.child({ reqId: state.requestId, transport: 'ws' }));
+          },
+          clientIp: ctx.extra.clientIp,
           rateLimits: connection.rateLimits,
           requestHeaders: state.headers,
         };
       },
-      onNext: (ctx, _id, _payload, _args, result) => {
-        // Unexpected resolver errors are logged, and masked for the client, as on HTTP.
+      onNext: (_ctx, _id, _payload, args, result) => {
         if (!result.errors) return;
-        return {
-          ...result,
-          errors: result.errors.map((error) => {
-            if (error.extensions?.code || error.originalError instanceof GraphQLError) return error;
-            logger.error({ err: error.originalError ?? error, reqId: stateOf(ctx.extra).requestId, path: error.path }, 'unexpected GraphQL error');
-            return new GraphQLError(INTERNAL_ERROR_MESSAGE, { path: error.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
-          }),
-        };
+        return masked(result, args.contextValue as GraphQLContext);
       },
     },
     wss,
     logger,
+    connection.clientIp,
   );
 
-  return { close: async () => disposable.dispose() };
+  return {
+    close: async () => disposable.dispose(),
+    groups: () => groups?.stats ?? { groups: 0, members: 0 },
+  };
+}
+
+/** Unexpected resolver errors are logged, and masked for the client, as on HTTP. */
+function maskedResult(result: ExecutionResult, context: GraphQLContext, logger: FastifyBaseLogger): ExecutionResult {
+  if (!result.errors) return result;
+  return {
+    ...result,
+    errors: result.errors.map((error) => {
+      if (error.extensions?.code || error.originalError instanceof GraphQLError) return error;
+      logger.error({ err: error.originalError ?? error, reqId: context.requestId, path: error.path }, 'unexpected GraphQL error');
+      return new GraphQLError(INTERNAL_ERROR_MESSAGE, { path: error.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    }),
+  };
+}
+
+/** Parses and validates with the limits HTTP applies and the codes HTTP gives. */
+function prepareDocument(query: string, schema: GraphQLSchema, limits: QueryLimits): DocumentNode | readonly GraphQLError[] {
+  const tooLarge = documentSizeError(query, limits);
+  if (tooLarge) return [tooLarge];
+  let document: DocumentNode;
+  try {
+    document = parse(query, limits.parseOptions);
+  } catch (error) {
+    return [withCode(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
+  }
+  const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
+  if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
+  return document;
 }
 
 function withCode(error: GraphQLError, code: string): GraphQLError {

@@ -357,5 +357,17 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     rateLimits,
   });
   app.addHook('preClose', async () => ws.close());
+  options.metrics.addGauge(
+    'plinth_graphql_subscription_groups',
+    'graphql-ws subscriptions sharing one execution per event: the groups, and the subscribers in them',
+    ['kind'],
+    async () => {
+      const { groups, members } = ws.groups();
+      return [
+        { labels: { kind: 'groups' }, value: groups },
+        { labels: { kind: 'members' }, value: members },
+      ];
+    },
+  );
   return app;
 }

@@ -7,7 +7,7 @@ import { authChecker } from '../../src/graphql/auth-checker';
 import { createQueryLimits } from '../../src/graphql/limits';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
 import { RateLimits } from '../../src/platform/rate-limits';
-import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY } from '../support/server';
+import { ADMIN_SECRET, CLAIMS_NAMESPACE, compiledExecutionEnabled, JWT_KEY } from '../support/server';
 import { rawSocket } from '../support/ws';
 
 @ObjectType()
@@ -65,6 +65,8 @@ beforeAll(async () => {
       unauthorizedRole: 'anonymous',
       initTimeoutMs: 3000,
       maxPayload: 1024 * 1024,
+      multiplexing: true,
+      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
     },
     createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 }),
     pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),

@@ -1,0 +1,292 @@
+import {
+  createSourceEventStream,
+  getOperationAST,
+  Kind,
+  subscribe,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { getMetadataStorage } from 'type-graphql';
+import type { WebSocket } from 'ws';
+import type { OperationExecutor } from './compiled-execution';
+import type { GraphQLContext } from './context';
+
+/**
+ * Field extension of the subscription fields whose events may be shared: type-graphql fields
+ * declared with `topics`, whose source is the PubSub topic (events from the moment of
+ * subscribing, kept by the filter or not) and nothing of the subscriber but its arguments and
+ * context. A field with its own `subscribe` (an asynchronous action's, which first sends the
+ * current state) is not marked: a subscriber joining later would miss what it sent first.
+ */
+export const SHARED_EVENTS_EXTENSION = 'plinthSharedEvents';
+
+/** Marks the subscription fields of `schema` that type-graphql declared with topics (see SHARED_EVENTS_EXTENSION). */
+export function markSharedEventFields(schema: GraphQLSchema): void {
+  const fields = schema.getSubscriptionType()?.getFields() ?? {};
+  for (const declared of getMetadataStorage().subscriptions) {
+    const field = fields[declared.schemaName];
+    if (!field || declared.topics === undefined || declared.subscribe) continue;
+    (field as { extensions: Record<string, unknown> }).extensions = { ...field.extensions, [SHARED_EVENTS_EXTENSION]: true };
+  }
+}
+
+/** One subscribe message, parsed and validated, with the context of its connection. */
+export interface GroupedSubscription {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  /** The query text (part of the group's key). */
+  source: string;
+  operationName: string | undefined;
+  variables: Record<string, unknown> | undefined;
+  context: GraphQLContext;
+  /** The subscriber's id on its connection, and the socket its messages go to. */
+  id: string;
+  socket: WebSocket;
+}
+
+/** Groups sharing a source stream now, and the subscribers in them. */
+export interface SubscriptionGroupStats {
+  groups: number;
+  members: number;
+}
+
+/** What an event's result becomes before it is sent: unexpected errors logged and masked. */
+export type ResultMasker = (result: ExecutionResult, context: GraphQLContext) => ExecutionResult;
+
+/**
+ * A member's socket with more than this many bytes not yet written misses events until it
+ * catches up, rather than the server holding every event for it (the PubSub's sliding buffer
+ * did the same per subscriber).
+ */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+const CLOSING_BRACE = Buffer.from('}');
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * Subscription multiplexing (as Hasura does it): subscribers that send the same document,
+ * operation and variables with the same session share one source stream and one execution per
+ * event, serialised once; each member gets those bytes behind its own message id. Fields not
+ * marked with SHARED_EVENTS_EXTENSION run per subscriber through graphql-js's subscribe.
+ */
+export class SubscriptionGroups {
+  /** By key: the group, or the result that refused it, while its stream opens. */
+  private readonly groups = new Map<string, Promise<Group | ExecutionResult>>();
+  private readonly open = new Set<Group>();
+  private readonly schemaIds = new WeakMap<GraphQLSchema, number>();
+  private nextSchemaId = 0;
+
+  constructor(
+    private readonly executor: OperationExecutor,
+    private readonly mask: ResultMasker,
+  ) {}
+
+  /** Groups alive now and their members (for tests and the benchmark). */
+  get stats(): SubscriptionGroupStats {
+    let groups = 0;
+    let members = 0;
+    for (const group of this.open) {
+      groups++;
+      members += group.members.size;
+    }
+    return { groups, members };
+  }
+
+  /** graphql-ws's `subscribe`: an iterator graphql-ws holds until the subscriber leaves, or a result it sends once. */
+  async subscribe(request: GroupedSubscription): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+    const operation = getOperationAST(request.document, request.operationName);
+    if (!operation || !sharesEvents(request.schema, operation)) {
+      return subscribe({
+        schema: request.schema,
+        document: request.document,
+        operationName: request.operationName,
+        variableValues: request.variables,
+        contextValue: request.context,
+      });
+    }
+    const key = this.keyOf(request);
+    for (;;) {
+      let opening = this.groups.get(key);
+      if (!opening) {
+        opening = this.openGroup(key, request, operation);
+        this.groups.set(key, opening);
+      }
+      const group = await opening;
+      if (!(group instanceof Group)) return group;
+      // A group whose stream ended a moment ago takes no one: open another.
+      if (group.accepting) return group.join(request.socket, request.id);
+    }
+  }
+
+  /**
+   * What an event's result depends on: the schema, the document and operation, the variables
+   * and every value of the session but its expiry (which only closes the connection).
+   */
+  private keyOf(request: GroupedSubscription): string {
+    let schemaId = this.schemaIds.get(request.schema);
+    if (schemaId === undefined) this.schemaIds.set(request.schema, (schemaId = this.nextSchemaId++));
+    const { expiresAt: _expiresAt, ...session } = request.context.session;
+    return JSON.stringify([schemaId, request.operationName ?? null, request.variables ?? null, session, request.source]);
+  }
+
+  private async openGroup(key: string, request: GroupedSubscription, operation: OperationDefinitionNode): Promise<Group | ExecutionResult> {
+    try {
+      const stream = await createSourceEventStream({
+        schema: request.schema,
+        document: request.document,
+        operationName: request.operationName,
+        variableValues: request.variables,
+        contextValue: request.context,
+      });
+      if (!isAsyncIterable(stream)) {
+        this.groups.delete(key);
+        return stream;
+      }
+      const group = new Group(stream[Symbol.asyncIterator](), (event) =>
+        this.executor.executeEvent(
+          {
+            schema: request.schema,
+            document: request.document,
+            source: request.source,
+            operation,
+            operationName: request.operationName,
+            variables: request.variables,
+            contextValue: request.context,
+          },
+          event,
+        ),
+        (result) => this.mask(result, request.context),
+        () => {
+          this.groups.delete(key);
+          this.open.delete(group);
+        },
+      );
+      this.open.add(group);
+      void group.run();
+      return group;
+    } catch (error) {
+      this.groups.delete(key);
+      throw error;
+    }
+  }
+}
+
+function sharesEvents(schema: GraphQLSchema, operation: OperationDefinitionNode): boolean {
+  if (operation.operation !== 'subscription') return false;
+  const [selection] = operation.selectionSet.selections;
+  if (operation.selectionSet.selections.length !== 1 || selection.kind !== Kind.FIELD) return false;
+  return schema.getSubscriptionType()?.getFields()[selection.name.value]?.extensions?.[SHARED_EVENTS_EXTENSION] === true;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
+}
+
+/** The subscribers sharing one source stream; it closes when the last one leaves or the stream ends. */
+class Group {
+  readonly members = new Set<Member>();
+  /** False once the stream ended or the last member left. */
+  accepting = true;
+
+  constructor(
+    private readonly stream: AsyncIterator<unknown>,
+    private readonly execute: (event: unknown) => Promise<ExecutionResult> | ExecutionResult,
+    private readonly mask: (result: ExecutionResult) => ExecutionResult,
+    private readonly closed: () => void,
+  ) {}
+
+  join(socket: WebSocket, id: string): Member {
+    const member = new Member(socket, Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`), this);
+    this.members.add(member);
+    return member;
+  }
+
+  leave(member: Member): void {
+    this.members.delete(member);
+    if (this.members.size > 0 || !this.accepting) return;
+    this.close();
+    // Ends the stream's wait for the next event (and with it the PubSub subscription).
+    void this.stream.return?.();
+  }
+
+  async run(): Promise<void> {
+    let failure: { error: unknown } | undefined;
+    try {
+      for (;;) {
+        const next = await this.stream.next();
+        if (next.done || !this.accepting) break;
+        const result = this.mask(await this.execute(next.value));
+        // graphql-ws's `next` message, its payload serialised once for every member.
+        const payload = Buffer.from(JSON.stringify(result));
+        for (const member of this.members) member.send(payload);
+      }
+    } catch (error) {
+      failure = { error };
+    }
+    if (this.accepting) this.close();
+    for (const member of this.members) member.end(failure);
+    this.members.clear();
+  }
+
+  private close(): void {
+    this.accepting = false;
+    this.closed();
+  }
+}
+
+/**
+ * One subscriber, as graphql-ws holds it: an async generator that yields nothing (the group
+ * writes to the socket) and finishes when the subscriber leaves or the group's stream ends.
+ */
+class Member implements AsyncGenerator<ExecutionResult, undefined> {
+  private waiting?: { resolve(result: IteratorReturnResult<undefined>): void; reject(error: unknown): void };
+  private ended?: { error?: unknown };
+
+  constructor(
+    private readonly socket: WebSocket,
+    /** `{"id":…,"type":"next","payload":` as bytes: all the state a member keeps. */
+    private readonly prefix: Buffer,
+    private readonly group: Group,
+  ) {}
+
+  send(payload: Buffer): void {
+    const socket = this.socket;
+    if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
+    socket.send(Buffer.concat([this.prefix, payload, CLOSING_BRACE]), { binary: false });
+  }
+
+  /** The group is done: its stream ended (or failed with `failure.error`). */
+  end(failure?: { error: unknown }): void {
+    if (this.ended) return;
+    this.ended = failure ?? {};
+    if (failure) this.waiting?.reject(failure.error);
+    else this.waiting?.resolve(DONE);
+    this.waiting = undefined;
+  }
+
+  next(): Promise<IteratorResult<ExecutionResult, undefined>> {
+    if (this.ended) return 'error' in this.ended ? Promise.reject(this.ended.error) : Promise.resolve(DONE);
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  return(): Promise<IteratorReturnResult<undefined>> {
+    this.group.leave(this);
+    this.end();
+    return Promise.resolve(DONE);
+  }
+
+  throw(error: unknown): Promise<IteratorResult<ExecutionResult, undefined>> {
+    this.group.leave(this);
+    this.end();
+    return Promise.reject(error);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return();
+  }
+}
