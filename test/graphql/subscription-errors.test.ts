@@ -1,14 +1,9 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { GraphQLError } from 'graphql';
 import pino from 'pino';
 import { buildSchema, Field, Int, ObjectType, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { authChecker } from '../../src/graphql/auth-checker';
-import { createQueryLimits } from '../../src/graphql/limits';
-import { attachSubscriptions } from '../../src/graphql/subscriptions';
-import { RateLimits } from '../../src/platform/rate-limits';
-import { ADMIN_SECRET, CLAIMS_NAMESPACE, compiledExecutionEnabled, JWT_KEY } from '../support/server';
-import { rawSocket } from '../support/ws';
+import { rawSocket, startSubscriptionServer } from '../support/ws';
 
 @ObjectType()
 class Tick {
@@ -55,28 +50,10 @@ beforeAll(async () => {
   // type-graphql requires a PubSub for a schema with subscriptions; these bring their own streams.
   const pubSub = { publish: () => undefined, subscribe: () => once(undefined) };
   const schema = await buildSchema({ resolvers: [TickResolver], validate: false, authChecker, pubSub });
-  server = http.createServer();
-  subscriptions = attachSubscriptions(
-    server,
-    schema,
-    {
-      adminSecret: ADMIN_SECRET,
-      jwtSecret: { type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE, claims_format: 'json', allowed_skew: 0 },
-      unauthorizedRole: 'anonymous',
-      initTimeoutMs: 3000,
-      maxPayload: 1024 * 1024,
-      multiplexing: true,
-      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
-    },
-    createQueryLimits(schema, { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 }),
-    pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
-    {
-      clientIp: (request) => request.socket.remoteAddress ?? '',
-      rateLimits: new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' })),
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/graphql/subscriptions`;
+  ({ server, subscriptions, url } = await startSubscriptionServer(schema, {
+    limits: { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 },
+    logger: pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
+  }));
 });
 afterAll(async () => {
   await subscriptions.close();

@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parse } from 'graphql';
 import pino from 'pino';
 import { Arg, Authorized, buildSchema, Ctx, Field, ObjectType, Query, Resolver, Root, Subscription } from 'type-graphql';
@@ -7,14 +6,12 @@ import type { DataSource } from 'typeorm';
 import { createDataSource, runMigrations } from '../../src/db/data-source';
 import { authChecker } from '../../src/graphql/auth-checker';
 import type { GraphQLContext } from '../../src/graphql/context';
-import { createQueryLimits } from '../../src/graphql/limits';
 import { PostgresPubSub } from '../../src/graphql/pubsub';
 import { markSharedEventFields } from '../../src/graphql/subscription-groups';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
-import { RateLimits } from '../../src/platform/rate-limits';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { ADMIN_SECRET, CLAIMS_NAMESPACE, compiledExecutionEnabled, JWT_KEY } from '../support/server';
-import { subscribe, subscriptionClient, type Subscription as ClientSubscription } from '../support/ws';
+import { ADMIN_SECRET } from '../support/server';
+import { startSubscriptionServer, subscribe, subscriptionClient, type Subscription as ClientSubscription } from '../support/ws';
 
 /** What is published on a channel: a text for one user, or for everyone ('*'). */
 interface Published {
@@ -66,28 +63,10 @@ const servers: { server: http.Server; subscriptions: ReturnType<typeof attachSub
 async function startServer(multiplexing: boolean) {
   const schema = await buildSchema({ resolvers: [NoticeResolver], validate: false, authChecker, pubSub });
   markSharedEventFields(schema);
-  const server = http.createServer();
-  const subscriptions = attachSubscriptions(
-    server,
-    schema,
-    {
-      adminSecret: ADMIN_SECRET,
-      jwtSecret: { type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE, claims_format: 'json', allowed_skew: 0 },
-      unauthorizedRole: 'anonymous',
-      initTimeoutMs: 3000,
-      maxPayload: 1024 * 1024,
-      multiplexing,
-      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
-    },
-    createQueryLimits(schema, { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 }),
-    pino({ level: 'silent' }),
-    {
-      clientIp: (request) => request.socket.remoteAddress ?? '',
-      rateLimits: new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' })),
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const started = { server, subscriptions, url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/graphql/subscriptions` };
+  const started = await startSubscriptionServer(schema, {
+    multiplexing,
+    limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 },
+  });
   servers.push(started);
   return started;
 }

@@ -1,7 +1,43 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { print, type ExecutionResult } from 'graphql';
+import { print, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { createClient, type Client } from 'graphql-ws';
+import pino, { type Logger } from 'pino';
 import WebSocket from 'ws';
+import { createQueryLimits, type QueryLimitSettings } from '../../src/graphql/limits';
+import { attachSubscriptions } from '../../src/graphql/subscriptions';
+import { RateLimits } from '../../src/platform/rate-limits';
+import { ADMIN_SECRET, CLAIMS_NAMESPACE, compiledExecutionEnabled, JWT_KEY } from './server';
+
+/** A graphql-ws server alone (no Plinth around it) on `schema`, listening on a random loopback port. */
+export async function startSubscriptionServer(
+  schema: GraphQLSchema,
+  options: { limits: QueryLimitSettings; multiplexing?: boolean; logger?: Logger },
+): Promise<{ server: http.Server; subscriptions: ReturnType<typeof attachSubscriptions>; url: string }> {
+  const server = http.createServer();
+  const subscriptions = attachSubscriptions(
+    server,
+    schema,
+    {
+      adminSecret: ADMIN_SECRET,
+      jwtSecret: { type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE, claims_format: 'json', allowed_skew: 0 },
+      unauthorizedRole: 'anonymous',
+      initTimeoutMs: 3000,
+      maxPayload: 1024 * 1024,
+      multiplexing: options.multiplexing ?? true,
+      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
+    },
+    createQueryLimits(schema, options.limits),
+    options.logger ?? pino({ level: 'silent' }),
+    {
+      clientIp: (request) => request.socket.remoteAddress ?? '',
+      rateLimits: new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' } }, pino({ level: 'silent' })),
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, subscriptions, url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/graphql/subscriptions` };
+}
 
 /** A graphql-ws client (graphql-transport-ws) that does not retry, so failures show. */
 export function subscriptionClient(url: string, connectionParams: Record<string, unknown> = {}): Client {
