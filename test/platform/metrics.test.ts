@@ -13,7 +13,8 @@ beforeAll(async () => {
   database = await createTestDatabase();
 });
 afterAll(async () => {
-  for (const server of servers) await server.close();
+  // Together: one after the other, four servers' shutdowns came to over a minute under CI's load.
+  await Promise.all(servers.map((server) => server.close()));
   await database.drop();
 });
 
