@@ -93,7 +93,8 @@ describe('the newsletter admin API', () => {
 
   it('sends a series mail by hand to an active subscriber, and shows it among the subscriber\'s mails', async () => {
     const sent = await graphql(server.graphqlUrl, SendNewsletterSeriesMailDocument, { email: 'Active1@example.com', template: 'W3-case-study' }, admin);
-    expect(sent.body.data!.sendNewsletterSeriesMail).toEqual({ template: 'W3-case-study', status: 'scheduled' });
+    // The answer reads the mail after the commit: a fast worker may already be sending it.
+    expect(sent.body.data!.sendNewsletterSeriesMail).toEqual({ template: 'W3-case-study', status: expect.stringMatching(/^(scheduled|sending|sent)$/) });
     const mail = await mailTo(receiver, 'active1@example.com', /How a small team/);
     expect(mail.parsed.text).toContain('Hi One');
 
