@@ -10,6 +10,7 @@ import { loadConfig } from '../src/config';
 import { createLogger, startServer } from '../src/main';
 import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';
+import { AUTH_LIMITS_LIFTED } from './shared';
 
 /**
  * The auth service under load, the server in a child process (this file, role `server`), the
@@ -112,10 +113,7 @@ async function runServer(): Promise<void> {
     PLINTH_PROCESS_ROLES: 'api',
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
     AUTH_GRAVATAR_ENABLED: 'false',
-    AUTH_RATE_LIMIT_GLOBAL_BURST: '1000000',
-    AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: '1000000',
-    AUTH_RATE_LIMIT_SIGNUPS_BURST: '1000000',
-    AUTH_RATE_LIMIT_EMAIL_BURST: '1000000',
+    ...AUTH_LIMITS_LIFTED,
   });
   const server = await startServer(config, createLogger(config));
   const hash = await hashPassword(PASSWORD);

@@ -4,6 +4,7 @@ import { loadConfig } from '../src/config';
 import { createLogger, startServer } from '../src/main';
 import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';
+import { AUTH_LIMITS_LIFTED } from './shared';
 
 /**
  * Sign-in with TOTP per second (POST /auth/signin/email-password answering a ticket, then POST
@@ -34,11 +35,7 @@ async function main(): Promise<void> {
     AUTH_GRAVATAR_ENABLED: 'false',
     AUTH_MFA_TOTP_ENABLED: 'true',
     AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    AUTH_RATE_LIMIT_GLOBAL_BURST: '1000000',
-    AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: '1000000',
-    AUTH_RATE_LIMIT_SIGNUPS_BURST: '1000000',
-    AUTH_RATE_LIMIT_MFA_BURST: '1000000',
-    AUTH_RATE_LIMIT_EMAIL_BURST: '1000000',
+    ...AUTH_LIMITS_LIFTED,
   });
   const server = await startServer(config, createLogger(config));
   const post = async <T>(path: string, body: unknown, token?: string): Promise<T> => {

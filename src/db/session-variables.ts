@@ -76,7 +76,8 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
     // Savepoints (nested transactions) share the outer transaction's setting.
     if ((queryRunner as unknown as { transactionDepth: number }).transactionDepth !== 1) return;
     const wanted = currentSessionLevel();
-    if (wanted !== (connectionOf(queryRunner)?.[SESSION_LEVEL] ?? '')) {
+    const client = connectionOf(queryRunner);
+    if (!client || !holdsSessionLevel(client, wanted)) {
       await queryRunner.query('SELECT set_config($1, $2, true)', [SESSION_VARIABLES_SETTING, wanted]);
     }
   }
@@ -97,10 +98,10 @@ export class SessionVariablesSubscriber implements EntitySubscriberInterface {
 export async function prepareConnectionFor(client: TrackedClient, sql: string): Promise<void> {
   if (!WRITE.test(sql)) return;
   const wanted = currentSessionLevel();
-  if (wanted === (client[SESSION_LEVEL] ?? '')) return;
+  if (holdsSessionLevel(client, wanted)) return;
   // On the client itself: through a query runner, this statement would come back to the subscriber.
   await client.query('SELECT set_config($1, $2, false)', [SESSION_VARIABLES_SETTING, wanted]);
-  client[SESSION_LEVEL] = wanted;
+  heldSessionLevel(client, wanted);
 }
 
 /** The value `plinth.session_variables` should hold for the work running now ('' outside a request). */

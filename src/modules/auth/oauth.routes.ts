@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OAUTH_PROVIDER_NAMES, type OAuthProviderName } from '../../config/oauth-providers';
 import { requires } from '../../http/security-schemes';
 import { answer, bearerUser, type AuthRoute } from './auth.routes';
@@ -45,6 +46,13 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
     oauth_verifier: text(512),
     denied: text(512),
   };
+  // The provider comes back with the fields in the query, or in a form body (Apple's
+  // response_mode=form_post): one route each, the same answer.
+  const callback = (fields: 'query' | 'body') => (request: FastifyRequest, reply: FastifyReply) =>
+    answer(reply, async () => {
+      const { provider } = request.params as { provider: OAuthProviderName };
+      return reply.redirect(await oauth.callback(provider, request[fields] as ProviderCallback, request.ip), 302);
+    });
   route({
     method: 'POST',
     url: '/signin/provider/:provider/callback',
@@ -58,11 +66,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', properties: callbackFields },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { provider } = request.params as { provider: OAuthProviderName };
-        return reply.redirect(await oauth.callback(provider, request.body as ProviderCallback, request.ip), 302);
-      }),
+    handler: callback('body'),
   });
 
   route({
@@ -78,11 +82,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       querystring: { type: 'object', properties: callbackFields },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { provider } = request.params as { provider: OAuthProviderName };
-        return reply.redirect(await oauth.callback(provider, request.query as ProviderCallback, request.ip), 302);
-      }),
+    handler: callback('query'),
   });
 
   route({
