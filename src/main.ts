@@ -22,6 +22,7 @@ import { createOutboundHttp } from './platform/outbound-http';
 import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
 import { RequestOutcomes } from './platform/request-outcomes';
+import { settlesWithin } from './platform/settles-within';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -31,9 +32,15 @@ export interface RunningServer {
   dataSource: DataSource;
   jobs: JobQueue;
   logger: Logger;
-  /** Drains requests and subscriptions, then releases the database (and stops the embedded one). */
+  /**
+   * Drains requests and subscriptions, then releases the database (and stops the embedded one).
+   * Bounded by PLINTH_SHUTDOWN_TIMEOUT_MS: a step still running then is logged by name and left.
+   */
   close(): Promise<void>;
 }
+
+/** Time each shutdown step gets even after the whole shutdown's time has run out. */
+const MIN_SHUTDOWN_STEP_MS = 1_000;
 
 /**
  * The process logger. No secret may reach a log line: request lines carry the path without its
@@ -93,21 +100,28 @@ export async function startServer(
   const config = withDevelopmentSecrets(baseConfig, (text) => process.stderr.write(`${text}\n`));
   const serveApi = config.processRoles.includes('api');
   const runWorkers = config.processRoles.includes('worker');
-  const cleanup: (() => Promise<unknown>)[] = [];
+  const cleanup: { step: string; run: () => Promise<unknown> }[] = [];
   const shutdown = new AbortController();
   const close = async () => {
     shutdown.abort();
-    for (const step of cleanup.splice(0).reverse()) {
-      await step().catch((error: unknown) => logger.error({ err: error }, 'error during shutdown'));
+    const deadline = Date.now() + config.shutdownTimeoutMs;
+    for (const { step, run } of cleanup.splice(0).reverse()) {
+      // A step that hangs is named and left behind: the pool and the embedded database after it
+      // are still released (each later step gets at least a second).
+      const finished = await settlesWithin(run(), Math.max(deadline - Date.now(), MIN_SHUTDOWN_STEP_MS)).catch((error: unknown) => {
+        logger.error({ err: error, step }, 'error during shutdown');
+        return true;
+      });
+      if (!finished) logger.error({ step, timeoutMs: config.shutdownTimeoutMs }, 'shutdown step did not finish in time (PLINTH_SHUTDOWN_TIMEOUT_MS); going on');
     }
   };
 
   try {
     const endpoint = await openDatabaseEndpoint(config, logger);
-    cleanup.push(() => endpoint.stop());
+    cleanup.push({ step: 'database endpoint', run: () => endpoint.stop() });
     const dataSource = createDataSource(endpoint.url, config.database.poolSize);
     await dataSource.initialize();
-    cleanup.push(() => dataSource.destroy());
+    cleanup.push({ step: 'database pool', run: () => dataSource.destroy() });
     const applied = await runMigrations(dataSource);
     if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
 
@@ -118,7 +132,7 @@ export async function startServer(
       shutdown: shutdown.signal,
     });
     await pubSub.start();
-    cleanup.push(() => pubSub.close());
+    cleanup.push({ step: 'pubsub', run: () => pubSub.close() });
 
     const jobs = new JobQueue({
       dataSource,
@@ -130,9 +144,9 @@ export async function startServer(
     });
     // The clients workers use close after the workers stop (cleanup runs in reverse).
     const http = createOutboundHttp(config.outboundHttp);
-    cleanup.push(() => http.close());
+    cleanup.push({ step: 'outbound http', run: () => http.close() });
     const mail = createMailer({ config, logger, jobs, http });
-    cleanup.push(async () => mail.close());
+    cleanup.push({ step: 'mailer', run: async () => mail.close() });
     const metrics = new Metrics();
     metrics.addGauge('plinth_jobs', 'Jobs kept in the queue tables, by queue and state', ['queue', 'state'], async () =>
       (await jobs.countsByQueueAndState()).map(({ queue, state, count }) => ({ labels: { queue, state }, value: count })),
@@ -145,7 +159,7 @@ export async function startServer(
     );
     requestOutcomes.start();
     // Written once more after the HTTP server has stopped (cleanup runs in reverse).
-    cleanup.push(() => requestOutcomes.close());
+    cleanup.push({ step: 'request outcomes', run: () => requestOutcomes.close() });
     const platform: Platform = {
       config,
       dataSource,
@@ -174,11 +188,11 @@ export async function startServer(
       await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
     });
     // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
-    cleanup.push(() => jobs.stop());
+    cleanup.push({ step: 'jobs', run: () => jobs.stop() });
     if (runWorkers) {
       await jobs.work();
       for (const module of modules) {
-        if (module.work) cleanup.push(await module.work(services.get(module)));
+        if (module.work) cleanup.push({ step: `${module.name} workers`, run: await module.work(services.get(module)) });
       }
     }
 
@@ -186,7 +200,7 @@ export async function startServer(
     const app = serveApi
       ? await buildApiApp(platform, modules, services)
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
-    cleanup.push(() => app.close());
+    cleanup.push({ step: 'http server', run: () => app.close() });
     await app.listen({ host: config.host, port: config.port });
 
     const port = (app.server.address() as AddressInfo).port;

@@ -37,6 +37,9 @@ function port(value: string): string {
   return value;
 }
 
+/** How long after PLINTH_SHUTDOWN_TIMEOUT_MS the process exits anyway: time for the steps after a hung one (at least a second each). */
+const SHUTDOWN_BACKSTOP_MARGIN_MS = 5_000;
+
 const program = new Command()
   .name('plinth')
   .description('Plinth: a GraphQL-first backend server (actions, auth, events, error tracking on one schema)')
@@ -61,10 +64,11 @@ program
       }
       stopping = true;
       logger.info({ signal }, 'shutting down');
+      // A backstop: close() bounds its steps by the same setting and names one that hangs.
       setTimeout(() => {
         logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out (PLINTH_SHUTDOWN_TIMEOUT_MS)');
         process.exit(1);
-      }, config.shutdownTimeoutMs).unref();
+      }, config.shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS).unref();
       Promise.all([server.close(), services?.stop()]).then(() => process.exit(0));
     };
     process.on('SIGINT', stop);

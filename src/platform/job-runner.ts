@@ -1,6 +1,7 @@
 import type PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
 import type { JobContext, JobDefinition, QueueSettings } from './jobs';
+import { settlesWithin } from './settles-within';
 
 export interface RunnerOptions {
   boss: PgBoss;
@@ -63,13 +64,7 @@ export class QueueRunner {
     this.stopped = true;
     clearTimeout(this.pollTimer);
     await this.fetching;
-    let timer: NodeJS.Timeout | undefined;
-    const finished = await Promise.race([
-      Promise.all([...this.running.values()].map((job) => job.done)).then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
-    ]);
-    clearTimeout(timer);
-    if (finished) return;
+    if (await settlesWithin(Promise.all([...this.running.values()].map((job) => job.done)), graceMs)) return;
     const left = [...this.running].filter(([, job]) => !job.settled);
     for (const [, job] of left) {
       job.settled = true;

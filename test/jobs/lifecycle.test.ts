@@ -1,6 +1,7 @@
 import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { createRunsTable, eventually, jobRow, RECORDER_QUEUE, recorderModule, runsOf } from '../support/job-recorder';
+import type { AnyModule } from '../../src/platform/module';
 import { startTestServer, type TestServer } from '../support/server';
 
 let database: TestDatabase;
@@ -99,5 +100,25 @@ describe('shutdown', () => {
     await start({ PLINTH_PROCESS_ROLES: 'worker' });
     await eventually(async () => (await jobRow(database, long)).state === 'completed', 15_000, 'the released job completing');
     expect((await runsOf(database, long)).map((run) => run.attempt)).toEqual([0, 0]);
+  });
+
+  it('names a step that hangs, leaves it behind at PLINTH_SHUTDOWN_TIMEOUT_MS and still releases the database', async () => {
+    const lines: string[] = [];
+    const hanging: AnyModule = { name: 'test-hanging', create: () => ({}), work: async () => () => new Promise<void>(() => undefined) };
+    const server = await startTestServer(
+      { PLINTH_PROCESS_ROLES: 'worker', LOG_LEVEL: 'info', JOBS_SHUTDOWN_GRACE_SECONDS: '0', PLINTH_SHUTDOWN_TIMEOUT_MS: '1500' },
+      { database, logTo: { write: (line) => void lines.push(line) }, modules: [hanging] },
+    );
+
+    const closing = Date.now();
+    await server.close();
+    const took = Date.now() - closing;
+    expect(took).toBeGreaterThanOrEqual(1400);
+    expect(took).toBeLessThan(8000);
+    expect(server.server.dataSource.isInitialized).toBe(false);
+    const logged = lines.map((line) => JSON.parse(line) as { level: number; msg: string; step?: string });
+    expect(logged.filter((line) => line.level >= 50).map(({ msg, step }) => ({ msg, step }))).toEqual([
+      { msg: 'shutdown step did not finish in time (PLINTH_SHUTDOWN_TIMEOUT_MS); going on', step: 'test-hanging workers' },
+    ]);
   });
 });
