@@ -62,7 +62,7 @@ async function serve(role: string): Promise<void> {
     if (role === 'plinth') {
       const server = await startServer(loadConfig(environment(databaseUrl)));
       url = server.url;
-      close = server.close;
+      close = async () => void (await server.close());
     } else {
       ({ url, close } = await startBaseline(databaseUrl));
     }

@@ -176,7 +176,7 @@ async function startPlinth(logLevel: string): Promise<BenchServer> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
   if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the plinth server');
   const running = await startServer(loadConfig(serverEnvironment(logLevel, databaseUrl)));
-  return { url: `${running.url}${GRAPHQL_PATH}`, close: running.close };
+  return { url: `${running.url}${GRAPHQL_PATH}`, close: async () => void (await running.close()) };
 }
 
 /**

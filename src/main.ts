@@ -34,9 +34,10 @@ export interface RunningServer {
   logger: Logger;
   /**
    * Drains requests and subscriptions, then releases the database (and stops the embedded one).
-   * Bounded by PLINTH_SHUTDOWN_TIMEOUT_MS: a step still running then is logged by name and left.
+   * Bounded by PLINTH_SHUTDOWN_TIMEOUT_MS: a step still running then is logged by name and left;
+   * resolves with the names of the steps left so (none when all finished).
    */
-  close(): Promise<void>;
+  close(): Promise<string[]>;
 }
 
 /** Time each shutdown step gets even after the whole shutdown's time has run out. */
@@ -104,6 +105,7 @@ export async function startServer(
   const shutdown = new AbortController();
   const close = async () => {
     shutdown.abort();
+    const unfinished: string[] = [];
     const deadline = Date.now() + config.shutdownTimeoutMs;
     for (const { step, run } of cleanup.splice(0).reverse()) {
       // A step that hangs is named and left behind: the pool and the embedded database after it
@@ -112,8 +114,11 @@ export async function startServer(
         logger.error({ err: error, step }, 'error during shutdown');
         return true;
       });
-      if (!finished) logger.error({ step, timeoutMs: config.shutdownTimeoutMs }, 'shutdown step did not finish in time (PLINTH_SHUTDOWN_TIMEOUT_MS); going on');
+      if (finished) continue;
+      unfinished.push(step);
+      logger.error({ step, timeoutMs: config.shutdownTimeoutMs }, 'shutdown step did not finish in time (PLINTH_SHUTDOWN_TIMEOUT_MS); going on');
     }
+    return unfinished;
   };
 
   try {

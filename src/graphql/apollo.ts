@@ -13,7 +13,8 @@ import { isDatabaseUnavailable } from '../db/unavailable';
 import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../http/errors';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
-import { APPLICATION_JSON, chooseGraphQLMediaType } from './media-type';
+import { APPLICATION_JSON, chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
+import { EXECUTED_OUTCOME, type LaneContext } from './accepted-queries';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { ServedSchema } from './served-schema';
 import { runWithSessionVariables } from '../db/session-variables';
@@ -33,9 +34,10 @@ export function createApolloServer(
   limits: QueryLimits,
   logger: Logger,
   extraPlugins: ApolloServerPlugin<GraphQLContext>[] = [],
+  executor = new OperationExecutor(settings.compiledExecution),
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
-    gateway: servingGateway(schema, new OperationExecutor(settings.compiledExecution)),
+    gateway: servingGateway(schema, executor),
     introspection: settings.introspection,
     // Credentials are headers only (bearer token, admin secret), never cookies, so a cross-site
     // "simple" request can act only as the unauthorised role; GET queries must work for explorers.
@@ -86,6 +88,8 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
     },
     load: async () => ({
       executor: (request) => {
+        const executed = (request.context as LaneContext)[EXECUTED_OUTCOME];
+        if (executed) return 'thrown' in executed ? Promise.reject(executed.thrown) : Promise.resolve(executed.result);
         const execute = () =>
           Promise.resolve(
             executor.execute({
@@ -228,8 +232,7 @@ function graphqlOverHttpStatus(): ApolloServerPlugin<GraphQLContext> {
       const mediaType = chooseGraphQLMediaType(request.http?.headers.get('accept'));
       if (mediaType === null) return; // Apollo answers 406
       response.http.headers.set('content-type', mediaType);
-      // Answers depend on the caller's credentials: no shared cache may keep them.
-      response.http.headers.set('cache-control', 'no-store');
+      response.http.headers.set('cache-control', GRAPHQL_CACHE_CONTROL);
       if (mediaType !== APPLICATION_JSON || response.http.status !== 400 || response.body.kind !== 'single') return;
       const errors = response.body.singleResult.errors ?? [];
       if (errors.length > 0 && errors.every((error) => GRAPHQL_REQUEST_ERROR_CODES.has(String(error.extensions?.code)))) {

@@ -41,10 +41,24 @@ interface CompiledOperation {
   fieldVariables: string[];
 }
 
-/** Per query text: the schema it was compiled against and, per operation name, its compiled form (null: graphql-js runs it). */
+/** An operation this executor has run: Apollo had parsed, validated and resolved it. */
+interface RunOperation {
+  operation: OperationDefinitionNode;
+  /** Null: graphql-js runs it. */
+  compiled: CompiledOperation | null;
+}
+
+/** Per query text: the schema it was compiled against, its document and, per operation name, what ran. */
 interface CacheEntry {
   schema: GraphQLSchema;
-  operations: Map<string, CompiledOperation | null>;
+  document: DocumentNode;
+  operations: Map<string, RunOperation>;
+}
+
+/** A query Apollo accepted before, as the accepted-query lane runs it again (src/graphql/accepted-queries.ts). */
+export interface AcceptedOperation {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
 }
 
 /**
@@ -63,8 +77,20 @@ export class OperationExecutor {
   /** Compiled operations kept now (for tests and metrics). */
   get compiledOperations(): number {
     let count = 0;
-    for (const entry of this.cache?.values() ?? []) for (const compiled of entry.operations.values()) if (compiled) count++;
+    for (const entry of this.cache?.values() ?? []) for (const { compiled } of entry.operations.values()) if (compiled) count++;
     return count;
+  }
+
+  /**
+   * The document and operation of `source` under `operationName` (null or undefined: its only
+   * operation) when this executor has run it against `schema`, so Apollo accepted it then.
+   */
+  accepted(source: string, operationName: string | null | undefined, schema: GraphQLSchema): AcceptedOperation | undefined {
+    // An empty name names no operation (Apollo refuses it), unlike a name left out.
+    const entry = operationName === '' ? undefined : this.cache?.get(source);
+    if (!entry || entry.schema !== schema) return undefined;
+    const run = entry.operations.get(operationName ?? '');
+    return run && { document: entry.document, operation: run.operation };
   }
 
   execute(request: ExecutionRequest): Promise<ExecutionResult> | ExecutionResult {
@@ -115,16 +141,17 @@ export class OperationExecutor {
     if (!this.cache || !request.operation || !request.source) return undefined;
     let entry = this.cache.get(request.source);
     if (!entry || entry.schema !== request.schema) {
-      entry = { schema: request.schema, operations: new Map() };
+      entry = { schema: request.schema, document: request.document, operations: new Map() };
       this.cache.set(request.source, entry);
     }
+    // Apollo found no operation for an empty name; the name is never '' here.
     const key = request.operationName ?? '';
-    let compiled = entry.operations.get(key);
-    if (compiled === undefined) {
-      compiled = compile(request);
-      entry.operations.set(key, compiled);
+    let run = entry.operations.get(key);
+    if (run === undefined) {
+      run = { operation: request.operation, compiled: compile(request) };
+      entry.operations.set(key, run);
     }
-    return compiled ?? undefined;
+    return run.compiled ?? undefined;
   }
 }
 

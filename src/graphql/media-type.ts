@@ -2,6 +2,8 @@ import Negotiator from 'negotiator';
 
 export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
 export const APPLICATION_JSON = 'application/json; charset=utf-8';
+/** Answers depend on the caller's credentials: no shared cache may keep them. */
+export const GRAPHQL_CACHE_CONTROL = 'no-store';
 
 const chosenByAccept = new Map<string, string | null>();
 

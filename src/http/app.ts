@@ -9,7 +9,9 @@ import type { DataSource } from 'typeorm';
 import { OPENAPI_PATH } from '../apidocs/openapi';
 import { graphiqlResponder, installApiReference, type ApiReferenceOptions } from '../apidocs/routes';
 import type { TrustProxy } from '../config';
+import { AcceptedQueryLane, type LaneContext } from '../graphql/accepted-queries';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
+import { OperationExecutor } from '../graphql/compiled-execution';
 import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
@@ -244,9 +246,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   registerHealthRoutes(app, options.dataSource);
 
   const limits = createQueryLimits(options.schema.base, options.limits);
-  const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [
-    graphqlMetricsPlugin(options.metrics),
-  ]);
+  const executor = new OperationExecutor(options.apollo.compiledExecution);
+  const apollo = createApolloServer(options.schema, options.apollo, limits, logger, [graphqlMetricsPlugin(options.metrics)], executor);
+  // Only with compiled execution: off, every request takes the reference path (Apollo, graphql-js).
+  const acceptedQueries = options.apollo.compiledExecution.enabled ? new AcceptedQueryLane(executor, options.schema, limits, options.metrics) : undefined;
   await apollo.start();
   // app.close() stops accepting and waits for in-flight requests; Apollo stops after them.
   app.addHook('onClose', async () => apollo.stop());
@@ -262,19 +265,26 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
     const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
     if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
+    let context: LaneContext | undefined;
+    const contextOnce = () =>
+      (context ??= {
+        session: session ?? resolveSession(request.headers, sessionSettings),
+        requestId: request.id,
+        logger: request.log,
+        clientIp: request.ip,
+        rateLimits,
+        idempotencyKey: request.headers['idempotency-key'],
+        requestHeaders: request.headers,
+      });
+    if (acceptedQueries && request.method === 'POST') {
+      const answer = await acceptedQueries.answer(request.body, request.headers.accept, contextOnce);
+      if (answer) return reply.headers(answer.headers).send(answer.body);
+    }
     const response = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: toGraphQLRequest(request),
       context: async (): Promise<GraphQLContext> => {
         try {
-          return {
-            session: session ?? resolveSession(request.headers, sessionSettings),
-            requestId: request.id,
-            logger: request.log,
-            clientIp: request.ip,
-            rateLimits,
-            idempotencyKey: request.headers['idempotency-key'],
-            requestHeaders: request.headers,
-          };
+          return contextOnce();
         } catch (error) {
           if (!(error instanceof SessionError)) throw error;
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });

@@ -26,6 +26,7 @@ export class Metrics {
   private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   private readonly graphqlOperations: Counter<'operation_name' | 'operation_type'>;
   private readonly graphqlErrors: Counter<'operation_name' | 'code'>;
+  private readonly acceptedQueries: Counter;
   private readonly operationNames = new Set<string>();
 
   constructor() {
@@ -47,6 +48,11 @@ export class Metrics {
       name: 'plinth_graphql_errors_total',
       help: 'GraphQL errors answered, by operation name and error code',
       labelNames: ['operation_name', 'code'],
+      registers: [this.registry],
+    });
+    this.acceptedQueries = new Counter({
+      name: 'plinth_graphql_accepted_query_lane_total',
+      help: 'GraphQL queries answered without Apollo\'s request pipeline, as queries it had accepted before (also counted in plinth_graphql_operations_total)',
       registers: [this.registry],
     });
   }
@@ -79,6 +85,11 @@ export class Metrics {
     const name = this.boundedName(operationName);
     this.graphqlOperations.inc({ operation_name: name, operation_type: operationType });
     for (const code of errorCodes) this.graphqlErrors.inc({ operation_name: name, code });
+  }
+
+  /** Counts a query the accepted-query lane answered (src/graphql/accepted-queries.ts), besides observeGraphQL. */
+  observeAcceptedQuery(): void {
+    this.acceptedQueries.inc();
   }
 
   private boundedName(name: string): string {

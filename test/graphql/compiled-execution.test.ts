@@ -14,6 +14,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { OperationExecutor } from '../../src/graphql/compiled-execution';
+import { parsePrometheus, sampleValue as metricValue } from '../support/prometheus';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 
@@ -21,7 +22,8 @@ import { bearer, signToken } from '../support/tokens';
  * Same answers from both executors (issue 16, point 6): every operation of test/operations/ goes
  * over HTTP to a server with compiled execution (graphql-jit) and to one without (graphql-js), on
  * the same database, and the status codes, content types and bodies must be equal byte for byte,
- * errors included.
+ * errors included. The compiled server gets each query twice: the first time Apollo's pipeline
+ * answers it, the second the accepted-query lane (src/graphql/accepted-queries.ts).
  */
 
 let compiled: TestServer;
@@ -89,7 +91,7 @@ async function answer(server: TestServer, body: unknown, headers: Record<string,
     headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
     body: JSON.stringify(body),
   });
-  return `${response.status} ${response.headers.get('content-type')}\n${await response.text()}`;
+  return `${response.status} ${response.headers.get('content-type')} ${response.headers.get('cache-control')}\n${await response.text()}`;
 }
 
 /** Random identifiers (UUIDs, 16 or more hex digits) a creation returns, blanked. */
@@ -119,7 +121,9 @@ describe.each(CALLERS)('as %s', (_caller, headers) => {
           const interpretedAnswer = withoutGeneratedIds(await answer(interpreted, body, headers()));
           expect(withoutGeneratedIds(await answer(compiled, body, headers()))).toBe(interpretedAnswer);
         } else {
-          expect(await answer(compiled, body, headers())).toBe(await answer(interpreted, body, headers()));
+          const reference = await answer(interpreted, body, headers());
+          expect(await answer(compiled, body, headers())).toBe(reference);
+          expect(await answer(compiled, body, headers())).toBe(reference);
         }
       }
     },
@@ -139,7 +143,9 @@ describe('queries the executors may answer differently', () => {
   ])('%s', async (_name, request) => {
     const body = typeof request === 'string' ? { query: request } : request;
     for (const [, headers] of CALLERS) {
-      expect(await answer(compiled, body, headers())).toBe(await answer(interpreted, body, headers()));
+      const reference = await answer(interpreted, body, headers());
+      expect(await answer(compiled, body, headers())).toBe(reference);
+      expect(await answer(compiled, body, headers())).toBe(reference);
     }
   });
 });
@@ -219,5 +225,61 @@ describe('defaults of variables, arguments and input fields', () => {
     expect(interpretedResult.errors).toBeUndefined();
     expect(JSON.parse((interpretedResult.data as { echo: string }).echo)).toEqual(received);
     expect(JSON.stringify(await run(true, source, variables))).toBe(JSON.stringify(interpretedResult));
+  });
+});
+
+describe('the accepted-query lane', () => {
+  const laneCount = async () =>
+    metricValue(parsePrometheus(await (await fetch(`${compiled.url}/metrics`)).text()), 'plinth_graphql_accepted_query_lane_total') ?? 0;
+  const admin = { 'x-gql-admin-secret': ADMIN_SECRET };
+  /** How many of `requests` to the compiled server the lane answered, each answer equal to the interpreted server's. */
+  const answeredByLane = async (requests: { body: unknown; headers?: Record<string, string> }[]) => {
+    const before = await laneCount();
+    for (const { body, headers = admin } of requests) expect(await answer(compiled, body, headers)).toBe(await answer(interpreted, body, headers));
+    return (await laneCount()) - before;
+  };
+
+  it('answers a query Apollo accepted before, not the first sight of one', async () => {
+    const body = { query: '{ session { role } accepted: session { user_id } }' };
+    expect(await answeredByLane([{ body }])).toBe(0);
+    expect(await answeredByLane([{ body }, { body: { ...body, variables: null, operationName: null } }])).toBe(2);
+  });
+
+  it('leaves to Apollo what it cannot answer as Apollo would, with the same answers', async () => {
+    const query = 'query Jobs($first: Int) { jobs(first: $first) { id } } query Role { session { role } }';
+    await answeredByLane([{ body: { query, operationName: 'Jobs', variables: { first: 1 } } }, { body: { query, operationName: 'Role' } }]);
+    expect(
+      await answeredByLane([
+        // An empty name names no operation; a name left out among several is refused.
+        { body: { query, operationName: '' } },
+        { body: { query } },
+        // Extensions (persisted queries) and variables that are no object.
+        { body: { query, operationName: 'Role', extensions: { persistedQuery: { version: 2 } } } },
+        { body: { query, operationName: 'Role', variables: 'first=1' } },
+        // A client that accepts no GraphQL media type, and a token that does not verify.
+        { body: { query, operationName: 'Role' }, headers: { accept: 'text/csv' } },
+        { body: { query, operationName: 'Role' }, headers: { authorization: 'Bearer not.a.token' } },
+        // Over the complexity limit with these variables, and variables that do not coerce.
+        { body: { query, operationName: 'Jobs', variables: { first: 1_000_000 } } },
+        { body: { query, operationName: 'Jobs', variables: { first: 'many' } } },
+        // A mutation, even accepted before.
+        { body: { query: 'mutation { revokeErrorToken(id: "00000000-0000-4000-8000-000000000000") }' } },
+        { body: { query: 'mutation { revokeErrorToken(id: "00000000-0000-4000-8000-000000000000") }' } },
+      ]),
+    ).toBe(0);
+    // Still answered by the lane after all of those.
+    expect(await answeredByLane([{ body: { query, operationName: 'Role' } }])).toBe(1);
+  });
+
+  it('runs an accepted query once when it answers with errors, and Apollo formats them', async () => {
+    // errorProjects is refused to a user; the lane runs it, Apollo writes the answer.
+    const body = { query: '{ session { role } errorProjects { id } }' };
+    const user = bearer(signToken({ userId: '11111111-1111-4111-8111-111111111111' }));
+    await answeredByLane([{ body, headers: user }]);
+    expect(await answeredByLane([{ body, headers: user }])).toBe(0);
+    const errors = (await (await fetch(compiled.graphqlUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...user }, body: JSON.stringify(body) })).json()) as {
+      errors: { extensions: { code: string } }[];
+    };
+    expect(errors.errors.map((error) => error.extensions.code)).toEqual(['FORBIDDEN']);
   });
 });

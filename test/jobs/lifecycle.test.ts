@@ -111,7 +111,7 @@ describe('shutdown', () => {
     );
 
     const closing = Date.now();
-    await server.close();
+    expect(await server.server.close()).toEqual(['test-hanging workers']);
     const took = Date.now() - closing;
     expect(took).toBeGreaterThanOrEqual(1400);
     expect(took).toBeLessThan(8000);

@@ -63,8 +63,10 @@ export async function startTestServer(
     server,
     database: db,
     async close() {
-      await server.close();
+      const unfinished = await server.close();
       if (!database) await db.drop();
+      // A step that hangs is a bug to see, not a delay to live with (PLINTH_SHUTDOWN_TIMEOUT_MS bounds it).
+      if (unfinished.length > 0) throw new Error(`shutdown steps did not finish in time: ${unfinished.join(', ')}`);
     },
   };
 }
