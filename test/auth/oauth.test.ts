@@ -85,6 +85,8 @@ function twitter(request: http.IncomingMessage, response: http.ServerResponse, u
 function handleProvider(request: http.IncomingMessage, response: http.ServerResponse, body: string, url: URL): void {
   const [, service] = url.pathname.split('/');
   if (service.startsWith('twitter')) return twitter(request, response, url);
+  // Twilio's Messages API, for the SMS codes of sign-ins with a second factor.
+  if (service === 'twilio') return json(response, 201, { sid: 'SM1', status: 'accepted' });
   const client = CLIENTS[service as keyof typeof CLIENTS];
   if (url.pathname.endsWith('/authorize')) {
     const connectionMissing = service === 'workos' && url.searchParams.get('connection') !== 'conn_01ACME';
@@ -139,6 +141,18 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
   json(response, 404, { message: 'Not Found' });
 }
 
+/** GitHub's settings, on the local provider. */
+function githubSettings(): Record<string, string> {
+  return {
+    AUTH_PROVIDER_GITHUB_ENABLED: 'true',
+    AUTH_PROVIDER_GITHUB_CLIENT_ID: CLIENTS.github.id,
+    AUTH_PROVIDER_GITHUB_CLIENT_SECRET: CLIENTS.github.secret,
+    AUTH_PROVIDER_GITHUB_AUTH_URL: `${providerUrl}/github/login/oauth/authorize`,
+    AUTH_PROVIDER_GITHUB_TOKEN_URL: `${providerUrl}/github/login/oauth/token`,
+    AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/github-api`,
+  };
+}
+
 beforeAll(async () => {
   await idp.start();
   providerUrl = idp.url;
@@ -147,12 +161,7 @@ beforeAll(async () => {
     AUTH_SERVER_URL: AUTH_URL,
     AUTH_CLIENT_URL: CLIENT_URL,
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
-    AUTH_PROVIDER_GITHUB_ENABLED: 'true',
-    AUTH_PROVIDER_GITHUB_CLIENT_ID: CLIENTS.github.id,
-    AUTH_PROVIDER_GITHUB_CLIENT_SECRET: CLIENTS.github.secret,
-    AUTH_PROVIDER_GITHUB_AUTH_URL: `${providerUrl}/github/login/oauth/authorize`,
-    AUTH_PROVIDER_GITHUB_TOKEN_URL: `${providerUrl}/github/login/oauth/token`,
-    AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/github-api`,
+    ...githubSettings(),
     AUTH_PROVIDER_GOOGLE_ENABLED: 'true',
     AUTH_PROVIDER_GOOGLE_CLIENT_ID: CLIENTS.google.id,
     AUTH_PROVIDER_GOOGLE_CLIENT_SECRET: CLIENTS.google.secret,
@@ -468,5 +477,45 @@ describe('plinth auth provider enable', () => {
     expect(missing.stderr).toContain('AUTH_PROVIDER_GOOGLE_CLIENT_SECRET is required when AUTH_PROVIDER_GOOGLE_ENABLED=true');
     expect(missing.stderr).not.toMatch(/\n\s+at \S+/);
     expect(fs.existsSync(file())).toBe(false);
+  });
+});
+
+describe('a provider sign-in whose SMS code may not be sent', () => {
+  let smsServer: TestServer;
+  const smsBrowser = new ProviderBrowser(() => smsServer.url, AUTH_URL);
+  beforeAll(async () => {
+    // One SMS per client address: the second sign-in's code is over the limit.
+    smsServer = await startTestServer(
+      {
+        ...GENEROUS_AUTH_LIMITS,
+        ...githubSettings(),
+        AUTH_SERVER_URL: AUTH_URL,
+        AUTH_CLIENT_URL: CLIENT_URL,
+        AUTH_MFA_SMS_ENABLED: 'true',
+        AUTH_SMS_PROVIDER: 'twilio',
+        AUTH_SMS_GATEWAY_ACCOUNT_SID: 'AC0123456789abcdef0123456789abcdef',
+        AUTH_SMS_GATEWAY_AUTH_TOKEN: 'twilio-auth-token',
+        AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID: 'MG0123456789abcdef0123456789abcdef',
+        AUTH_SMS_GATEWAY_API_URL: `${providerUrl}/twilio`,
+        AUTH_RATE_LIMIT_SMS_ADDRESS_BURST: '1',
+      },
+      { database: server.database },
+    );
+  });
+  afterAll(() => smsServer.close());
+
+  it('sends the browser back to the app with error=too-many-requests, and neither a ticket nor a session', async () => {
+    const person = consent();
+    const session = await smsBrowser.session(expectSession((await smsBrowser.dance('github', REDIRECT_TO)).final));
+    await server.database.query("UPDATE users SET active_mfa_type = 'sms', phone_number = '+14155550100' WHERE id = $1", [session.user.id]);
+    idp.consent(person);
+    expect((await smsBrowser.dance('github', REDIRECT_TO)).final.searchParams.get('mfaTicket')).toMatch(/^mfaSms:/);
+
+    idp.consent(person);
+    const limited = (await smsBrowser.dance('github', REDIRECT_TO)).final;
+    expect(`${limited.origin}${limited.pathname}`).toBe(new URL(REDIRECT_TO).origin + new URL(REDIRECT_TO).pathname);
+    expect(limited.searchParams.get('error')).toBe('too-many-requests');
+    expect(limited.searchParams.get('mfaTicket')).toBeNull();
+    expect(limited.searchParams.get('refreshToken')).toBeNull();
   });
 });

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../../config';
 import type { OAuthProviderName, OAuthProviderSettings } from '../../config/oauth-providers';
 import type { OutboundHttp } from '../../platform/outbound-http';
+import { RateLimitExceeded } from '../../platform/rate-limits';
 import type { AuthAccounts } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
@@ -130,8 +131,10 @@ export class OAuthSignIn {
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE });
     } catch (error) {
       if (error instanceof ProviderFailure || error instanceof AuthError) {
-        return withQuery(redirectTo, { error: error instanceof AuthError ? error.code : error.code, errorDescription: error.message });
+        return withQuery(redirectTo, { error: error.code, errorDescription: error.message });
       }
+      // The browser is on its way back to the app: a limit (the SMS code's sends) is told there too.
+      if (error instanceof RateLimitExceeded) return withQuery(redirectTo, { error: 'too-many-requests', errorDescription: error.message });
       throw error;
     }
   }
