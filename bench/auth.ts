@@ -368,22 +368,29 @@ async function main(): Promise<void> {
       for (const email of warmUpEmails) await post('/auth/signup/email-password', { email, password: PASSWORD });
       await warmUpSignIn(databaseUrl, warmUpEmails, signInWarmup, signIn);
       const signInOnce = (loop: number) => signIn(emails[loop]);
+      type Pair = { signIn: Costed; argon2: Costed };
       const alternate = async (concurrency: number) => {
-        const pairs: { signIn: Costed; argon2: Costed }[] = [];
+        const pairs: Pair[] = [];
         for (let round = 0; round < rounds; round += 1) pairs.push({ signIn: await costed(concurrency, signInOnce), argon2: await argon2In(concurrency) });
         // The round of the median throughput ratio, so that its lines and its ratio agree.
-        const ratio = (pair: (typeof pairs)[number]) => pair.argon2.perSecond / pair.signIn.perSecond;
+        const ratio = (pair: Pair) => pair.argon2.perSecond / pair.signIn.perSecond;
         const middle = median(pairs.map(ratio));
         const chosen = pairs.find((pair) => ratio(pair) === middle)!;
-        return { ...chosen, all: pairs.map((pair) => `${((ratio(pair) - 1) * 100).toFixed(1)}%`).join(', ') };
+        return { ...chosen, pairs, all: pairs.map((pair) => `${((ratio(pair) - 1) * 100).toFixed(1)}%`).join(', ') };
       };
-      const beyondByCpu = (pair: { signIn: Costed; argon2: Costed }) =>
+      /** Every round's figure, the chosen round's among them. */
+      const eachRound = (pairs: Pair[], percent: (pair: Pair) => number | null) =>
+        `(rounds: ${pairs.map((pair) => percent(pair)?.toFixed(1) ?? '-').join('%, ')}%)`;
+      const percentByCpu = (pair: Pair) => (cpuOf(pair.signIn) / pair.argon2.serverMs - 1) * 100;
+      const percentInPlace = ({ signIn }: Pair) =>
+        signIn.threadPoolMs === null ? null : ((cpuOf(signIn) - signIn.threadPoolMs) / signIn.threadPoolMs) * 100;
+      const beyondByCpu = (pair: Pair & { pairs: Pair[] }) =>
         `by server + PostgreSQL CPU: ${cpuOf(pair.signIn).toFixed(2)} ms a sign-in, ${pair.argon2.serverMs.toFixed(2)} ms its hash, ` +
-        `${((cpuOf(pair.signIn) / pair.argon2.serverMs - 1) * 100).toFixed(1)}% beyond the hash`;
+        `${percentByCpu(pair).toFixed(1)}% beyond the hash ${eachRound(pair.pairs, percentByCpu)}`;
       // The hash as it runs inside sign-in (the thread pool does nothing else there), against the
       // rest of the server's and PostgreSQL's work for the request: the hash alone, back to back,
       // costs less than the same hash between requests (its memory and caches are warm).
-      const beyondInPlace = ({ signIn, argon2 }: { signIn: Costed; argon2: Costed }) => {
+      const beyondInPlace = ({ signIn, argon2, pairs }: Pair & { pairs: Pair[] }) => {
         if (signIn.threadPoolMs === null || argon2.threadPoolMs === null) return '(thread pool not told apart: no in-place figure)';
         const around = cpuOf(signIn) - signIn.threadPoolMs;
         const beyondPool = signIn.serverMs - signIn.threadPoolMs;
@@ -392,7 +399,7 @@ async function main(): Promise<void> {
         return (
           `in place: the hash ${signIn.threadPoolMs.toFixed(2)} ms on the thread pool within sign-in (alone: ${argon2.threadPoolMs.toFixed(2)} ms), ` +
           `the rest of the request ${around.toFixed(2)} ms (server ${beyondPool.toFixed(2)}${threads} + PostgreSQL ${(signIn.postgresMs ?? 0).toFixed(2)}): ` +
-          `${((around / signIn.threadPoolMs) * 100).toFixed(1)}% beyond the hash`
+          `${percentInPlace({ signIn, argon2 })!.toFixed(1)}% beyond the hash ${eachRound(pairs, percentInPlace)}`
         );
       };
       const parallel = await alternate(signInConcurrency);
