@@ -12,6 +12,7 @@ import { getMetadataStorage } from 'type-graphql';
 import type { WebSocket } from 'ws';
 import type { OperationExecutor } from './compiled-execution';
 import type { GraphQLContext } from './context';
+import { sendText } from './ws-frames';
 
 /**
  * Field extension of the subscription fields whose events may be shared: type-graphql fields
@@ -67,8 +68,9 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 /**
  * Subscription multiplexing (as Hasura does it): subscribers that send the same document,
  * operation and variables with the same session share one source stream and one execution per
- * event, serialised once; each member gets those bytes behind its own message id. Fields not
- * marked with SHARED_EVENTS_EXTENSION run per subscriber through graphql-js's subscribe.
+ * event, serialised once; each member gets those bytes behind its own message id, framed and
+ * written to its socket in one write (sendText). Fields not marked with SHARED_EVENTS_EXTENSION
+ * run per subscriber through graphql-js's subscribe.
  */
 export class SubscriptionGroups {
   /** By key: the group, or the result that refused it, while its stream opens. */
@@ -253,7 +255,7 @@ class Member implements AsyncGenerator<ExecutionResult, undefined> {
   send(payload: Buffer): void {
     const socket = this.socket;
     if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
-    socket.send(Buffer.concat([this.prefix, payload, CLOSING_BRACE]), { binary: false });
+    sendText(socket, [this.prefix, payload, CLOSING_BRACE]);
   }
 
   /** The group is done: its stream ended (or failed with `failure.error`). */
