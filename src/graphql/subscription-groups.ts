@@ -242,7 +242,8 @@ class Group {
  * writes to the socket) and finishes when the subscriber leaves or the group's stream ends.
  */
 class Member implements AsyncGenerator<ExecutionResult, undefined> {
-  private waiting?: { resolve(result: IteratorReturnResult<undefined>): void; reject(error: unknown): void };
+  /** Settles graphql-ws's wait for the next result (a rejected promise rejects it): one function kept, not a pair. */
+  private waiting?: (result: IteratorReturnResult<undefined> | Promise<never>) => void;
   private ended?: { error?: unknown };
 
   constructor(
@@ -262,14 +263,13 @@ class Member implements AsyncGenerator<ExecutionResult, undefined> {
   end(failure?: { error: unknown }): void {
     if (this.ended) return;
     this.ended = failure ?? {};
-    if (failure) this.waiting?.reject(failure.error);
-    else this.waiting?.resolve(DONE);
+    this.waiting?.(failure ? Promise.reject(failure.error) : DONE);
     this.waiting = undefined;
   }
 
   next(): Promise<IteratorResult<ExecutionResult, undefined>> {
     if (this.ended) return 'error' in this.ended ? Promise.reject(this.ended.error) : Promise.resolve(DONE);
-    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+    return new Promise((resolve) => (this.waiting = resolve));
   }
 
   return(): Promise<IteratorReturnResult<undefined>> {
