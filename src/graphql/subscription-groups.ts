@@ -12,6 +12,7 @@ import { getMetadataStorage } from 'type-graphql';
 import type { WebSocket } from 'ws';
 import type { OperationExecutor } from './compiled-execution';
 import type { GraphQLContext } from './context';
+import { sendText } from './ws-frames';
 
 /**
  * Field extension of the subscription fields whose events may be shared: type-graphql fields
@@ -67,8 +68,9 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 /**
  * Subscription multiplexing (as Hasura does it): subscribers that send the same document,
  * operation and variables with the same session share one source stream and one execution per
- * event, serialised once; each member gets those bytes behind its own message id. Fields not
- * marked with SHARED_EVENTS_EXTENSION run per subscriber through graphql-js's subscribe.
+ * event, serialised once; each member gets those bytes behind its own message id, framed and
+ * written to its socket in one write (sendText). Fields not marked with SHARED_EVENTS_EXTENSION
+ * run per subscriber through graphql-js's subscribe.
  */
 export class SubscriptionGroups {
   /** By key: the group, or the result that refused it, while its stream opens. */
@@ -240,7 +242,8 @@ class Group {
  * writes to the socket) and finishes when the subscriber leaves or the group's stream ends.
  */
 class Member implements AsyncGenerator<ExecutionResult, undefined> {
-  private waiting?: { resolve(result: IteratorReturnResult<undefined>): void; reject(error: unknown): void };
+  /** Settles graphql-ws's wait for the next result (a rejected promise rejects it): one function kept, not a pair. */
+  private waiting?: (result: IteratorReturnResult<undefined> | Promise<never>) => void;
   private ended?: { error?: unknown };
 
   constructor(
@@ -253,21 +256,20 @@ class Member implements AsyncGenerator<ExecutionResult, undefined> {
   send(payload: Buffer): void {
     const socket = this.socket;
     if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
-    socket.send(Buffer.concat([this.prefix, payload, CLOSING_BRACE]), { binary: false });
+    sendText(socket, [this.prefix, payload, CLOSING_BRACE]);
   }
 
   /** The group is done: its stream ended (or failed with `failure.error`). */
   end(failure?: { error: unknown }): void {
     if (this.ended) return;
     this.ended = failure ?? {};
-    if (failure) this.waiting?.reject(failure.error);
-    else this.waiting?.resolve(DONE);
+    this.waiting?.(failure ? Promise.reject(failure.error) : DONE);
     this.waiting = undefined;
   }
 
   next(): Promise<IteratorResult<ExecutionResult, undefined>> {
     if (this.ended) return 'error' in this.ended ? Promise.reject(this.ended.error) : Promise.resolve(DONE);
-    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+    return new Promise((resolve) => (this.waiting = resolve));
   }
 
   return(): Promise<IteratorReturnResult<undefined>> {

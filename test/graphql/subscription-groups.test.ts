@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { parse } from 'graphql';
+import { GraphQLBoolean, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, parse } from 'graphql';
 import pino from 'pino';
 import { Arg, Authorized, buildSchema, Ctx, Field, ObjectType, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { DataSource } from 'typeorm';
@@ -7,11 +7,11 @@ import { createDataSource, runMigrations } from '../../src/db/data-source';
 import { authChecker } from '../../src/graphql/auth-checker';
 import type { GraphQLContext } from '../../src/graphql/context';
 import { PostgresPubSub } from '../../src/graphql/pubsub';
-import { markSharedEventFields } from '../../src/graphql/subscription-groups';
+import { markSharedEventFields, SHARED_EVENTS_EXTENSION } from '../../src/graphql/subscription-groups';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { ADMIN_SECRET } from '../support/server';
-import { startSubscriptionServer, subscribe, subscriptionClient, type Subscription as ClientSubscription } from '../support/ws';
+import { rawSocket, startSubscriptionServer, subscribe, subscriptionClient, type Subscription as ClientSubscription } from '../support/ws';
 
 /** What is published on a channel: a text for one user, or for everyone ('*'). */
 interface Published {
@@ -212,6 +212,73 @@ describe('subscription multiplexing', () => {
       }
     } finally {
       await dave.close();
+    }
+  });
+});
+
+/** Opened by a test once its subscribers joined: the countdown's events start then. */
+let openGate: () => void = () => undefined;
+
+/** A shared-events field whose source counts down from `from`, then ends (or fails, with `fail`). */
+const countdownSchema = new GraphQLSchema({
+  query: new GraphQLObjectType({ name: 'Query', fields: { answer: { type: GraphQLInt, resolve: () => 42 } } }),
+  subscription: new GraphQLObjectType({
+    name: 'Subscription',
+    fields: {
+      countdown: {
+        type: GraphQLInt,
+        args: { from: { type: new GraphQLNonNull(GraphQLInt) }, fail: { type: GraphQLBoolean } },
+        extensions: { [SHARED_EVENTS_EXTENSION]: true },
+        subscribe: async function* (_root: unknown, { from, fail }: { from: number; fail?: boolean }) {
+          await new Promise<void>((resolve) => (openGate = resolve));
+          for (let count = from; count > 0; count--) yield count;
+          if (fail) throw new Error('the source failed');
+        },
+        resolve: (count: unknown) => count,
+      },
+    },
+  }),
+});
+
+describe('a group whose source ends', () => {
+  /** Two subscribers of one group on raw sockets: the types of the messages each received, in order. */
+  async function countdown(fail: boolean) {
+    const started = await startSubscriptionServer(countdownSchema, {
+      limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 },
+    });
+    servers.push(started);
+    const { url, subscriptions } = started;
+    const query = `subscription { countdown(from: 3, fail: ${fail}) }`;
+    const sockets = ['first', 'second'].map((id) =>
+      rawSocket(url, [{ type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } }, { id, type: 'subscribe', payload: { query } }], {
+        closeAfterMs: 2000,
+      }),
+    );
+    while (subscriptions.groups().members < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(subscriptions.groups()).toEqual({ groups: 1, members: 2 });
+    openGate();
+    return (await Promise.all(sockets)).map(({ received }) =>
+      (received as { id?: string; type: string; payload?: { data?: unknown } }[]).map((message) => [message.type, message.id, message.payload?.data]),
+    );
+  }
+
+  it('sends each member every event, then complete after the last (never before it)', async () => {
+    const [first, second] = await countdown(false);
+    for (const [received, id] of [[first, 'first'], [second, 'second']] as const) {
+      expect(received).toEqual([
+        ['connection_ack', undefined, undefined],
+        ['next', id, { countdown: 3 }],
+        ['next', id, { countdown: 2 }],
+        ['next', id, { countdown: 1 }],
+        ['complete', id, undefined],
+      ]);
+    }
+  });
+
+  it('sends each member the events, then an error when the source fails', async () => {
+    const results = await countdown(true);
+    for (const received of results) {
+      expect(received.map(([type]) => type)).toEqual(['connection_ack', 'next', 'next', 'next', 'error']);
     }
   });
 });
