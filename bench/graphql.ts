@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
 import { forkServer, runServerRole, type ServerProcess } from './servers';
 import {
@@ -34,12 +33,13 @@ import { positiveInteger } from './settings';
  * and stack trace over real rows (seeded through Plinth's ingestion route, read by every server
  * from the same database with the same services and DataLoaders), as the administrator. Besides
  * req/s, latency and server CPU per request, it prints each server's resident memory right after
- * start, after the warm-up (idle) and the most seen under load.
+ * start, after the warm-up (idle), BENCH_QUIET seconds after the warm-up without requests (quiet:
+ * what a server that served a burst keeps) and the most seen under load.
  *
  *   npm run bench                         # all five, 3 s warm-up + 10 s each
  *   BENCH_DURATION=5 BENCH_ROUNDS=3 npm run bench
  *
- * Environment: BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3), BENCH_CONNECTIONS (10),
+ * Environment: BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3), BENCH_QUIET (s, 16), BENCH_CONNECTIONS (10),
  * BENCH_ROUNDS (1; rounds interleave the targets and the medians are reported),
  * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit; plinth seeds the
  * errors, so the errors query needs it), BENCH_QUERIES (comma list of session,errors), BENCH_LOG_LEVEL (Plinth's
@@ -71,6 +71,7 @@ const RATIO_TARGETS = [
 interface BenchSettings {
   durationSeconds: number;
   warmupSeconds: number;
+  quietSeconds: number;
   connections: number;
   rounds: number;
   targets: Target[];
@@ -94,6 +95,8 @@ interface LoadResult {
   /** The server's resident memory before the run (idle, after the warm-up when one came before) and the most seen during it. */
   idleRssBytes: number;
   loadedRssBytes: number;
+  /** The resident memory BENCH_QUIET seconds after the warm-up, before this run (the first round's runs only). */
+  quietRssBytes?: number;
   responses: number;
   durationSeconds: number;
 }
@@ -112,6 +115,7 @@ function readSettings(): BenchSettings {
   return {
     durationSeconds: positiveInteger('BENCH_DURATION', 10),
     warmupSeconds: positiveInteger('BENCH_WARMUP', 3),
+    quietSeconds: positiveInteger('BENCH_QUIET', 16),
     connections: positiveInteger('BENCH_CONNECTIONS', 10),
     rounds: positiveInteger('BENCH_ROUNDS', 1),
     targets: nameList('BENCH_TARGETS', TARGETS, process.env.BENCH_OTHER_BUILD ? TARGETS : TARGETS.filter((target) => target !== OTHER_BUILD_TARGET)),
@@ -288,6 +292,8 @@ function runAutocannon(
   connections: number,
   durationSeconds: number,
 ): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest' | 'startRssBytes' | 'idleRssBytes' | 'loadedRssBytes'>> {
+  // Required here, in the parent only: a server process (this script as `serve`) should not hold it.
+  const autocannon = require('autocannon') as typeof import('autocannon');
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -344,6 +350,7 @@ function summarise(runs: LoadResult[]): LoadResult {
     startRssBytes: runs[0].startRssBytes,
     idleRssBytes: median(runs.map((run) => run.idleRssBytes)),
     loadedRssBytes: Math.max(...runs.map((run) => run.loadedRssBytes)),
+    quietRssBytes: runs[0].quietRssBytes,
     responses: runs.reduce((sum, run) => sum + run.responses, 0),
     durationSeconds: runs.reduce((sum, run) => sum + run.durationSeconds, 0),
   };
@@ -390,9 +397,10 @@ function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratio
     fixed(result.serverCpuMicrosPerRequest, 0),
     fixed(result.startRssBytes / MIB, 0),
     fixed(result.idleRssBytes / MIB, 0),
+    result.quietRssBytes === undefined ? '-' : fixed(result.quietRssBytes / MIB, 0),
     fixed(result.loadedRssBytes / MIB, 0),
   ]);
-  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS idle MiB', 'RSS load MiB'];
+  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS idle MiB', 'RSS quiet MiB', 'RSS load MiB'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
   const rule = '-'.repeat(line(header).length);
@@ -446,12 +454,17 @@ async function runBenchmark(): Promise<void> {
     for (let round = 0; round < settings.rounds; round++) {
       for (const server of servers) {
         for (const request of requests) {
+          let quietRssBytes: number | undefined;
           if (round === 0) {
             process.stderr.write(`warming up ${server.target} on ${request.query} (${settings.warmupSeconds} s)...\n`);
             await runLoad(server, request, settings.connections, settings.warmupSeconds);
+            process.stderr.write(`${server.target} quiet for ${settings.quietSeconds} s...\n`);
+            await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
+            quietRssBytes = (await server.usage()).rssBytes;
           }
           process.stderr.write(`measuring ${server.target} on ${request.query}, round ${round + 1}/${settings.rounds} (${settings.durationSeconds} s)...\n`);
-          runs.get(request.query)!.get(server.target)!.push(await runLoad(server, request, settings.connections, settings.durationSeconds));
+          const run = await runLoad(server, request, settings.connections, settings.durationSeconds);
+          runs.get(request.query)!.get(server.target)!.push({ ...run, quietRssBytes });
         }
       }
     }

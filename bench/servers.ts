@@ -4,10 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
-import { expressMiddleware } from '@as-integrations/express5';
-import express from 'express';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import mercurius from 'mercurius';
 import { execute, graphql, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import pino from 'pino';
 import type { PubSub } from 'type-graphql';
@@ -102,6 +99,11 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.send({ type: 'stop' } satisfies ParentMessage);
   });
 }
+
+/*
+ * Express, its Apollo integration and mercurius are required by the baseline that serves on them,
+ * so that a server process holds only what its target loads (Plinth's resident memory is measured).
+ */
 
 /** A started server: its GraphQL endpoint and how to stop it. */
 interface BenchServer {
@@ -306,6 +308,8 @@ function startGraphqlJs(
 
 /** Baseline (b): stock Apollo Server 5 (default options) on Express 5, same context as Plinth builds. */
 async function startApolloExpress({ schema, sessionSettings, logger, rateLimits }: BaselineParts): Promise<BenchServer> {
+  const express = require('express') as typeof import('express');
+  const { expressMiddleware } = require('@as-integrations/express5') as typeof import('@as-integrations/express5');
   const apollo = new ApolloServer<GraphQLContext>({ schema });
   await apollo.start();
 
@@ -340,6 +344,7 @@ async function startApolloExpress({ schema, sessionSettings, logger, rateLimits 
  * same context as Plinth builds.
  */
 async function startMercuriusJit({ schema, sessionSettings, logger, rateLimits }: BaselineParts): Promise<BenchServer> {
+  const mercurius = require('mercurius') as typeof import('mercurius');
   const app = Fastify();
   await app.register(mercurius, {
     schema,

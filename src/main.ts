@@ -15,6 +15,7 @@ import { buildHttpApp } from './http/app';
 import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
 import { JobQueue } from './platform/job-queue';
+import { IdleCollector } from './platform/idle-collection';
 import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, type AnyModule, type Platform } from './platform/module';
@@ -207,6 +208,11 @@ export async function startServer(
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
     cleanup.push({ step: 'http server', run: () => app.close() });
     await app.listen({ host: config.host, port: config.port });
+    if (config.idleCollectionMs > 0) {
+      const idleCollector = new IdleCollector(config.idleCollectionMs);
+      idleCollector.start();
+      cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
+    }
 
     const port = (app.server.address() as AddressInfo).port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;

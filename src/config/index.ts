@@ -330,6 +330,9 @@ const environmentSchema = z.object({
   MAIL_RETRY_DELAY_SECONDS: integer(1, 86_400).default(30),
 
   PLINTH_SHUTDOWN_TIMEOUT_MS: integer(0, 600_000).default(10_000),
+  PLINTH_IDLE_COLLECTION_MS: integer(0, 3_600_000)
+    .refine((value) => value === 0 || value >= 1000, { error: 'must be 0 (off) or at least 1000' })
+    .default(5000),
 
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json'], { error: 'must be auto, pretty or json' }).default('auto'),
   PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),
@@ -611,6 +614,8 @@ export interface Config {
   customServices: CustomService[];
   actionsRoute: string;
   shutdownTimeoutMs: number;
+  /** How often the process checks whether it went quiet, to give memory back then (platform/idle-collection.ts); 0: never. */
+  idleCollectionMs: number;
   metrics: MetricsAccess;
   /** TRUST_PROXY, for Fastify's trustProxy and the WebSocket upgrade (platform/client-address.ts). */
   trustProxy: TrustProxy;
@@ -1075,6 +1080,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     customServices: services.services,
     actionsRoute: builtIn?.route ?? '/actions',
     shutdownTimeoutMs: values.PLINTH_SHUTDOWN_TIMEOUT_MS,
+    idleCollectionMs: values.PLINTH_IDLE_COLLECTION_MS,
     metrics:
       values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
     trustProxy: values.TRUST_PROXY,

@@ -4,7 +4,11 @@ import {
   type ApolloServerPlugin,
   type GraphQLRequestListener,
 } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
@@ -59,6 +63,9 @@ export function createApolloServer(
       ApolloServerPluginLandingPageDisabled(),
       // No field sets cache hints; without this Apollo wraps every resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
+      // Inline traces are for federation subgraphs, which Plinth is not; Apollo would load the
+      // plugin anyway, with its protobuf encoder (about 2 MB of heap).
+      ApolloServerPluginInlineTraceDisabled(),
       subscriptionsOverWebSocketOnly(),
       complexityLimit(limits),
       graphqlOverHttpStatus(),

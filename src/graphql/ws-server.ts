@@ -1,9 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import type { FastifyBaseLogger } from 'fastify';
 import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ServerOptions, type WebSocket as GraphQLWsSocket } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { collectGarbage } from '../platform/idle-collection';
 
 /**
  * What graphql-ws hands our hooks as `ctx.extra`: the client's address rather than the upgrade
@@ -43,7 +42,6 @@ class DepartureCollector {
   private open = 0;
   private peak = 0;
   private timer?: NodeJS.Timeout;
-  private collect?: () => void;
 
   opened(): void {
     this.open++;
@@ -56,22 +54,12 @@ class DepartureCollector {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.peak = this.open;
-      this.collector()();
+      collectGarbage();
     }, DEPARTURE_COLLECTION_DELAY_MS).unref();
   }
 
   dispose(): void {
     clearTimeout(this.timer);
-  }
-
-  /** V8's gc(), which Node exposes only with --expose-gc: the flag is set for one new context, which hands it over. */
-  private collector(): () => void {
-    if (!this.collect) {
-      v8.setFlagsFromString('--expose-gc');
-      this.collect = vm.runInNewContext('gc') as () => void;
-      v8.setFlagsFromString('--no-expose-gc');
-    }
-    return this.collect;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, request as undiciRequest } from 'undici';
+import type { Agent } from 'undici';
 import type { Config } from '../config';
 
 /** Every way an outbound call fails, for callers to map (a retry, a 502, an envelope error). */
@@ -110,13 +110,15 @@ function codeOf(error: unknown): OutboundHttpErrorCode {
  * redirects followed. It logs nothing, so no header or body of a call reaches a log.
  */
 export function createOutboundHttp(settings: OutboundHttpSettings): OutboundHttp {
+  // undici (6 MB of heap) is required by the first call, not at start: many servers make none.
+  const undici = () => require('undici') as typeof import('undici');
   // One pool set per connect timeout: undici fixes that timeout per dispatcher.
   const agents = new Map<number, Agent>();
   const agentFor = (connectTimeoutMs: number) => {
     let agent = agents.get(connectTimeoutMs);
     if (!agent) {
       // Our own timer bounds the whole call, so undici's per-phase timeouts are off.
-      agent = new Agent({ connections: settings.maxConnectionsPerOrigin, connect: { timeout: connectTimeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
+      agent = new (undici().Agent)({ connections: settings.maxConnectionsPerOrigin, connect: { timeout: connectTimeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
       agents.set(connectTimeoutMs, agent);
     }
     return agent;
@@ -131,7 +133,7 @@ export function createOutboundHttp(settings: OutboundHttpSettings): OutboundHttp
     const timer = setTimeout(() => abort.abort(TIMED_OUT), timeoutMs);
     let status: number | undefined;
     try {
-      const response = await undiciRequest(target, {
+      const response = await undici().request(target, {
         dispatcher: agentFor(options.connectTimeoutMs ?? settings.connectTimeoutMs),
         method,
         headers: options.headers,

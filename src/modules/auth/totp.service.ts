@@ -1,4 +1,3 @@
-import { generateSecret, generateURI, verify } from 'otplib';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../../common/encryption';
@@ -10,6 +9,9 @@ import { USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
 import type { SessionTokens } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
+
+/** otplib and its hash and base32 plugins are required at the first enrolment or code checked, not at start. */
+const otplib = () => require('otplib') as typeof import('otplib');
 
 /** RFC 6238 as authenticator apps use it: SHA-1, 6 digits, 30-second steps. */
 const PERIOD_SECONDS = 30;
@@ -60,9 +62,9 @@ export class TotpFactor {
       const user = await this.lockedUser(manager, userId);
       if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
       if (user.active_mfa_type === 'totp') throw new AuthError('totp-already-active');
-      const totpSecret = generateSecret({ length: SECRET_BYTES });
+      const totpSecret = otplib().generateSecret({ length: SECRET_BYTES });
       await manager.query('UPDATE users SET totp_secret_sealed = $2, totp_last_step = NULL WHERE id = $1', [userId, box.seal(totpSecret, userId)]);
-      const uri = generateURI({ issuer: this.settings.totpIssuer, label: user.email ?? userId, secret: totpSecret, period: PERIOD_SECONDS });
+      const uri = otplib().generateURI({ issuer: this.settings.totpIssuer, label: user.email ?? userId, secret: totpSecret, period: PERIOD_SECONDS });
       // Loaded on the first enrolment, not at start-up (9 MB resident with its PNG encoder).
       const qrCodeDataUrl = await (require('qrcode') as typeof import('qrcode')).toDataURL(uri);
       return { totpSecret, qrCodeDataUrl, imageUrl: qrCodeDataUrl };
@@ -135,7 +137,7 @@ export class TotpFactor {
     }
     if (!CODE.test(code)) return false;
     const lastStep = user.totp_last_step === null ? undefined : Number(user.totp_last_step);
-    const result = await verify({ secret, token: code, epochTolerance: PERIOD_SECONDS, period: PERIOD_SECONDS, afterTimeStep: lastStep });
+    const result = await otplib().verify({ secret, token: code, epochTolerance: PERIOD_SECONDS, period: PERIOD_SECONDS, afterTimeStep: lastStep });
     if (!result.valid || !('timeStep' in result)) return false;
     await manager.query('UPDATE users SET totp_last_step = $2 WHERE id = $1', [user.id, result.timeStep]);
     return true;

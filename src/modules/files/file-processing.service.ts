@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { parse as parseCsv } from 'csv-parse';
 import type { Logger } from 'pino';
 import type sharp from 'sharp';
 import type { ObjectStorage } from '../../platform/storage';
@@ -119,7 +118,8 @@ export async function parseCsvContent(content: Buffer, options: ResolvedProcessi
   let columns: string[] | undefined;
   let width = 0;
   let rowCount = 0;
-  const parser = parseCsv({
+  // Required by the first CSV parsed, not at start.
+  const parser = (require('csv-parse') as typeof import('csv-parse')).parse({
     delimiter: options.csv_delimiter,
     bom: true,
     info: true,

@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { compile as htmlToTextConverter } from 'html-to-text';
 
 /**
  * The templates Plinth ships, read from the sources at run time (nothing to copy at build time).
@@ -49,20 +48,27 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 const LOOSE_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/;
 
-const toText = htmlToTextConverter({
-  wordwrap: 78,
-  selectors: [
-    // MJML's preview line (<mj-preview>) is a hidden block for the inbox list, not the text part.
-    { selector: 'div[style*="display:none"]', format: 'skip' },
-    { selector: 'img', format: 'skip' },
-    // MJML puts each block in its own div: a blank line between them, as between paragraphs.
-    { selector: 'div', options: { leadingLineBreaks: 2, trailingLineBreaks: 2 } },
-    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-    // Upper-cased headings would upper-case their placeholders too.
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
-  ],
-});
-const titleToText = htmlToTextConverter({ wordwrap: false });
+/** The text part's and the subject's converters, made when the first template compiles (html-to-text is 1 MB of heap). */
+let textConverters: { toText: (html: string) => string; titleToText: (html: string) => string } | undefined;
+function makeTextConverters(): NonNullable<typeof textConverters> {
+  const { compile } = require('html-to-text') as typeof import('html-to-text');
+  return {
+    toText: compile({
+      wordwrap: 78,
+      selectors: [
+        // MJML's preview line (<mj-preview>) is a hidden block for the inbox list, not the text part.
+        { selector: 'div[style*="display:none"]', format: 'skip' },
+        { selector: 'img', format: 'skip' },
+        // MJML puts each block in its own div: a blank line between them, as between paragraphs.
+        { selector: 'div', options: { leadingLineBreaks: 2, trailingLineBreaks: 2 } },
+        { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+        // Upper-cased headings would upper-case their placeholders too.
+        ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+      ],
+    }),
+    titleToText: compile({ wordwrap: false }),
+  };
+}
 
 // MJML takes half a second and 50 MB to load: it is required when the first template compiles,
 // not by every `plinth` command and server start. (A dynamic import() would break under jest.)
@@ -156,6 +162,7 @@ async function compile(name: string, file: string, source: string): Promise<Comp
     }
   }
   const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1] ?? '';
+  const { toText, titleToText } = (textConverters ??= makeTextConverters());
   const subject = titleToText(title).trim();
   if (!subject) throw new MailError(`mail template "${name}" (${file}) has no subject: give it an <mj-title> (<title> in HTML)`);
   const parts = { subject: split(subject), html: split(html), text: split(toText(html)) };

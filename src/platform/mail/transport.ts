@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
 import type { Config, SmtpSettings } from '../../config';
 import type { OutboundHttp } from '../outbound-http';
 import type { RenderedMail } from './templates';
@@ -58,6 +57,9 @@ export function mailDeliveryProblem(config: Pick<Config, 'env' | 'mail'>): strin
 /** The domain of the sender's address, for Message-IDs. */
 const senderDomain = (address: string) => address.slice(address.lastIndexOf('@') + 1);
 
+/** nodemailer (2.5 MB of heap) is required when the first mail is sent, not at start. */
+const nodemailer = () => require('nodemailer') as typeof import('nodemailer');
+
 /** A header value: one line whatever it was given. */
 const oneLine = (value: string) => value.replace(/[\r\n]+/g, ' ');
 
@@ -95,39 +97,42 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
   };
 
   if (smtp) {
-    const transporter = nodemailer.createTransport({
-      pool: true,
-      maxConnections: smtp.poolSize,
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.secure === 'tls',
-      requireTLS: smtp.secure === 'starttls',
-      ignoreTLS: smtp.secure === 'none',
-      auth: smtp.user === undefined ? undefined : { user: smtp.user, pass: smtp.password },
-      getSocket: (_options: unknown, callback: SocketCallback) => connectSmtpSocket(smtp, callback),
-      connectionTimeout: smtp.connectionTimeoutMs,
-      greetingTimeout: smtp.greetingTimeoutMs,
-      socketTimeout: smtp.socketTimeoutMs,
-      // nodemailer's own logging would print the SMTP dialogue: credentials and message bodies.
-      logger: false,
-      debug: false,
-    });
+    let pool: ReturnType<typeof createPool> | undefined;
+    const createPool = () =>
+      nodemailer().createTransport({
+        pool: true,
+        maxConnections: smtp.poolSize,
+        host: smtp.host,
+        port: smtp.port,
+        secure: smtp.secure === 'tls',
+        requireTLS: smtp.secure === 'starttls',
+        ignoreTLS: smtp.secure === 'none',
+        auth: smtp.user === undefined ? undefined : { user: smtp.user, pass: smtp.password },
+        getSocket: (_options: unknown, callback: SocketCallback) => connectSmtpSocket(smtp, callback),
+        connectionTimeout: smtp.connectionTimeoutMs,
+        greetingTimeout: smtp.greetingTimeoutMs,
+        socketTimeout: smtp.socketTimeoutMs,
+        // nodemailer's own logging would print the SMTP dialogue: credentials and message bodies.
+        logger: false,
+        debug: false,
+      });
     return {
       destination: `smtp://${smtp.host}:${smtp.port}`,
       async send(mail) {
-        const info = await transporter.sendMail(message(mail));
+        const info = await (pool ??= createPool()).sendMail(message(mail));
         return { messageId: info.messageId };
       },
-      close: () => transporter.close(),
+      close: () => pool?.close(),
     };
   }
 
   const folder = path.join(config.database.dataDir, 'mail');
-  const transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  let writer: ReturnType<typeof createWriter> | undefined;
+  const createWriter = () => nodemailer().createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     destination: folder,
     async send(mail) {
-      const info = await transporter.sendMail(message(mail));
+      const info = await (writer ??= createWriter()).sendMail(message(mail));
       // Sign-in links are in there: readable by this user only.
       await fs.mkdir(folder, { recursive: true, mode: 0o700 });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -135,7 +140,7 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
       await fs.writeFile(file, info.message, { mode: 0o600 });
       return { messageId: info.messageId, file };
     },
-    close: () => transporter.close(),
+    close: () => writer?.close(),
   };
 }
 

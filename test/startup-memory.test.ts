@@ -1,0 +1,86 @@
+import path from 'node:path';
+import type { MemoryReport } from './support/memory-report';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { testEnvironment } from './support/server';
+import { CLI, spawnServer, type SpawnedServer } from './support/spawn';
+
+const MEMORY_REPORT = path.join(__dirname, 'support', 'memory-report.js');
+
+/** Packages only some requests use, required on first use rather than by every server at start. */
+const ON_FIRST_USE = [
+  'undici',
+  'nodemailer',
+  'html-to-text',
+  'otplib',
+  'csv-parse',
+  'mjml',
+  'sharp',
+  'stripe',
+  'qrcode',
+  'pino-pretty',
+  '@apollo/usage-reporting-protobuf',
+];
+
+let database: TestDatabase;
+let server: SpawnedServer | undefined;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  if (server) {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+  await database.drop();
+});
+
+/** Asks the server for a memory report (test/support/memory-report.ts) and waits for it. */
+async function memoryReport(spawned: SpawnedServer): Promise<MemoryReport> {
+  const before = spawned.output().length;
+  spawned.child.kill('SIGUSR2');
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const line = spawned
+      .output()
+      .slice(before)
+      .split('\n')
+      .find((text) => text.startsWith('{"memoryReport"'));
+    if (line) return (JSON.parse(line) as { memoryReport: MemoryReport }).memoryReport;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no memory report:\n${spawned.output().slice(before)}`);
+}
+
+describe('a started server’s memory', () => {
+  it('holds none of the packages only some requests use, and gives its young generation back once quiet', async () => {
+    server = await spawnServer(testEnvironment(database.url, { PLINTH_IDLE_COLLECTION_MS: '1000' }), 60_000, {
+      args: ['--require', MEMORY_REPORT, CLI, 'start'],
+    });
+    const started = await memoryReport(server);
+    expect(started.packages).toEqual(expect.arrayContaining(['fastify', 'typeorm', '@apollo/server']));
+    expect(started.packages.filter((name) => ON_FIRST_USE.includes(name))).toEqual([]);
+
+    // Loading the modules grows the young generation to its most (two 16 MB semi-spaces); once the
+    // server is quiet, its idle collections give it back (V8's smallest is 1 MB).
+    let quiet = started;
+    for (let wait = 0; wait < 30 && quiet.newSpaceBytes > 4 * 1024 * 1024; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      quiet = await memoryReport(server);
+    }
+    expect(started.newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
+    expect(quiet.newSpaceBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+  }, 90_000);
+
+  it('keeps its young generation when idle collection is off', async () => {
+    const kept = await spawnServer(testEnvironment(database.url, { PLINTH_IDLE_COLLECTION_MS: '0' }), 60_000, {
+      args: ['--require', MEMORY_REPORT, CLI, 'start'],
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 8000));
+      expect((await memoryReport(kept)).newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
+    } finally {
+      kept.child.kill('SIGTERM');
+      await kept.exited;
+    }
+  }, 90_000);
+});
