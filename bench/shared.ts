@@ -64,7 +64,7 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     // GQL_GRAPHQL_COMPILED_EXECUTION=false npm run bench: Plinth without compiled execution, to see what it gains.
     ...(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ? { GQL_GRAPHQL_COMPILED_EXECUTION: process.env.GQL_GRAPHQL_COMPILED_EXECUTION } : {}),
     // bench/subscriptions.ts runs Plinth with subscription multiplexing off, then on.
-    // PLINTH_IDLE_COLLECTION_MS=0 npm run bench: Plinth without its idle collections, to see what they give back.
+    // PLINTH_IDLE_COLLECTION_MS=5000 npm run bench: Plinth with its idle collections (off by default), to see what they give back.
     ...(process.env.PLINTH_IDLE_COLLECTION_MS ? { PLINTH_IDLE_COLLECTION_MS: process.env.PLINTH_IDLE_COLLECTION_MS } : {}),
     ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING
       ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING }

@@ -332,7 +332,8 @@ const environmentSchema = z.object({
   PLINTH_SHUTDOWN_TIMEOUT_MS: integer(0, 600_000).default(10_000),
   PLINTH_IDLE_COLLECTION_MS: integer(0, 3_600_000)
     .refine((value) => value === 0 || value >= 1000, { error: 'must be 0 (off) or at least 1000' })
-    .default(5000),
+    // Off by default: the first seconds of a burst after a quiet spell cost more CPU (docs/decisions.md).
+    .default(0),
 
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json'], { error: 'must be auto, pretty or json' }).default('auto'),
   PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),

@@ -1,7 +1,7 @@
 import v8 from 'node:v8';
 import { collectGarbage, IdleCollector } from '../../src/platform/idle-collection';
 
-const CHECK_MS = 100;
+const CHECK_MS = 250;
 /** Stands for V8's 5 s of little allocation: two checks, so a quiet spell has three collections. */
 const YOUNG_GENERATION_QUIET_MS = 2 * CHECK_MS;
 const PER_SPELL = 3;
