@@ -1,4 +1,4 @@
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
@@ -35,9 +35,15 @@ const YOUNG_GENERATION_QUIET_MS = 5000;
  * generation regrowing, old generation limits set from the small live size), which is why
  * PLINTH_IDLE_COLLECTION_MS is off unless set.
  */
+/** The event loop's busy and idle time so far (ms), as performance.eventLoopUtilization() gives it, the time in progress included. */
+export interface LoopTimes {
+  active: number;
+  idle: number;
+}
+
 export class IdleCollector {
   private timer?: NodeJS.Timeout;
-  private last?: EventLoopUtilization;
+  private last: LoopTimes;
   /**
    * Collections per quiet spell: the first frees the old generation's garbage; the one that comes
    * YOUNG_GENERATION_QUIET_MS later gives back the young generation.
@@ -52,13 +58,16 @@ export class IdleCollector {
     private readonly intervalMs: number,
     private readonly collect: () => void = collectGarbage,
     youngGenerationQuietMs = YOUNG_GENERATION_QUIET_MS,
+    private readonly loopTimes: () => LoopTimes = () => performance.eventLoopUtilization(),
   ) {
     this.collectionsPerQuietSpell = 1 + Math.ceil(youngGenerationQuietMs / intervalMs);
     this.pending = this.collectionsPerQuietSpell;
+    this.last = loopTimes();
   }
 
+  /** Runs check() every intervalMs. */
   start(): void {
-    this.last = performance.eventLoopUtilization();
+    this.last = this.loopTimes();
     this.timer = setInterval(() => this.check(), this.intervalMs).unref();
   }
 
@@ -66,11 +75,13 @@ export class IdleCollector {
     clearInterval(this.timer);
   }
 
-  private check(): void {
-    const now = performance.eventLoopUtilization();
-    const { active, idle } = performance.eventLoopUtilization(now, this.last);
+  /** Collects when the loop was quiet since the last check and a quiet spell's collections are not all done. */
+  check(): void {
+    const now = this.loopTimes();
+    const active = now.active - this.last.active;
+    const idle = now.idle - this.last.idle;
     this.last = now;
-    const utilization = Math.max(0, active - this.collectingMs) / (active + idle);
+    const utilization = active + idle > 0 ? Math.max(0, active - this.collectingMs) / (active + idle) : 0;
     this.collectingMs = 0;
     if (utilization >= QUIET_UTILIZATION) {
       this.pending = this.collectionsPerQuietSpell;
@@ -78,8 +89,8 @@ export class IdleCollector {
     }
     if (this.pending === 0) return;
     this.pending--;
-    const started = performance.now();
+    const before = this.loopTimes().active;
     this.collect();
-    this.collectingMs = performance.now() - started;
+    this.collectingMs = this.loopTimes().active - before;
   }
 }

@@ -1,5 +1,5 @@
 import v8 from 'node:v8';
-import { collectGarbage, IdleCollector } from '../../src/platform/idle-collection';
+import { collectGarbage, IdleCollector, type LoopTimes } from '../../src/platform/idle-collection';
 
 const CHECK_MS = 250;
 /** Stands for V8's 5 s of little allocation: two checks, so a quiet spell has three collections. */
@@ -8,64 +8,71 @@ const PER_SPELL = 3;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Keeps the event loop busy (synchronous work) for `ms`. */
-function spin(ms: number): void {
-  const end = Date.now() + ms;
-  while (Date.now() < end);
+/** An event loop's clock the test moves: busy or idle time, as performance.eventLoopUtilization() counts it. */
+class LoopClock {
+  active = 0;
+  idle = 0;
+  readonly times = (): LoopTimes => ({ active: this.active, idle: this.idle });
+  /** One check interval with this share of it busy. */
+  interval(busyShare: number): void {
+    this.active += CHECK_MS * busyShare;
+    this.idle += CHECK_MS * (1 - busyShare);
+  }
+}
+
+/** A collector on `loop`, counting its collections; `collect` runs inside each. */
+function collectorOn(loop: LoopClock, collect: () => void = () => undefined) {
+  const counted = { collections: 0 };
+  const collector = new IdleCollector(CHECK_MS, () => (counted.collections++, collect()), YOUNG_GENERATION_QUIET_MS, loop.times);
+  /** `count` checks, each after an interval with `busyShare` of it busy. */
+  const checks = (count: number, busyShare: number) => {
+    for (let check = 0; check < count; check++) {
+      loop.interval(busyShare);
+      collector.check();
+    }
+  };
+  return { collector, counted, checks };
 }
 
 describe('IdleCollector', () => {
-  let collector: IdleCollector | undefined;
-  afterEach(() => collector?.stop());
-
-  it('collects at the quiet checks after the start-up, up to a young generation’s quiet time, then no more while it stays quiet', async () => {
-    let collections = 0;
-    collector = new IdleCollector(CHECK_MS, () => collections++, YOUNG_GENERATION_QUIET_MS);
-    collector.start();
-    await sleep(CHECK_MS * 8);
-    expect(collections).toBe(PER_SPELL);
+  it('collects at the quiet checks after the start-up, up to a young generation’s quiet time, then no more while it stays quiet', () => {
+    const { counted, checks } = collectorOn(new LoopClock());
+    checks(2, 0);
+    expect(counted.collections).toBe(2);
+    checks(6, 0.01);
+    expect(counted.collections).toBe(PER_SPELL);
   });
 
-  it('collects again after a busy spell, not during it', async () => {
-    let collections = 0;
-    collector = new IdleCollector(CHECK_MS, () => collections++, YOUNG_GENERATION_QUIET_MS);
-    collector.start();
-    await sleep(CHECK_MS * 6);
-    expect(collections).toBe(PER_SPELL);
-    // Busy through several checks: each check saw activity, so none collects.
-    for (let check = 0; check < 4; check++) {
-      spin(CHECK_MS * 0.8);
-      await sleep(CHECK_MS * 0.2);
-    }
-    const duringActivity = collections;
-    await sleep(CHECK_MS * 8);
-    expect(duringActivity).toBe(PER_SPELL);
-    expect(collections).toBe(2 * PER_SPELL);
+  it('collects again after a busy spell, not during it', () => {
+    const { counted, checks } = collectorOn(new LoopClock());
+    checks(5, 0);
+    expect(counted.collections).toBe(PER_SPELL);
+    // Busy through several checks (at 5%, just over the quiet mark): none collects.
+    checks(4, 0.05);
+    expect(counted.collections).toBe(PER_SPELL);
+    checks(8, 0);
+    expect(counted.collections).toBe(2 * PER_SPELL);
   });
 
-  it('does not count its own collections as activity (a slow collection does not start another spell)', async () => {
-    let collections = 0;
-    // Each collection takes half a check: as activity, it would keep the collector collecting forever.
-    collector = new IdleCollector(
-      CHECK_MS,
-      () => {
-        collections++;
-        spin(CHECK_MS / 2);
-      },
-      YOUNG_GENERATION_QUIET_MS,
-    );
-    collector.start();
-    await sleep(CHECK_MS * 10);
-    expect(collections).toBe(PER_SPELL);
+  it('does not count its own collections as activity (a slow collection does not start another spell)', () => {
+    const loop = new LoopClock();
+    // Each collection takes half an interval: as activity, it would keep the collector collecting forever.
+    const { counted, checks } = collectorOn(loop, () => (loop.active += CHECK_MS / 2));
+    checks(10, 0);
+    expect(counted.collections).toBe(PER_SPELL);
   });
 
-  it('collects nothing once stopped', async () => {
-    let collections = 0;
-    collector = new IdleCollector(CHECK_MS, () => collections++, YOUNG_GENERATION_QUIET_MS);
+  it('checks on its own timer once started, and collects nothing once stopped', async () => {
+    const { collector, counted } = collectorOn(new LoopClock());
     collector.start();
+    // The loop's clock stands still, so each check finds it quiet; timers run late on a loaded machine.
+    const deadline = Date.now() + 10_000;
+    while (counted.collections === 0 && Date.now() < deadline) await sleep(CHECK_MS / 5);
+    expect(counted.collections).toBeGreaterThan(0);
     collector.stop();
-    await sleep(CHECK_MS * 4);
-    expect(collections).toBe(0);
+    const atStop = counted.collections;
+    await sleep(CHECK_MS * 3);
+    expect(counted.collections).toBe(atStop);
   });
 });
 
