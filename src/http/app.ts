@@ -28,6 +28,7 @@ import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
+import { addRouteHook } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, SessionError, type Session } from './session';
@@ -200,6 +201,26 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const routeTable: RouteOptions[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => void routeTable.push(route));
+  // Route hooks (added as routes register, so before any route is).
+  installInputTextCheck(app);
+  // The caller's session variables reach the statements a request that may write runs (event
+  // triggers record them): REST calls here, GraphQL mutations in the executor (graphql/apollo.ts),
+  // with the session the GraphQL context resolved. A preHandler: the body's stream events
+  // (parsing) run outside an earlier hook's context.
+  const mayWrite = (route: RouteOptions) =>
+    route.config?.errorFormat !== 'graphql' && (Array.isArray(route.method) ? route.method : [route.method]).some((method) => !READ_METHODS.has(method));
+  addRouteHook(app, 'preHandler', mayWrite, (request, reply, done) => {
+    if (READ_METHODS.has(request.method)) return done();
+    const { release } = runWithSessionVariables(() => {
+      try {
+        return resolveSession(request.headers, sessionSettings).variables;
+      } catch {
+        return null;
+      }
+    }, done);
+    // Emitted once the response is sent or the connection is gone.
+    reply.raw.once('close', release);
+  });
   const apiDocs = options.apiDocs.settings.enabled;
   // First: it documents the routes registered after it.
   if (apiDocs) {
@@ -221,24 +242,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  // The caller's session variables reach the statements a request that may write runs (event
-  // triggers record them): REST calls here, GraphQL mutations in the executor (graphql/apollo.ts),
-  // with the session the GraphQL context resolved. A preHandler: the body's stream events
-  // (parsing) run outside an earlier hook's context.
-  app.addHook('preHandler', (request, reply, done) => {
-    if (READ_METHODS.has(request.method) || request.routeOptions.config?.errorFormat === 'graphql') return done();
-    const { release } = runWithSessionVariables(() => {
-      try {
-        return resolveSession(request.headers, sessionSettings).variables;
-      } catch {
-        return null;
-      }
-    }, done);
-    // Emitted once the response is sent or the connection is gone.
-    reply.raw.once('close', release);
-  });
   installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
-  installInputTextCheck(app);
   installHttpMetrics(app, options.metrics);
   installRequestOutcomes(app, options.requestOutcomes);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);

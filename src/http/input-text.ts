@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { UNSTORABLE_TEXT_MESSAGE, unstorableTextPaths } from '../common/text';
 import { sendError } from './errors';
+import { addRouteHook } from './route-hooks';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -14,8 +15,7 @@ declare module 'fastify' {
  * store or that is not Unicode, with a 400 naming the field, before validation and the handler.
  */
 export function installInputTextCheck(app: FastifyInstance): void {
-  app.addHook('preValidation', (request, reply, done) => {
-    if (request.routeOptions.config?.checksOwnText) return done();
+  addRouteHook(app, 'preValidation', (route) => !route.config?.checksOwnText, (request, reply, done) => {
     const fields = [
       ...unstorableTextPaths(request.params, 'params'),
       ...unstorableTextPaths(request.query, 'query'),

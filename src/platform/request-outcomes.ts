@@ -31,6 +31,8 @@ const MINUTE_MS = 60_000;
  */
 export class RequestOutcomes {
   private pending = new Map<string, Counts>();
+  /** Per service, its entry of `pending` for the latest minute counted. */
+  private latest = new Map<string, Counts>();
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
 
@@ -42,9 +44,14 @@ export class RequestOutcomes {
 
   record(service: string, good: boolean, at = Date.now()): void {
     const minute = at - (at % MINUTE_MS);
-    const key = `${service}\u0000${minute}`;
-    let counts = this.pending.get(key);
-    if (!counts) this.pending.set(key, (counts = { service, minute: new Date(minute), good: 0, bad: 0 }));
+    // The service's counts of the latest minute, found without building the pending map's key.
+    let counts = this.latest.get(service);
+    if (counts === undefined || counts.minute.getTime() !== minute) {
+      const key = `${service}\u0000${minute}`;
+      counts = this.pending.get(key);
+      if (!counts) this.pending.set(key, (counts = { service, minute: new Date(minute), good: 0, bad: 0 }));
+      if (minute >= (this.latest.get(service)?.minute.getTime() ?? 0)) this.latest.set(service, counts);
+    }
     if (good) counts.good++;
     else counts.bad++;
   }
@@ -78,6 +85,7 @@ export class RequestOutcomes {
     if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending = new Map();
+    this.latest = new Map();
     try {
       await this.query(
         `INSERT INTO request_outcomes (service, minute, good, bad)

@@ -56,6 +56,17 @@ describe('GET /metrics', () => {
     const requests = (labels: Record<string, string>) => sampleValue(samples, 'plinth_http_request_duration_seconds_count', labels);
     expect(requests({ method: 'POST', route: '/v1/graphql', status_code: '200' })).toBe(3);
     expect(requests({ method: 'POST', route: '/v1/graphql', status_code: '401' })).toBe(1);
+    // Cumulative buckets up to +Inf, which is the count; the sum is the seconds observed.
+    const graphql200 = { method: 'POST', route: '/v1/graphql', status_code: '200' };
+    const buckets = samples.filter(
+      (sample) => sample.name === 'plinth_http_request_duration_seconds_bucket' && Object.entries(graphql200).every(([key, value]) => sample.labels[key] === value),
+    );
+    expect(buckets.map((sample) => sample.labels.le)).toEqual(['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']);
+    for (let index = 1; index < buckets.length; index++) expect(buckets[index].value).toBeGreaterThanOrEqual(buckets[index - 1].value);
+    expect(buckets.at(-1)!.value).toBe(3);
+    const seconds = sampleValue(samples, 'plinth_http_request_duration_seconds_sum', graphql200)!;
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(60);
     // Unmatched paths share one label: a scanner cannot grow the metric without bound.
     expect(requests({ route: '(unmatched)', status_code: '404' })).toBe(1);
     expect(samples.some((sample) => sample.labels.route?.includes('/no/such'))).toBe(false);

@@ -49,6 +49,22 @@ describe('RequestOutcomes', () => {
     expect(statements).toHaveLength(2);
   });
 
+  it('counts each request in its own minute when minutes interleave (a late request of the minute before)', async () => {
+    const outcomes = new RequestOutcomes((sql, parameters) => dataSource.query(sql, parameters), 60_000, pino({ level: 'silent' }));
+    const minute = Date.parse('2031-01-01T10:00:00.000Z');
+    for (let index = 0; index < 30; index++) {
+      outcomes.record('interleaved', true, minute + 59_000);
+      outcomes.record('interleaved', index % 3 !== 0, minute + 60_000 + index);
+    }
+    outcomes.record('interleaved', false, minute + 1000);
+    await outcomes.close();
+    const written = (await rows()).filter((row) => row.service === 'interleaved');
+    expect(written.map((row) => [row.minute.toISOString(), row.good, row.bad])).toEqual([
+      ['2031-01-01T10:00:00.000Z', '30', '1'],
+      ['2031-01-01T10:01:00.000Z', '20', '10'],
+    ]);
+  });
+
   it('keeps the counts of a write that failed for the next one', async () => {
     let failing = true;
     const outcomes = new RequestOutcomes(

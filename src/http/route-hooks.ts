@@ -1,0 +1,18 @@
+import type { FastifyInstance, preHandlerHookHandler, RouteOptions } from 'fastify';
+
+/** The request phases whose hooks run after routing, and so can belong to a route. */
+type RoutedPhase = 'preValidation' | 'preHandler';
+
+/**
+ * Adds `hook` to the routes registered from now on for which `applies` holds, ahead of their own
+ * hooks of that phase (where a global hook would run). A global hook that returns at once for the
+ * other routes still costs each of their requests a call through Fastify's hook runner, and the
+ * GraphQL route answers its cheapest queries in about 60 µs of CPU.
+ */
+export function addRouteHook(app: FastifyInstance, phase: RoutedPhase, applies: (route: RouteOptions) => boolean, hook: preHandlerHookHandler): void {
+  app.addHook('onRoute', (route) => {
+    if (!applies(route)) return;
+    const own = route[phase];
+    route[phase] = own === undefined ? hook : [hook, ...(Array.isArray(own) ? own : [own])];
+  });
+}
