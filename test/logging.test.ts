@@ -1,3 +1,5 @@
+import pino from 'pino';
+import { requestLogger } from '../src/http/request-logger';
 import { RegisterUserDocument, SessionDocument } from './generated/graphql';
 import { graphql } from './support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from './support/server';
@@ -37,5 +39,52 @@ describe('logs', () => {
     for (const secret of [ADMIN_SECRET, 'wrong-secret-guess', token, password, hash, '$argon2id$']) {
       expect(log).not.toContain(secret);
     }
+  });
+});
+
+describe('a request logger (made lazily)', () => {
+  const logged = (level: string) => {
+    const written: Record<string, unknown>[] = [];
+    const parent = pino({ level }, { write: (line: string) => void written.push(JSON.parse(line) as Record<string, unknown>) });
+    return { parent, written };
+  };
+
+  it('writes the lines of enabled levels with the request id, as pino child would, and nothing else', () => {
+    const { parent, written } = logged('warn');
+    const log = requestLogger(parent, { reqId: 'request-1' }, {}) as pino.Logger;
+    log.info('not at warn');
+    log.debug({ detail: 1 }, 'not at warn either');
+    log.warn({ field: 'x' }, 'written');
+    log.error(new Error('boom'));
+    expect(written.map((line) => [line.level, line.reqId, line.msg])).toEqual([
+      [40, 'request-1', 'written'],
+      [50, 'request-1', 'boom'],
+    ]);
+    expect(written[0].field).toBe('x');
+    expect(log.level).toBe('warn');
+    expect(log.isLevelEnabled('info')).toBe(false);
+  });
+
+  it('keeps the request id in its children and its bindings, and follows a level set on it', () => {
+    const { parent, written } = logged('info');
+    const log = requestLogger(parent, { reqId: 'request-2' }, {}) as pino.Logger;
+    log.child({ module: 'auth' }).info('from a child');
+    expect(log.bindings()).toEqual({ reqId: 'request-2' });
+    log.level = 'error';
+    log.warn('now below the level');
+    log.error('at the level');
+    expect(written.map((line) => [line.reqId, line.module, line.msg])).toEqual([
+      ['request-2', 'auth', 'from a child'],
+      ['request-2', undefined, 'at the level'],
+    ]);
+    // The parent keeps its own level.
+    expect(parent.level).toBe('info');
+  });
+
+  it('is pino child itself when the route sets its own level', () => {
+    const { parent, written } = logged('warn');
+    const log = requestLogger(parent, { reqId: 'request-3' }, { level: 'debug' });
+    log.debug('route at debug');
+    expect(written.map((line) => [line.reqId, line.msg])).toEqual([['request-3', 'route at debug']]);
   });
 });

@@ -28,6 +28,7 @@ import { installCors } from './cors';
 import { installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
+import { requestLogger } from './request-logger';
 import { addRouteHook } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
@@ -194,6 +195,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit,
     genReqId: (request) => requestId(request.headers['x-request-id']),
+    childLoggerFactory: requestLogger,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
   });
