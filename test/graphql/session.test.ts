@@ -177,6 +177,29 @@ describe('JWT settings beyond the defaults', () => {
     expect(resolveSession({ authorization: `Bearer ${expiredRecently}` }, settings).role).toBe('user');
   });
 
+  it('reads a token once per role asked for, refuses a role it does not allow every time, and hands out sessions no one can change', () => {
+    const token = jwt.sign({ [CLAIMS_NAMESPACE]: { ...claims, 'x-gql-allowed-roles': ['user', 'me'], 'x-gql-plan': 'pro' } }, JWT_KEY, { expiresIn: 60 });
+    const headers = { authorization: `Bearer ${token}` };
+    const first = resolveSession(headers, base);
+    const again = resolveSession(headers, base);
+    expect(again).toEqual(first);
+    expect(first).toMatchObject({ role: 'user', userId: 'u1', allowedRoles: ['user', 'me'] });
+    expect(first.variables).toEqual({ 'x-gql-user-id': 'u1', 'x-gql-plan': 'pro', 'x-gql-role': 'user' });
+    const asMe = resolveSession({ ...headers, 'x-gql-role': 'me' }, base);
+    expect(asMe.role).toBe('me');
+    expect(asMe.variables['x-gql-role']).toBe('me');
+    // The session asked for first is unchanged by the other role's.
+    expect(resolveSession(headers, base).variables['x-gql-role']).toBe('user');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      expect(() => resolveSession({ ...headers, 'x-gql-role': 'admin' }, base)).toThrow('not among the token');
+    }
+    expect(() => {
+      first.variables['x-gql-role'] = 'admin';
+    }).toThrow(TypeError);
+    expect(() => first.allowedRoles.push('admin')).toThrow(TypeError);
+    expect(resolveSession(headers, base).variables['x-gql-role']).toBe('user');
+  });
+
   it('refuses an HMAC-signed token when an RSA key is configured (no algorithm confusion)', () => {
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
