@@ -188,7 +188,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
 /**
  * The session of a bearer token under the role asked for. Made once per verified token and role
  * and shared by the requests that present them (frozen: nothing may change it): reading the
- * claims again cost every request about 1.5 µs.
+ * claims again cost every request about 0.9 µs.
  */
 function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
   let verified: VerifiedToken;

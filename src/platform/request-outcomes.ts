@@ -23,6 +23,9 @@ interface Counts {
 
 const MINUTE_MS = 60_000;
 
+/** The pending map's key of a service's counts for the minute starting at `minute` (ms). */
+const countsKey = (service: string, minute: number) => `${service}\u0000${minute}`;
+
 /**
  * Counts the requests Plinth serves per service and minute, good or bad (a 5xx or an unexpected
  * failure is bad), in memory, and adds them to `request_outcomes` every `flushMs` in one
@@ -45,12 +48,14 @@ export class RequestOutcomes {
   record(service: string, good: boolean, at = Date.now()): void {
     const minute = at - (at % MINUTE_MS);
     // The service's counts of the latest minute, found without building the pending map's key.
-    let counts = this.latest.get(service);
+    const latest = this.latest.get(service);
+    let counts = latest;
     if (counts === undefined || counts.minute.getTime() !== minute) {
-      const key = `${service}\u0000${minute}`;
+      const key = countsKey(service, minute);
       counts = this.pending.get(key);
       if (!counts) this.pending.set(key, (counts = { service, minute: new Date(minute), good: 0, bad: 0 }));
-      if (minute >= (this.latest.get(service)?.minute.getTime() ?? 0)) this.latest.set(service, counts);
+      // A late request of an earlier minute leaves the latest minute's counts where they are.
+      if (latest === undefined || minute > latest.minute.getTime()) this.latest.set(service, counts);
     }
     if (good) counts.good++;
     else counts.bad++;
@@ -100,7 +105,7 @@ export class RequestOutcomes {
       }
       // Kept for the next attempt rather than lost.
       for (const counts of batch) {
-        const key = `${counts.service}\u0000${counts.minute.getTime()}`;
+        const key = countsKey(counts.service, counts.minute.getTime());
         const newer = this.pending.get(key);
         if (newer) {
           newer.good += counts.good;

@@ -162,6 +162,20 @@ describe('capture and delivery', () => {
     const [, bulkEvent] = await receiver.waitFor('/user_signups', 2);
     expect(bulkEvent.body.event.data.new.email).toBe('bulk-events@example.com');
     expect(bulkEvent.body.event.session_variables).toEqual({ 'x-gql-role': 'admin', 'x-gql-user-id': 'a1a1a1a1-4a8e-4b8e-9c1e-2f9f4a3c8d11' });
+    // A REST call's write carries the session its headers give (the route-scoped preHandler):
+    // the admin's asserted variables, and the unauthorised role for a caller without credentials.
+    const restSignUp = (email: string, headers: Record<string, string>) =>
+      fetch(`${server.url}/auth/signup/email-password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ email, password: 'correct horse battery' }),
+      });
+    expect((await restSignUp('rest-admin@example.com', { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': 'c2c2c2c2-4a8e-4b8e-9c1e-2f9f4a3c8d11' })).status).toBe(200);
+    expect((await restSignUp('rest-anonymous@example.com', {})).status).toBe(200);
+    const signUps = await receiver.waitFor('/user_signups', 4);
+    const byEmail = (email: string) => signUps.find((item) => item.body.event.data.new.email === email)!.body.event.session_variables;
+    expect(byEmail('rest-admin@example.com')).toEqual({ 'x-gql-role': 'admin', 'x-gql-user-id': 'c2c2c2c2-4a8e-4b8e-9c1e-2f9f4a3c8d11' });
+    expect(byEmail('rest-anonymous@example.com')).toEqual({ 'x-gql-role': 'anonymous' });
     // A write outside Plinth on the same pooled connections carries none.
     await server.database.query("INSERT INTO orders (status) VALUES ('from psql')");
     const fromPsql = await eventually(async () => receiver.at('/order_changes').find((item) => item.body.event.data.new?.status === 'from psql'));
