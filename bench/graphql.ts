@@ -33,7 +33,8 @@ import { positiveInteger } from './settings';
  * and stack trace over real rows (seeded through Plinth's ingestion route, read by every server
  * from the same database with the same services and DataLoaders), as the administrator. Besides
  * req/s, latency and server CPU per request, it prints each server's resident memory right after
- * start, after the warm-up (idle), BENCH_QUIET seconds after the warm-up without requests (quiet:
+ * start, BENCH_QUIET seconds after the start-ups without requests (start quiet: what a server that
+ * started and served nothing keeps), after the warm-up (idle), BENCH_QUIET seconds after the warm-up without requests (quiet:
  * what a server that served a burst keeps) and the most seen under load.
  *
  *   npm run bench                         # all five, 3 s warm-up + 10 s each
@@ -92,6 +93,8 @@ interface LoadResult {
   serverCpuMicrosPerRequest: number;
   /** The server's resident memory right after it started (before any request). */
   startRssBytes: number;
+  /** The resident memory BENCH_QUIET seconds after every server had started, before any load (the first round's runs only). */
+  startQuietRssBytes?: number;
   /** The server's resident memory before the run (idle, after the warm-up when one came before) and the most seen during it. */
   idleRssBytes: number;
   loadedRssBytes: number;
@@ -348,6 +351,7 @@ function summarise(runs: LoadResult[]): LoadResult {
     meanMs: median(runs.map((run) => run.meanMs)),
     serverCpuMicrosPerRequest: median(runs.map((run) => run.serverCpuMicrosPerRequest)),
     startRssBytes: runs[0].startRssBytes,
+    startQuietRssBytes: runs[0].startQuietRssBytes,
     idleRssBytes: median(runs.map((run) => run.idleRssBytes)),
     loadedRssBytes: Math.max(...runs.map((run) => run.loadedRssBytes)),
     quietRssBytes: runs[0].quietRssBytes,
@@ -396,11 +400,12 @@ function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratio
     fixed(result.p99Ms, 2),
     fixed(result.serverCpuMicrosPerRequest, 0),
     fixed(result.startRssBytes / MIB, 0),
+    result.startQuietRssBytes === undefined ? '-' : fixed(result.startQuietRssBytes / MIB, 0),
     fixed(result.idleRssBytes / MIB, 0),
     result.quietRssBytes === undefined ? '-' : fixed(result.quietRssBytes / MIB, 0),
     fixed(result.loadedRssBytes / MIB, 0),
   ]);
-  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS idle MiB', 'RSS quiet MiB', 'RSS load MiB'];
+  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS start quiet MiB', 'RSS idle MiB', 'RSS quiet MiB', 'RSS load MiB'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
   const rule = '-'.repeat(line(header).length);
@@ -451,6 +456,10 @@ async function runBenchmark(): Promise<void> {
       }
       for (const request of requests) await verifyAnswer(server, request);
     }
+    process.stderr.write(`all quiet for ${settings.quietSeconds} s after the start-ups...\n`);
+    await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
+    const startQuietRss = new Map<Target, number>();
+    for (const server of servers) startQuietRss.set(server.target, (await server.usage()).rssBytes);
     for (let round = 0; round < settings.rounds; round++) {
       for (const server of servers) {
         for (const request of requests) {
@@ -464,7 +473,8 @@ async function runBenchmark(): Promise<void> {
           }
           process.stderr.write(`measuring ${server.target} on ${request.query}, round ${round + 1}/${settings.rounds} (${settings.durationSeconds} s)...\n`);
           const run = await runLoad(server, request, settings.connections, settings.durationSeconds);
-          runs.get(request.query)!.get(server.target)!.push({ ...run, quietRssBytes });
+          const startQuietRssBytes = round === 0 ? startQuietRss.get(server.target) : undefined;
+          runs.get(request.query)!.get(server.target)!.push({ ...run, quietRssBytes, startQuietRssBytes });
         }
       }
     }

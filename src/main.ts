@@ -43,6 +43,8 @@ export interface RunningServer {
 
 /** Time each shutdown step gets even after the whole shutdown's time has run out. */
 const MIN_SHUTDOWN_STEP_MS = 1_000;
+/** How often the start-up collection looks for quiet: its two collections land about 1 and 7 s after a quiet start. */
+const STARTUP_COLLECTION_CHECK_MS = 1_000;
 
 /**
  * The process logger. No secret may reach a log line: request lines carry the path without its
@@ -208,8 +210,9 @@ export async function startServer(
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
     cleanup.push({ step: 'http server', run: () => app.close() });
     await app.listen({ host: config.host, port: config.port });
-    if (config.idleCollectionMs > 0) {
-      const idleCollector = new IdleCollector(config.idleCollectionMs);
+    if (config.idleCollectionMs > 0 || config.startUpCollection) {
+      const idleCollector =
+        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true });
       idleCollector.start();
       cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
     }

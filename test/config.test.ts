@@ -199,6 +199,11 @@ describe('loadConfig', () => {
     });
   });
 
+  it('gives back the start-up’s memory once by default, and collects after every quiet spell only when PLINTH_IDLE_COLLECTION_MS is set', () => {
+    expect(loadConfig({})).toMatchObject({ startUpCollection: true, idleCollectionMs: 0 });
+    expect(loadConfig({ PLINTH_STARTUP_COLLECTION: 'false', PLINTH_IDLE_COLLECTION_MS: '5000' })).toMatchObject({ startUpCollection: false, idleCollectionMs: 5000 });
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
   });
@@ -316,6 +321,7 @@ describe('loadConfig', () => {
     ['JOBS_MAIL_RETRY_DELAY_SECONDS', { JOBS_MAIL_RETRY_DELAY_SECONDS: '-5' }],
     ['JOBS_MAIL_RETRY_BACKOFF', { JOBS_MAIL_RETRY_BACKOFF: 'sometimes' }],
     ['JOBS_REPORT_RENDER_TIMEOUT_SECONDS', { JOBS_REPORT_RENDER_TIMEOUT_SECONDS: '0' }],
+    ['PLINTH_STARTUP_COLLECTION', { PLINTH_STARTUP_COLLECTION: 'sometimes' }],
   ])('stops with a message naming %s for %j', (variable, env) => {
     const problems = problemsOf(env);
     expect(problems).toHaveLength(1);

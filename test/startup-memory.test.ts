@@ -71,8 +71,25 @@ describe('a started server’s memory', () => {
     expect(quiet.newSpaceBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
   }, 90_000);
 
-  it('keeps its young generation when idle collection is off', async () => {
-    const kept = await spawnServer(testEnvironment(database.url, { PLINTH_IDLE_COLLECTION_MS: '0' }), 60_000, {
+  it('by default, gives back its start-up’s young generation once quiet (PLINTH_STARTUP_COLLECTION)', async () => {
+    const started = await spawnServer(testEnvironment(database.url, {}), 60_000, { args: ['--require', MEMORY_REPORT, CLI, 'start'] });
+    try {
+      const first = await memoryReport(started);
+      let quiet = first;
+      for (let wait = 0; wait < 40 && quiet.newSpaceBytes > 4 * 1024 * 1024; wait++) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        quiet = await memoryReport(started);
+      }
+      expect(first.newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
+      expect(quiet.newSpaceBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+    } finally {
+      started.child.kill('SIGTERM');
+      await started.exited;
+    }
+  }, 90_000);
+
+  it('keeps its young generation when idle and start-up collection are off', async () => {
+    const kept = await spawnServer(testEnvironment(database.url, { PLINTH_IDLE_COLLECTION_MS: '0', PLINTH_STARTUP_COLLECTION: 'false' }), 60_000, {
       args: ['--require', MEMORY_REPORT, CLI, 'start'],
     });
     try {

@@ -334,6 +334,8 @@ const environmentSchema = z.object({
     .refine((value) => value === 0 || value >= 1000, { error: 'must be 0 (off) or at least 1000' })
     // Off by default: the first seconds of a burst after a quiet spell cost more CPU (docs/decisions.md).
     .default(0),
+  // On by default: once, when the server first goes quiet, it gives back what start-up used (docs/decisions.md).
+  PLINTH_STARTUP_COLLECTION: boolean.default(true),
 
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json'], { error: 'must be auto, pretty or json' }).default('auto'),
   PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),
@@ -617,6 +619,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** How often the process checks whether it went quiet, to give memory back then (platform/idle-collection.ts); 0: never. */
   idleCollectionMs: number;
+  /** PLINTH_STARTUP_COLLECTION: the full collections of the first quiet spell after start-up, when idleCollectionMs is 0. */
+  startUpCollection: boolean;
   metrics: MetricsAccess;
   /** TRUST_PROXY, for Fastify's trustProxy and the WebSocket upgrade (platform/client-address.ts). */
   trustProxy: TrustProxy;
@@ -1082,6 +1086,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     actionsRoute: builtIn?.route ?? '/actions',
     shutdownTimeoutMs: values.PLINTH_SHUTDOWN_TIMEOUT_MS,
     idleCollectionMs: values.PLINTH_IDLE_COLLECTION_MS,
+    startUpCollection: values.PLINTH_STARTUP_COLLECTION,
     metrics:
       values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
     trustProxy: values.TRUST_PROXY,

@@ -14,26 +14,35 @@ export function collectGarbage(): void {
   fullCollection();
 }
 
-/** A check whose event loop was busier than this (its own collections aside) counts as activity; one below it as quiet. */
-const QUIET_UTILIZATION = 0.02;
+/**
+ * A check whose event loop was busier than this (its own collections aside) counts as activity;
+ * one below it as quiet. An idle server's own timers (job polling, metrics) take 1-4% of a
+ * second-long check; at 2%, they broke half the quiet spells.
+ */
+const QUIET_UTILIZATION = 0.05;
 /**
  * V8 shrinks its young generation (grown to two 16 MB semi-spaces by any burst of allocation) only
- * in a full collection that follows this long of little allocation (its throughput window).
+ * in a full collection that follows 5 s of little allocation (its throughput window). Measured: a
+ * second collection 5.0 s after the first kept the young generation, one 6 s after gave it back.
  */
-const YOUNG_GENERATION_QUIET_MS = 5000;
+const YOUNG_GENERATION_QUIET_MS = 6000;
 
 /**
  * Gives memory back once the process goes quiet. V8 collects when allocation fills its spaces, so
  * after a burst of requests (or the start-up) the old generation keeps its garbage and the young
  * generation its full size until the next burst, which may be hours away: after the GraphQL
  * benchmark's load the server idled at 180-250 MB resident with 125 MB of it live. Every
- * `intervalMs` it reads how busy the event loop was; after activity, the quiet checks of the next
- * five seconds and more each ask for a full collection (two at the default 5 s: tens of
- * milliseconds each, when nothing waits for the loop).
+ * `intervalMs` it reads how busy the event loop was; after activity, a quiet spell gets two full
+ * collections (tens of milliseconds each, when nothing waits for the loop): at its first quiet
+ * check, which frees the old generation's garbage, and at the first quiet check six seconds
+ * (V8's throughput window) after that one, which gives the young generation back.
  * Steady traffic never pays for one: a check that saw activity collects nothing. The next burst
  * does pay a little: its first seconds ran at about 7-13% more server CPU per request (young
  * generation regrowing, old generation limits set from the small live size), which is why
- * PLINTH_IDLE_COLLECTION_MS is off unless set.
+ * PLINTH_IDLE_COLLECTION_MS is off unless set. What the start-up alone leaves (its garbage and the
+ * young generation it grew: about 30 MB) is given back by default (`startUpOnly`,
+ * PLINTH_STARTUP_COLLECTION): once, when the server first goes quiet, after which the collector
+ * stops. A first burst then pays the regrowth once, not after every quiet spell.
  */
 /** The event loop's busy and idle time so far (ms), as performance.eventLoopUtilization() gives it, the time in progress included. */
 export interface LoopTimes {
@@ -41,27 +50,44 @@ export interface LoopTimes {
   idle: number;
 }
 
+export interface IdleCollectorOptions {
+  /** Only the start-up's quiet spell: the checks stop once its collections are done. */
+  startUpOnly?: boolean;
+  collect?: () => void;
+  youngGenerationQuietMs?: number;
+  loopTimes?: () => LoopTimes;
+}
+
+/** Where the current quiet spell is: no collection yet, the first done (at this loop time, ms), or both done. */
+type Spell = { collected: 'none' } | { collected: 'first'; at: number } | { collected: 'both' };
+
 export class IdleCollector {
   private timer?: NodeJS.Timeout;
+  private readonly startUpOnly: boolean;
+  private readonly collect: () => void;
+  private readonly youngGenerationQuietMs: number;
+  private readonly loopTimes: () => LoopTimes;
   private last: LoopTimes;
-  /**
-   * Collections per quiet spell: the first frees the old generation's garbage; the one that comes
-   * YOUNG_GENERATION_QUIET_MS later gives back the young generation.
-   */
-  private readonly collectionsPerQuietSpell: number;
-  /** The start-up counts as activity: its garbage and grown young generation go at the first quiet checks. */
-  private pending: number;
+  /** The start-up counts as activity: its garbage and grown young generation go in the first quiet spell. */
+  private spell: Spell = { collected: 'none' };
+  /** A start-up-only collector whose collections are done. */
+  private finished = false;
   /** Time spent in the last check's collection, left out of the next check's utilization. */
   private collectingMs = 0;
 
   constructor(
     private readonly intervalMs: number,
-    private readonly collect: () => void = collectGarbage,
-    youngGenerationQuietMs = YOUNG_GENERATION_QUIET_MS,
-    private readonly loopTimes: () => LoopTimes = () => performance.eventLoopUtilization(),
+    {
+      startUpOnly = false,
+      collect = collectGarbage,
+      youngGenerationQuietMs = YOUNG_GENERATION_QUIET_MS,
+      loopTimes = () => performance.eventLoopUtilization(),
+    }: IdleCollectorOptions = {},
   ) {
-    this.collectionsPerQuietSpell = 1 + Math.ceil(youngGenerationQuietMs / intervalMs);
-    this.pending = this.collectionsPerQuietSpell;
+    this.startUpOnly = startUpOnly;
+    this.collect = collect;
+    this.youngGenerationQuietMs = youngGenerationQuietMs;
+    this.loopTimes = loopTimes;
     this.last = loopTimes();
   }
 
@@ -75,8 +101,12 @@ export class IdleCollector {
     clearInterval(this.timer);
   }
 
-  /** Collects when the loop was quiet since the last check and a quiet spell's collections are not all done. */
+  /**
+   * Collects when the loop was quiet since the last check and the quiet spell asks for a
+   * collection; a start-up-only collector stops after the spell's second.
+   */
   check(): void {
+    if (this.finished) return;
     const now = this.loopTimes();
     const active = now.active - this.last.active;
     const idle = now.idle - this.last.idle;
@@ -84,13 +114,23 @@ export class IdleCollector {
     const utilization = active + idle > 0 ? Math.max(0, active - this.collectingMs) / (active + idle) : 0;
     this.collectingMs = 0;
     if (utilization >= QUIET_UTILIZATION) {
-      this.pending = this.collectionsPerQuietSpell;
+      this.spell = { collected: 'none' };
       return;
     }
-    if (this.pending === 0) return;
-    this.pending--;
+    const elapsed = now.active + now.idle;
+    if (this.spell.collected === 'both') return;
+    if (this.spell.collected === 'first' && elapsed - this.spell.at < this.youngGenerationQuietMs) return;
     const before = this.loopTimes().active;
     this.collect();
     this.collectingMs = this.loopTimes().active - before;
+    if (this.spell.collected === 'none') {
+      this.spell = { collected: 'first', at: elapsed };
+      return;
+    }
+    this.spell = { collected: 'both' };
+    if (this.startUpOnly) {
+      this.finished = true;
+      this.stop();
+    }
   }
 }

@@ -2,9 +2,9 @@ import v8 from 'node:v8';
 import { collectGarbage, IdleCollector, type LoopTimes } from '../../src/platform/idle-collection';
 
 const CHECK_MS = 250;
-/** Stands for V8's 5 s of little allocation: two checks, so a quiet spell has three collections. */
+/** Stands for V8's 5 s of little allocation: a quiet spell's second collection comes two checks after its first. */
 const YOUNG_GENERATION_QUIET_MS = 2 * CHECK_MS;
-const PER_SPELL = 3;
+const PER_SPELL = 2;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -21,9 +21,14 @@ class LoopClock {
 }
 
 /** A collector on `loop`, counting its collections; `collect` runs inside each. */
-function collectorOn(loop: LoopClock, collect: () => void = () => undefined) {
+function collectorOn(loop: LoopClock, collect: () => void = () => undefined, startUpOnly = false) {
   const counted = { collections: 0 };
-  const collector = new IdleCollector(CHECK_MS, () => (counted.collections++, collect()), YOUNG_GENERATION_QUIET_MS, loop.times);
+  const collector = new IdleCollector(CHECK_MS, {
+    startUpOnly,
+    collect: () => (counted.collections++, collect()),
+    youngGenerationQuietMs: YOUNG_GENERATION_QUIET_MS,
+    loopTimes: loop.times,
+  });
   /** `count` checks, each after an interval with `busyShare` of it busy. */
   const checks = (count: number, busyShare: number) => {
     for (let check = 0; check < count; check++) {
@@ -35,11 +40,15 @@ function collectorOn(loop: LoopClock, collect: () => void = () => undefined) {
 }
 
 describe('IdleCollector', () => {
-  it('collects at the quiet checks after the start-up, up to a young generation’s quiet time, then no more while it stays quiet', () => {
+  it('collects at the first quiet check after the start-up and again a young generation’s quiet time later, then no more while it stays quiet', () => {
     const { counted, checks } = collectorOn(new LoopClock());
-    checks(2, 0);
+    checks(1, 0);
+    expect(counted.collections).toBe(1);
+    checks(1, 0);
+    expect(counted.collections).toBe(1);
+    checks(1, 0);
     expect(counted.collections).toBe(2);
-    checks(6, 0.01);
+    checks(6, 0.04);
     expect(counted.collections).toBe(PER_SPELL);
   });
 
@@ -47,8 +56,8 @@ describe('IdleCollector', () => {
     const { counted, checks } = collectorOn(new LoopClock());
     checks(5, 0);
     expect(counted.collections).toBe(PER_SPELL);
-    // Busy through several checks (at 5%, just over the quiet mark): none collects.
-    checks(4, 0.05);
+    // Busy through several checks (at 6%, just over the quiet mark): none collects.
+    checks(4, 0.06);
     expect(counted.collections).toBe(PER_SPELL);
     checks(8, 0);
     expect(counted.collections).toBe(2 * PER_SPELL);
@@ -60,6 +69,37 @@ describe('IdleCollector', () => {
     const { counted, checks } = collectorOn(loop, () => (loop.active += CHECK_MS / 2));
     checks(10, 0);
     expect(counted.collections).toBe(PER_SPELL);
+  });
+
+  it('start-up only: collects at the first quiet spell, and never after a later busy spell', () => {
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, true);
+    // The start-up's spell, interrupted after its first collection: it starts over at the next quiet.
+    checks(1, 0);
+    checks(2, 0.06);
+    expect(counted.collections).toBe(1);
+    checks(5, 0);
+    expect(counted.collections).toBe(1 + PER_SPELL);
+    checks(4, 0.06);
+    checks(8, 0);
+    expect(counted.collections).toBe(1 + PER_SPELL);
+  });
+
+  it('start-up only: its timer stops once the start-up spell is done', async () => {
+    const loop = new LoopClock();
+    // An idle loop's clock: time passes, none of it busy.
+    const ticking = setInterval(() => (loop.idle += CHECK_MS / 5), CHECK_MS / 5);
+    const { collector, counted } = collectorOn(loop, undefined, true);
+    try {
+      collector.start();
+      const deadline = Date.now() + 10_000;
+      while (counted.collections < PER_SPELL && Date.now() < deadline) await sleep(CHECK_MS / 5);
+      expect(counted.collections).toBe(PER_SPELL);
+      await sleep(CHECK_MS * 4);
+      expect(counted.collections).toBe(PER_SPELL);
+    } finally {
+      clearInterval(ticking);
+      collector.stop();
+    }
   });
 
   it('checks on its own timer once started, and collects nothing once stopped', async () => {
