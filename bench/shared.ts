@@ -66,6 +66,8 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     // bench/subscriptions.ts runs Plinth with subscription multiplexing off, then on.
     // PLINTH_IDLE_COLLECTION_MS=5000 npm run bench: Plinth with its idle collections (off by default), to see what they give back.
     ...(process.env.PLINTH_IDLE_COLLECTION_MS ? { PLINTH_IDLE_COLLECTION_MS: process.env.PLINTH_IDLE_COLLECTION_MS } : {}),
+    // bench/subscriptions.ts turns the start-up collection off: its two collections would fall in the idle window it subtracts.
+    ...(process.env.PLINTH_STARTUP_COLLECTION ? { PLINTH_STARTUP_COLLECTION: process.env.PLINTH_STARTUP_COLLECTION } : {}),
     ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING
       ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING }
       : {}),
