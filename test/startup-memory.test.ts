@@ -51,6 +51,19 @@ async function memoryReport(spawned: SpawnedServer): Promise<MemoryReport> {
   throw new Error(`no memory report:\n${spawned.output().slice(before)}`);
 }
 
+const GROWN_YOUNG_GENERATION = 8 * 1024 * 1024;
+const SMALL_YOUNG_GENERATION = 4 * 1024 * 1024;
+
+/** Memory reports a second apart until the young generation is small again (or 40 s passed); the last one. */
+async function whenQuiet(spawned: SpawnedServer, first: MemoryReport): Promise<MemoryReport> {
+  let report = first;
+  for (let wait = 0; wait < 40 && report.newSpaceBytes > SMALL_YOUNG_GENERATION; wait++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    report = await memoryReport(spawned);
+  }
+  return report;
+}
+
 describe('a started server’s memory', () => {
   it('holds none of the packages only some requests use, and gives its young generation back once quiet', async () => {
     server = await spawnServer(testEnvironment(database.url, { PLINTH_IDLE_COLLECTION_MS: '1000' }), 60_000, {
@@ -62,26 +75,16 @@ describe('a started server’s memory', () => {
 
     // Loading the modules grows the young generation to its most (two 16 MB semi-spaces); once the
     // server is quiet, its idle collections give it back (V8's smallest is 1 MB).
-    let quiet = started;
-    for (let wait = 0; wait < 30 && quiet.newSpaceBytes > 4 * 1024 * 1024; wait++) {
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      quiet = await memoryReport(server);
-    }
-    expect(started.newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
-    expect(quiet.newSpaceBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(started.newSpaceBytes).toBeGreaterThan(GROWN_YOUNG_GENERATION);
+    expect((await whenQuiet(server, started)).newSpaceBytes).toBeLessThanOrEqual(SMALL_YOUNG_GENERATION);
   }, 90_000);
 
   it('by default, gives back its start-up’s young generation once quiet (PLINTH_STARTUP_COLLECTION)', async () => {
     const started = await spawnServer(testEnvironment(database.url, {}), 60_000, { args: ['--require', MEMORY_REPORT, CLI, 'start'] });
     try {
       const first = await memoryReport(started);
-      let quiet = first;
-      for (let wait = 0; wait < 40 && quiet.newSpaceBytes > 4 * 1024 * 1024; wait++) {
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-        quiet = await memoryReport(started);
-      }
-      expect(first.newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
-      expect(quiet.newSpaceBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+      expect(first.newSpaceBytes).toBeGreaterThan(GROWN_YOUNG_GENERATION);
+      expect((await whenQuiet(started, first)).newSpaceBytes).toBeLessThanOrEqual(SMALL_YOUNG_GENERATION);
     } finally {
       started.child.kill('SIGTERM');
       await started.exited;
@@ -94,7 +97,7 @@ describe('a started server’s memory', () => {
     });
     try {
       await new Promise((resolve) => setTimeout(resolve, 8000));
-      expect((await memoryReport(kept)).newSpaceBytes).toBeGreaterThan(8 * 1024 * 1024);
+      expect((await memoryReport(kept)).newSpaceBytes).toBeGreaterThan(GROWN_YOUNG_GENERATION);
     } finally {
       kept.child.kill('SIGTERM');
       await kept.exited;
