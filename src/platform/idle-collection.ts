@@ -15,8 +15,7 @@ export function collectGarbage(): void {
 }
 
 /**
- * A check whose event loop was busier than this (its own collections aside) counts as activity;
- * one below it as quiet. An idle server's own timers (job polling, metrics) take 1-4% of a
+ * A check whose event loop was busier than this counts as activity; one below it as quiet. An idle server's own timers (job polling, metrics) take 1-4% of a
  * second-long check; at 2%, they broke half the quiet spells.
  */
 const QUIET_UTILIZATION = 0.05;
@@ -109,17 +108,16 @@ export class IdleCollector {
   check(): void {
     if (this.finished) return;
     const now = this.loopTimes();
-    const active = now.active - this.last.active;
-    const idle = now.idle - this.last.idle;
-    const afterCollection = this.collectedLastCheck;
-    this.collectedLastCheck = false;
-    if (afterCollection) {
+    if (this.collectedLastCheck) {
       // The collection's own time and what it set off: a window that would count as activity and
       // start the spell over, one collection after another (seen: eight in 25 s after 10,000
       // WebSocket connections closed, up to 750 ms each).
-      this.last = this.loopTimes();
+      this.collectedLastCheck = false;
+      this.last = now;
       return;
     }
+    const active = now.active - this.last.active;
+    const idle = now.idle - this.last.idle;
     this.last = now;
     const utilization = active + idle > 0 ? active / (active + idle) : 0;
     // A busy check starts the spell over, except the start-up's second collection, which waits only
