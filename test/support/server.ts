@@ -26,6 +26,9 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
     // The suite runs with compiled execution on (the default) and, in a second run, off.
     GQL_GRAPHQL_COMPILED_EXECUTION: compiledExecutionEnabled() ? 'true' : 'false',
+    // A full collection of a Jest worker's heap (its servers and every test's objects) paused the
+    // tests' timings by up to a second on a loaded machine; test/startup-memory.test.ts tests it.
+    PLINTH_STARTUP_COLLECTION: 'false',
     ...overrides,
   };
 }
