@@ -34,8 +34,9 @@ import { positiveInteger } from './settings';
  * from the same database with the same services and DataLoaders), as the administrator. Besides
  * req/s, latency and server CPU per request, it prints each server's resident memory right after
  * start, BENCH_QUIET seconds after the start-ups without requests (start quiet: what a server that
- * started and served nothing keeps), after the warm-up (idle), BENCH_QUIET seconds after the warm-up without requests (quiet:
- * what a server that served a burst keeps) and the most seen under load.
+ * started and served nothing keeps), after the warm-up (idle), BENCH_QUIET seconds after the
+ * warm-up without requests (quiet: what a server that served a burst keeps) and the most seen
+ * under load.
  *
  *   npm run bench                         # all five, 3 s warm-up + 10 s each
  *   BENCH_DURATION=5 BENCH_ROUNDS=3 npm run bench
