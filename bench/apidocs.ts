@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { documentationApp } from '../src/apidocs/build';
 import { loadConfig } from '../src/config';
+import { median } from './statistics';
 
 /**
  * How long the API reference of the whole project takes to generate: the OpenAPI document (every
@@ -23,7 +24,6 @@ import { loadConfig } from '../src/config';
 const BUDGET_MS = 200;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const start = performance.now();

@@ -21,6 +21,7 @@ import {
   type Target,
 } from './shared';
 import { positiveInteger } from './settings';
+import { median } from './statistics';
 
 /**
  * GraphQL throughput benchmark: the full Plinth stack against (a) a bare graphql-js server on
@@ -336,12 +337,6 @@ function runAutocannon(
       latencies.push(responseTime);
     });
   });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 function summarise(runs: LoadResult[]): LoadResult {

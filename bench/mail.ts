@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config';
 import { createMailDelivery, type MailMessage } from '../src/platform/mail/mailer';
 import { connectSmtpSocket } from '../src/platform/mail/transport';
 import { positiveInteger } from './settings';
+import { median } from './statistics';
 
 /**
  * Mail throughput: Plinth's delivery step (the `mail` worker's work: template render — a cached
@@ -81,12 +82,6 @@ async function measure(count: number, concurrency: number, send: () => Promise<u
   );
   const used = process.cpuUsage(cpu);
   return { mailsPerSecond: count / (Number(process.hrtime.bigint() - start) / 1e9), cpuMicrosPerMail: (used.user + used.system) / count };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 async function runBenchmark(): Promise<void> {
