@@ -21,7 +21,7 @@ import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subsc
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
 import { installRequestOutcomes, type RequestOutcomes } from '../platform/request-outcomes';
-import { installRawBodyParser } from '../platform/signatures';
+import { keepRawBodies } from '../platform/signatures';
 import type { ServedSchema } from '../graphql/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
@@ -231,7 +231,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   }
   const graphiql = apiDocs ? graphiqlResponder(options.apiDocs.settings) : undefined;
   installErrorHandling(app);
-  installRawBodyParser(app);
+  keepRawBodies(app);
   // Fastify closes idle keep-alive connections when it starts closing; a connection whose
   // request is still in flight would stay open after its response and hold shutdown up.
   let closing = false;

@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { installErrorHandling } from '../../src/http/errors';
-import { installRawBodyParser, verifyHmacSha256 } from '../../src/platform/signatures';
+import { keepRawBodies, verifyHmacSha256 } from '../../src/platform/signatures';
 
 // GitHub's published example for X-Hub-Signature-256 ("Validating webhook deliveries").
 const GITHUB_SECRET = "It's a Secret to Everybody";
@@ -55,7 +56,7 @@ describe('a webhook route over HTTP', () => {
   beforeAll(async () => {
     app = Fastify({ logger: false });
     installErrorHandling(app);
-    installRawBodyParser(app);
+    keepRawBodies(app);
     // What a webhook route of a later issue looks like: the signature is checked before anything reads the body.
     app.post('/webhook', {
       config: { rawBody: true },
@@ -105,6 +106,30 @@ describe('a webhook route over HTTP', () => {
       expect(response.status).toBe(401);
       expect(response.body).toEqual({ error: 'invalid-signature', message: 'the signature does not match the body' });
     }
+  });
+
+  it('keeps the bytes of a body that arrives in pieces, a character split between two of them', async () => {
+    const body = Buffer.from(`{"text":"${'é'.repeat(40_000)}"}`);
+    // The first piece ends in the middle of an é (two bytes in UTF-8).
+    const cut = 9 + 2 * 1_000 + 1;
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = http.request(`${baseUrl}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'x-hub-signature-256': sign(body, SECRET) },
+      });
+      request.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      });
+      request.on('error', reject);
+      request.write(body.subarray(0, cut));
+      setTimeout(() => request.end(body.subarray(cut)), 50);
+    });
+
+    expect(answer.status).toBe(200);
+    // Compared as a whole: a failure prints a boolean, not 80 kB.
+    expect((JSON.parse(answer.text) as { received: { text: string } }).received.text === 'é'.repeat(40_000)).toBe(true);
   });
 
   it('refuses bad JSON with 400, signed or not, never 500', async () => {
