@@ -1,4 +1,5 @@
 import { createVerifier, TokenError } from 'fast-jwt';
+import { LRUCache } from 'lru-cache';
 import type { JwtSecretConfig } from '../config';
 import { secretsEqual } from '../common/secrets';
 
@@ -139,30 +140,6 @@ interface VerifiedToken {
   sessions: Map<string, Session>;
 }
 
-/**
- * Verified tokens by the token itself, at most `capacity` (VERIFIED_TOKEN_CACHE_SIZE), the oldest
- * made room for first. Not lru-cache: its `get` is shared by every LRUCache of the process (compiled queries,
- * subscriptions, error tracking), whose differing instances left it polymorphic and not inlined
- * here, about 1 µs of every authenticated request; and recency buys nothing for tokens, which
- * expire anyway (one evicted while still in use costs one verification).
- */
-export class VerifiedTokens {
-  private readonly entries = new Map<string, VerifiedToken>();
-
-  constructor(private readonly capacity = VERIFIED_TOKEN_CACHE_SIZE) {}
-
-  get(token: string): VerifiedToken | undefined {
-    return this.entries.get(token);
-  }
-
-  set(token: string, entry: VerifiedToken): void {
-    if (this.entries.size >= this.capacity && !this.entries.has(token)) {
-      this.entries.delete(this.entries.keys().next().value!);
-    }
-    this.entries.set(token, entry);
-  }
-}
-
 /** Roles a token's cache entry keeps a session for; a token asked for more is read again each time. */
 const SESSIONS_PER_TOKEN = 8;
 
@@ -186,7 +163,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
       clockTolerance: secret.allowed_skew * 1000,
     }) as (token: string) => JwtPayload;
     const skewMs = secret.allowed_skew * 1000;
-    const verified = new VerifiedTokens();
+    const verified = new LRUCache<string, VerifiedToken>({ max: VERIFIED_TOKEN_CACHE_SIZE });
     verify = (token) => {
       // Keyed by the token itself: hashing it cost more than the lookup (3% of a request's CPU).
       const now = Date.now();

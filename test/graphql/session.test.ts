@@ -1,6 +1,6 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { resolveSession, SessionError, VerifiedTokens, type SessionSettings } from '../../src/http/session';
+import { resolveSession, SessionError, type SessionSettings } from '../../src/http/session';
 import { SessionDocument } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, type TestServer } from '../support/server';
@@ -212,26 +212,5 @@ describe('JWT settings beyond the defaults', () => {
     const unsigned = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode({ [CLAIMS_NAMESPACE]: claims, exp: Math.floor(Date.now() / 1000) + 60 })}`;
     const forged = `${unsigned}.${createHmac('sha256', pem).update(unsigned).digest('base64url')}`;
     expect(() => resolveSession({ authorization: `Bearer ${forged}` }, settings)).toThrow(SessionError);
-  });
-});
-
-describe('the verified-token cache', () => {
-  const entry = (expiresAt: number) => ({ payload: {}, notBefore: 0, expiresAt, sessions: new Map() });
-
-  it('holds at most its capacity, making room by dropping the oldest token', () => {
-    const cache = new VerifiedTokens(3);
-    for (const token of ['a', 'b', 'c']) cache.set(token, entry(1));
-    cache.set('d', entry(2));
-    expect(cache.get('a')).toBeUndefined();
-    expect(['b', 'c', 'd'].map((token) => cache.get(token)?.expiresAt)).toEqual([1, 1, 2]);
-  });
-
-  it('replaces the entry of a token it holds without dropping another', () => {
-    const cache = new VerifiedTokens(2);
-    cache.set('a', entry(1));
-    cache.set('b', entry(1));
-    cache.set('a', entry(5));
-    expect(cache.get('a')?.expiresAt).toBe(5);
-    expect(cache.get('b')?.expiresAt).toBe(1);
   });
 });
