@@ -24,7 +24,6 @@ import { median } from './statistics';
 const BUDGET_MS = 200;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
-
 async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const start = performance.now();
   const result = await work();

@@ -250,7 +250,6 @@ async function warmUpSignIn(
   );
 }
 
-
 async function main(): Promise<void> {
   const seconds = positiveInteger('BENCH_SECONDS', 5);
   const warmup = positiveInteger('BENCH_WARMUP', 1);

@@ -132,6 +132,28 @@ describe('a webhook route over HTTP', () => {
     expect((JSON.parse(answer.text) as { received: { text: string } }).received.text === 'é'.repeat(40_000)).toBe(true);
   });
 
+  it('refuses a body over the limit with 413, and answers the next request after a client that left mid-body', async () => {
+    const large = Buffer.alloc(1024 * 1024 + 1, 'a');
+    const refused = await fetch(`${baseUrl}/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(large, SECRET) },
+      body: large,
+    });
+    expect(refused.status).toBe(413);
+
+    await new Promise<void>((resolve) => {
+      const request = http.request(`${baseUrl}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+      request.on('error', () => resolve());
+      request.write('{"partial":');
+      setTimeout(() => {
+        request.destroy();
+        resolve();
+      }, 50);
+    });
+    const next = await post('/webhook', odd, { 'x-hub-signature-256': sign(odd, SECRET) });
+    expect(next.status).toBe(200);
+  });
+
   it('refuses bad JSON with 400, signed or not, never 500', async () => {
     const response = await post('/webhook', '{"a":', { 'x-hub-signature-256': sign('{"a":', SECRET) });
     expect(response.status).toBe(400);
