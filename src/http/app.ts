@@ -25,7 +25,7 @@ import { keepRawBodies } from '../platform/signatures';
 import type { ServedSchema } from '../graphql/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { installCors } from './cors';
-import { installErrorHandling, sendError } from './errors';
+import { answerClientError, installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { installInputTextCheck } from './input-text';
 import { requestLogger } from './request-logger';
@@ -198,6 +198,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     childLoggerFactory: requestLogger,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
+    clientErrorHandler: answerClientError,
   });
   // Every route as registered, with its schemas: the route-coverage and fuzz tests walk it.
   const routeTable: RouteOptions[] = [];

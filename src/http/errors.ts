@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { FieldError } from '../common/field-error.types';
 import { isDatabaseUnavailable } from '../db/unavailable';
@@ -122,6 +124,36 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),
   );
+}
+
+/** The answers to requests the HTTP parser refused, by the parser's error code. */
+const CLIENT_ERRORS: Record<string, { status: number; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, code: 'HEADERS_TOO_LARGE', message: 'The request line and headers exceed the server limit (16 KiB)' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'REQUEST_TIMEOUT', message: 'The request was not received in time' },
+};
+const MALFORMED_REQUEST = { status: 400, code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1' };
+
+/**
+ * Answers a request Node's HTTP parser refused (headers over the limit, malformed HTTP, a request
+ * too slow to arrive), in the envelope format, and closes the connection. It says
+ * `Connection: close`, as Node's own answer does and Fastify's does not: without it a keep-alive
+ * client takes the connection for reusable and may send its next request on a socket the server
+ * is closing, which then fails with a reset.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // The client is gone: there is nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const { status, code, message } = CLIENT_ERRORS[error.code ?? ''] ?? MALFORMED_REQUEST;
+  const body = JSON.stringify({ success: false, message, error_code: code });
+  // Not while an answer is going out on the connection (a pipelined request): it would land inside
+  // it. Node's own check, on the socket's response in flight.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 type SchemaError = NonNullable<FastifyError['validation']>[number];

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { answerClientError } from '../../http/errors';
 
 /**
  * AUTH_PORT (spec 2 §1.4): the auth service also listens on 127.0.0.1:<port>, at its root, as
@@ -17,6 +18,7 @@ export function serveOnAuthPort(app: FastifyInstance, prefix: string, port: () =
       request.url = `${prefix}${request.url === '/' ? '' : (request.url ?? '')}`;
       app.routing(request, response);
     });
+    listening.on('clientError', answerClientError);
     await new Promise<void>((resolve, reject) => {
       listening.once('error', reject);
       listening.listen(chosen, '127.0.0.1', () => resolve());
