@@ -8,6 +8,7 @@ import { Agent, request } from 'undici';
 import { hashPassword } from '../src/common/passwords';
 import { loadConfig } from '../src/config';
 import { createLogger, startServer } from '../src/main';
+import { startBareSignIn } from './bare-signin';
 import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';
 import { medianIndex } from './statistics';
@@ -23,7 +24,9 @@ import { AUTH_LIMITS_LIFTED } from './shared';
  * - sign-in per second (POST /auth/signin/email-password) against argon2id verifications per
  *   second of the same hash in the server's process (the hash alone), which gives the share of
  *   sign-in spent in argon2 and what sign-in costs beyond it: at BENCH_AUTH_SIGNIN_CONCURRENCY (4)
- *   at once, and one at a time (latency, where the other requests' CPU does not count).
+ *   at once, and one at a time (latency, where the other requests' CPU does not count); and against
+ *   the floor, a bare Fastify + pg server doing the same statements, hash and token in the same
+ *   process (bench/bare-signin.ts), which tells Plinth's own cost from what any server pays here.
  *
  * Each measure and its baseline alternate for BENCH_ROUNDS rounds (3), so that a change of the
  * machine's load falls on both; the median round counts, and every round's figure is printed.
@@ -76,7 +79,7 @@ interface Costed extends Measure {
 }
 
 type ParentMessage = { type: 'stop' } | { type: 'usage' } | { type: 'argon2'; seconds: number; concurrency: number };
-type ChildMessage = { type: 'ready'; url: string } | ({ type: 'usage' } & ServerUsage) | { type: 'argon2'; result: Measure };
+type ChildMessage = { type: 'ready'; url: string; bareUrl: string } | ({ type: 'usage' } & ServerUsage) | { type: 'argon2'; result: Measure };
 
 const CLOCK_TICKS_PER_SECOND = (() => {
   try {
@@ -136,6 +139,8 @@ async function runServer(): Promise<void> {
     ...AUTH_LIMITS_LIFTED,
   });
   const server = await startServer(config, createLogger(config));
+  // Its pool's backends carry the same application name, so their PostgreSQL CPU is counted too.
+  const bare = await startBareSignIn(process.env.DATABASE_URL!, randomBytes(32).toString('hex'), config.database.poolSize);
   const hash = await hashPassword(PASSWORD);
   // Finds the pool's backends (by the application name the parent gave) on a connection of its own.
   const monitorUrl = new URL(process.env.DATABASE_URL!);
@@ -167,7 +172,7 @@ async function runServer(): Promise<void> {
   };
   const send = (message: ChildMessage) => process.send!(message);
   process.on('message', async (message: ParentMessage) => {
-    if (message.type === 'stop') return void Promise.all([server.close(), monitor.end()]).finally(() => process.exit(0));
+    if (message.type === 'stop') return void Promise.all([server.close(), bare.close(), monitor.end()]).finally(() => process.exit(0));
     if (message.type === 'usage') return send({ type: 'usage', ...(await usage()) });
     // argon2id verifications of one hash, `concurrency` at a time, in this process (its thread pool).
     const result = await during(message.seconds, message.concurrency, async () => {
@@ -175,7 +180,7 @@ async function runServer(): Promise<void> {
     });
     send({ type: 'argon2', result });
   });
-  send({ type: 'ready', url: server.url });
+  send({ type: 'ready', url: server.url, bareUrl: bare.url });
 }
 
 /** Runs `step` in `concurrency` loops for `seconds`; counts the steps done. */
@@ -268,13 +273,13 @@ async function main(): Promise<void> {
   const serverUrl = new URL(databaseUrl);
   serverUrl.searchParams.set('application_name', `${BACKEND_NAME_PREFIX}${process.pid}`);
   const child: ChildProcess = fork(__filename, ['server'], { execArgv, env: { ...process.env, DATABASE_URL: serverUrl.toString() }, stdio: 'inherit' });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (message: { url: string }) => resolve(message.url));
+  const { url, bareUrl } = await new Promise<{ url: string; bareUrl: string }>((resolve, reject) => {
+    child.once('message', (message: { url: string; bareUrl: string }) => resolve(message));
     child.once('exit', (code) => reject(new Error(`the server exited (${code})`)));
   });
   const agent = new Agent({ connections: Math.max(sessions, signInConcurrency) });
-  const post = async <T>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<T> => {
-    const response = await request(`${url}${path}`, {
+  const post = async <T>(path: string, body: unknown, headers: Record<string, string> = {}, base = url): Promise<T> => {
+    const response = await request(`${base}${path}`, {
       method: 'POST',
       dispatcher: agent,
       headers: { 'content-type': 'application/json', ...headers },
@@ -376,12 +381,17 @@ async function main(): Promise<void> {
       const signIn = (email: string) => post('/auth/signin/email-password', { email, password: PASSWORD }).then(() => undefined);
       const warmUpEmails = Array.from({ length: signInConcurrency }, (_, index) => `bench-${run}-warm-up-${index}@example.com`);
       for (const email of warmUpEmails) await post('/auth/signup/email-password', { email, password: PASSWORD });
+      const bareSignIn = (email: string) => post('/signin', { email, password: PASSWORD }, {}, bareUrl).then(() => undefined);
       await warmUpSignIn(databaseUrl, warmUpEmails, signInWarmup, signIn);
+      await warmUpSignIn(databaseUrl, warmUpEmails, signInWarmup, bareSignIn);
       const signInOnce = (loop: number) => signIn(emails[loop]);
-      type Pair = { signIn: Costed; argon2: Costed };
+      const bareSignInOnce = (loop: number) => bareSignIn(emails[loop]);
+      type Pair = { signIn: Costed; bare: Costed; argon2: Costed };
       const alternate = async (concurrency: number) => {
         const pairs: Pair[] = [];
-        for (let round = 0; round < rounds; round += 1) pairs.push({ signIn: await costed(concurrency, signInOnce), argon2: await argon2In(concurrency) });
+        for (let round = 0; round < rounds; round += 1) {
+          pairs.push({ signIn: await costed(concurrency, signInOnce), bare: await costed(concurrency, bareSignInOnce), argon2: await argon2In(concurrency) });
+        }
         // The round of the median throughput ratio, so that its lines and its ratio agree.
         const ratio = (pair: Pair) => pair.argon2.perSecond / pair.signIn.perSecond;
         const chosen = pairs[medianIndex(pairs.map(ratio))];
@@ -391,8 +401,19 @@ async function main(): Promise<void> {
       const eachRound = (pairs: Pair[], percent: (pair: Pair) => number | null) =>
         `(rounds: ${pairs.map((pair) => percent(pair)?.toFixed(1) ?? '-').join('%, ')}%)`;
       const percentByCpu = (pair: Pair) => (cpuOf(pair.signIn) / pair.argon2.serverMs - 1) * 100;
-      const percentInPlace = ({ signIn }: Pair) =>
-        signIn.threadPoolMs === null ? null : ((cpuOf(signIn) - signIn.threadPoolMs) / signIn.threadPoolMs) * 100;
+      /** What a sign-in costs beyond its hash on the thread pool, in milliseconds. */
+      const aroundHash = (measure: Costed) => (measure.threadPoolMs === null ? null : cpuOf(measure) - measure.threadPoolMs);
+      const percentBeyond = (measure: Costed) => (measure.threadPoolMs === null ? null : (aroundHash(measure)! / measure.threadPoolMs) * 100);
+      const percentInPlace = (pair: Pair) => percentBeyond(pair.signIn);
+      const barePercentInPlace = (pair: Pair) => percentBeyond(pair.bare);
+      // The floor: what the least a server can do around the same hash costs, in the same round.
+      const againstFloor = ({ bare, pairs }: Pair & { pairs: Pair[] }) =>
+        bare.threadPoolMs === null
+          ? '(thread pool not told apart: no floor figure)'
+          : `the floor (bench/bare-signin.ts) in place: the hash ${bare.threadPoolMs.toFixed(2)} ms, the rest ${aroundHash(bare)!.toFixed(2)} ms ` +
+            `(server ${(bare.serverMs - bare.threadPoolMs).toFixed(2)} + PostgreSQL ${(bare.postgresMs ?? 0).toFixed(2)}): ` +
+            `${percentBeyond(bare)!.toFixed(1)}% beyond the hash ${eachRound(pairs, barePercentInPlace)}; ` +
+            `Plinth's rest / the floor's ${eachRound(pairs, (pair) => (aroundHash(pair.bare) ? (aroundHash(pair.signIn)! / aroundHash(pair.bare)!) * 100 : null))}`;
       const beyondByCpu = (pair: Pair & { pairs: Pair[] }) =>
         `by server + PostgreSQL CPU: ${cpuOf(pair.signIn).toFixed(2)} ms a sign-in, ${pair.argon2.serverMs.toFixed(2)} ms its hash, ` +
         `${percentByCpu(pair).toFixed(1)}% beyond the hash ${eachRound(pair.pairs, percentByCpu)}`;
@@ -401,14 +422,13 @@ async function main(): Promise<void> {
       // costs less than the same hash between requests (its memory and caches are warm).
       const beyondInPlace = ({ signIn, argon2, pairs }: Pair & { pairs: Pair[] }) => {
         if (signIn.threadPoolMs === null || argon2.threadPoolMs === null) return '(thread pool not told apart: no in-place figure)';
-        const around = cpuOf(signIn) - signIn.threadPoolMs;
         const beyondPool = signIn.serverMs - signIn.threadPoolMs;
         const threads =
           signIn.mainThreadMs === null ? '' : ` (main thread ${signIn.mainThreadMs.toFixed(2)}, V8's threads ${(beyondPool - signIn.mainThreadMs).toFixed(2)})`;
         return (
           `in place: the hash ${signIn.threadPoolMs.toFixed(2)} ms on the thread pool within sign-in (alone: ${argon2.threadPoolMs.toFixed(2)} ms), ` +
-          `the rest of the request ${around.toFixed(2)} ms (server ${beyondPool.toFixed(2)}${threads} + PostgreSQL ${(signIn.postgresMs ?? 0).toFixed(2)}): ` +
-          `${percentInPlace({ signIn, argon2 })!.toFixed(1)}% beyond the hash ${eachRound(pairs, percentInPlace)}`
+          `the rest of the request ${aroundHash(signIn)!.toFixed(2)} ms (server ${beyondPool.toFixed(2)}${threads} + PostgreSQL ${(signIn.postgresMs ?? 0).toFixed(2)}): ` +
+          `${percentBeyond(signIn)!.toFixed(1)}% beyond the hash ${eachRound(pairs, percentInPlace)}`
         );
       };
       const parallel = await alternate(signInConcurrency);
@@ -422,6 +442,8 @@ async function main(): Promise<void> {
           `(rounds: ${parallel.all}) (target: under 10%)`,
         `  ${beyondByCpu(parallel)}`,
         `  ${beyondInPlace(parallel)}`,
+        line('floor: bare Fastify + pg sign-in (same statements, hash, token)', parallel.bare),
+        `  ${againstFloor(parallel)}`,
         line('argon2id verify alone, one at a time', serial.argon2),
         line('POST /auth/signin/email-password, one at a time', serial.signIn),
         `  latency: ${(1000 / serial.signIn.perSecond).toFixed(1)} ms a sign-in, ${(1000 / serial.argon2.perSecond).toFixed(1)} ms its hash: ` +
@@ -429,6 +451,8 @@ async function main(): Promise<void> {
           `${((serial.argon2.perSecond / serial.signIn.perSecond - 1) * 100).toFixed(1)}% beyond the hash (rounds: ${serial.all})`,
         `  ${beyondByCpu(serial)}`,
         `  ${beyondInPlace(serial)}`,
+        line('floor: bare Fastify + pg sign-in, one at a time', serial.bare),
+        `  ${againstFloor(serial)}`,
       );
     }
     process.stdout.write(`${lines.join('\n')}\n`);
