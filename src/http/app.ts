@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
@@ -12,7 +11,7 @@ import type { TrustProxy } from '../config';
 import { AcceptedQueryLane, type LaneContext } from '../graphql/accepted-queries';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
 import { OperationExecutor } from '../graphql/compiled-execution';
-import { graphqlMetricsPlugin, installHttpMetrics, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
+import { graphqlMetricsPlugin, httpMetricsObserver, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
 import { prefersHtml } from '../graphql/media-type';
@@ -20,15 +19,17 @@ import { isUploadRequest } from '../graphql/upload-body';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
-import { installRequestOutcomes, type RequestOutcomes } from '../platform/request-outcomes';
+import { requestOutcomesObserver, type RequestOutcomes } from '../platform/request-outcomes';
 import { keepRawBodies } from '../platform/signatures';
 import type { ServedSchema } from '../graphql/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
-import { installCors } from './cors';
+import { CorsPolicy } from './cors';
 import { answerClientError, installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
+import { createHttpServer, identify, requestIdOf } from './incoming';
 import { installInputTextCheck } from './input-text';
 import { requestLogger } from './request-logger';
+import { observeResponses } from './response-observers';
 import { addRouteHook } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
@@ -42,6 +43,8 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** Serves a raw request as the main port does (its id, CORS, then routing): for other listeners (AUTH_PORT). */
+    dispatch(request: IncomingMessage, response: ServerResponse): void;
     /** The routes registered on this app, in order, as Fastify's onRoute hook saw them. */
     routeTable: readonly RouteOptions[];
     /**
@@ -179,9 +182,22 @@ function toGraphQLRequest(request: FastifyRequest): HTTPGraphQLRequest {
   };
 }
 
-/** A request id from X-Request-Id when it is sane, otherwise a new UUID. */
-function requestId(header: string | string[] | undefined): string {
-  return typeof header === 'string' && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
+/** How often, while the server closes, connections left idle by their last answer are closed. */
+const IDLE_CONNECTION_SWEEP_MS = 100;
+
+/**
+ * Fastify closes the idle keep-alive connections when it starts closing; a connection whose
+ * request is still in flight then goes idle after its answer and would hold shutdown up until the
+ * keep-alive timeout. They are closed as they go idle (a sweep while closing costs requests nothing,
+ * where a header added to every answer cost each one a hook).
+ */
+function closeConnectionsWhenIdle(app: FastifyInstance): void {
+  let sweep: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_CONNECTION_SWEEP_MS);
+    sweep.unref();
+  });
+  app.addHook('onClose', async () => clearInterval(sweep));
 }
 
 /**
@@ -191,14 +207,26 @@ function requestId(header: string | string[] | undefined): string {
 export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
   const { logger, subscriptions: sessionSettings, rateLimits } = options;
   const trust = trustFunction(options.trustProxy ?? false);
+  const apiDocs = options.apiDocs.settings.enabled;
+  const cors = new CorsPolicy(options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
+  /** What every request gets before routing, on whichever port it came (AUTH_PORT too): its id and CORS headers. */
+  const beforeRouting = (request: IncomingMessage, response: ServerResponse) => {
+    identify(request, response);
+    cors.setHeaders(request, response);
+  };
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit,
-    genReqId: (request) => requestId(request.headers['x-request-id']),
+    genReqId: requestIdOf,
     childLoggerFactory: requestLogger,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
     clientErrorHandler: answerClientError,
+    serverFactory: (route, settings) => createHttpServer(route, settings as Parameters<typeof createHttpServer>[1], beforeRouting),
+  });
+  app.decorate('dispatch', (request: IncomingMessage, response: ServerResponse) => {
+    beforeRouting(request, response);
+    app.routing(request, response);
   });
   // Every route as registered, with its schemas: the route-coverage and fuzz tests walk it.
   const routeTable: RouteOptions[] = [];
@@ -224,7 +252,6 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Emitted once the response is sent or the connection is gone.
     reply.raw.once('close', release);
   });
-  const apiDocs = options.apiDocs.settings.enabled;
   // First: it documents the routes registered after it.
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
@@ -233,21 +260,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const graphiql = apiDocs ? graphiqlResponder(options.apiDocs.settings) : undefined;
   installErrorHandling(app);
   keepRawBodies(app);
-  // Fastify closes idle keep-alive connections when it starts closing; a connection whose
-  // request is still in flight would stay open after its response and hold shutdown up.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  // A callback hook: on every response, an async one would cost a promise for two headers.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-  installCors(app, options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
-  installHttpMetrics(app, options.metrics);
-  installRequestOutcomes(app, options.requestOutcomes);
+  closeConnectionsWhenIdle(app);
+  cors.registerPreflight(app);
+  observeResponses(app, [httpMetricsObserver(options.metrics), requestOutcomesObserver(app, options.requestOutcomes)]);
   registerMetricsRoute(app, options.metrics, options.metricsAccess);
 
   registerHealthRoutes(app, options.dataSource);

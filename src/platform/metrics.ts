@@ -2,6 +2,7 @@ import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server'
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { secretsEqual } from '../common/secrets';
+import type { ResponseObserver } from '../http/response-observers';
 import { requires } from '../http/security-schemes';
 
 /** Who may read /metrics (PLINTH_METRICS). */
@@ -235,11 +236,8 @@ export function graphqlMetricsPlugin(metrics: Metrics): ApolloServerPlugin {
 }
 
 /** Times every HTTP response by its route pattern (never the raw path, whose values are unbounded). */
-export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.observeHttp(request.method, request.routeOptions.url ?? '(unmatched)', reply.statusCode, reply.elapsedTime / 1000);
-    done();
-  });
+export function httpMetricsObserver(metrics: Metrics): ResponseObserver {
+  return (request, reply, route) => metrics.observeHttp(request.method, route.url ?? '(unmatched)', reply.statusCode, reply.elapsedTime / 1000);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { ResponseObserver } from '../http/response-observers';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -123,14 +124,11 @@ export class RequestOutcomes {
  * Counts every routed response for its route's service (`config.service`, else its first tag):
  * a 5xx or a failure the handler flagged is bad. Requests no route matched count for nothing.
  */
-export function installRequestOutcomes(app: FastifyInstance, outcomes: RequestOutcomes): void {
+export function requestOutcomesObserver(app: FastifyInstance, outcomes: RequestOutcomes): ResponseObserver {
   app.decorateRequest('unexpectedFailure', false);
-  app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions;
-    if (route.url !== undefined) {
-      const service = route.config?.service ?? (route.schema?.tags as string[] | undefined)?.[0];
-      if (service) outcomes.record(service, reply.statusCode < 500 && !request.unexpectedFailure);
-    }
-    done();
-  });
+  return (request, reply, route) => {
+    if (route.url === undefined) return;
+    const service = route.config?.service ?? (route.schema?.tags as string[] | undefined)?.[0];
+    if (service) outcomes.record(service, reply.statusCode < 500 && !request.unexpectedFailure);
+  };
 }

@@ -53,6 +53,21 @@ describe('AUTH_PORT', () => {
     }
   });
 
+  it('gives its answers a request id and CORS headers as the main port does, and answers preflights', async () => {
+    const response = await fetch(`http://127.0.0.1:${authPort}/healthz`, { headers: { 'x-request-id': 'auth-port-trace-1', origin: 'https://app.example' } });
+    expect(response.headers.get('x-request-id')).toBe('auth-port-trace-1');
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    const made = await fetch(`http://127.0.0.1:${authPort}/healthz`);
+    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(made.headers.get('access-control-allow-origin')).toBeNull();
+    const preflight = await fetch(`http://127.0.0.1:${authPort}/signin/email-password`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
+  });
+
   it('listens on loopback only', async () => {
     const refused = await new Promise<string>((resolve) => {
       const socket = net.connect(authPort, '127.0.0.2');

@@ -16,7 +16,7 @@ export function serveOnAuthPort(app: FastifyInstance, prefix: string, port: () =
     if (typeof chosen !== 'number') return;
     const listening = http.createServer((request, response) => {
       request.url = `${prefix}${request.url === '/' ? '' : (request.url ?? '')}`;
-      app.routing(request, response);
+      app.dispatch(request, response);
     });
     listening.on('clientError', answerClientError);
     await new Promise<void>((resolve, reject) => {
