@@ -193,10 +193,11 @@ export async function startServer(
     // process at a time, as for migrations (two starting together deadlocked otherwise).
     await withMigrationLock(dataSource, async () => {
       await jobs.start();
+      // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool;
+      // also when a declaration below refuses a queue, or pg-boss's timers outlive the failed start.
+      cleanup.push({ step: 'jobs', run: () => jobs.stop() });
       await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
     });
-    // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool.
-    cleanup.push({ step: 'jobs', run: () => jobs.stop() });
     if (runWorkers) {
       await jobs.work();
       for (const module of modules) {

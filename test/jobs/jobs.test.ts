@@ -1,3 +1,4 @@
+import { JobQueue } from '../../src/platform/job-queue';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { createRunsTable, eventually, jobRow, RECORDER_QUEUE, recorderModule, runsOf, type RecorderJob } from '../support/job-recorder';
 import { startTestServer, type TestServer } from '../support/server';
@@ -126,5 +127,15 @@ describe('declaring queues', () => {
     await expect(refused({}, [twice, recorderModule()])).rejects.toThrow('job queues "test-record" and "test_record" would share the settings JOBS_TEST_RECORD_*');
     // Refused before anything reached the database.
     expect(await database.query("SELECT name FROM pgboss.queue WHERE name = 'test-record'")).toEqual([]);
+  });
+
+  it('stops the job queue it started when start-up is refused (pg-boss timers left behind kept the process alive)', async () => {
+    const stopped = jest.spyOn(JobQueue.prototype, 'stop');
+    try {
+      await expect(refused({}, [recorderModule({ concurrency: 0 })])).rejects.toThrow('concurrency must be at least 1');
+      expect(stopped).toHaveBeenCalledTimes(1);
+    } finally {
+      stopped.mockRestore();
+    }
   });
 });
