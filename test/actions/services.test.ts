@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/database';
+import { freePort } from '../support/global-setup';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, testEnvironment } from '../support/server';
 import { runCli, spawnServer, type SpawnedServer } from '../support/spawn';
@@ -14,14 +14,6 @@ let database: TestDatabase;
 let port: number;
 let fastifyPort: number;
 let plinth: SpawnedServer | undefined;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port: free } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return free;
-}
 
 const env = () => ({
   ...testEnvironment(database.url),

@@ -1,19 +1,11 @@
 import net from 'node:net';
 import { authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
+import { freePort } from '../support/global-setup';
 import { startTestServer, type TestServer } from '../support/server';
 import { bearer } from '../support/tokens';
 
 let server: TestServer;
 let authPort: number;
-
-/** A port free right now on loopback. */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   authPort = await freePort();

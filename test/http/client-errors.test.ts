@@ -1,18 +1,12 @@
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import { Agent, fetch } from 'undici';
+import { answerClientError } from '../../src/http/errors';
+import { freePort } from '../support/global-setup';
 import { startTestServer, type TestServer } from '../support/server';
 
 let server: TestServer;
 let authPort: number;
-
-/** A port free right now on loopback. */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   authPort = await freePort();
@@ -108,5 +102,25 @@ describe('requests the HTTP parser refuses', () => {
     } finally {
       await connections.close();
     }
+  });
+
+  /** A socket that keeps what is written to it, with the in-flight answer Node would hang on it. */
+  const recordingSocket = (answerHeadersSent?: boolean) => {
+    const written: string[] = [];
+    const socket = new Duplex({ read() {}, write(chunk: Buffer, _encoding, done) { written.push(chunk.toString()); done(); } });
+    if (answerHeadersSent !== undefined) Object.assign(socket, { _httpMessage: { headersSent: answerHeadersSent } });
+    return { socket, written };
+  };
+
+  it('answers a request that did not arrive in time with 408, and writes nothing into an answer already under way', () => {
+    const late = recordingSocket();
+    answerClientError(Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), late.socket);
+    expect(late.written.join('')).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\nConnection: close\r\n[\s\S]*"error_code":"REQUEST_TIMEOUT"/);
+    expect(late.socket.destroyed).toBe(true);
+
+    const pipelined = recordingSocket(true);
+    answerClientError(Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), pipelined.socket);
+    expect(pipelined.written).toEqual([]);
+    expect(pipelined.socket.destroyed).toBe(true);
   });
 });

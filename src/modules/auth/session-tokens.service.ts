@@ -31,7 +31,7 @@ export interface TokenSettings {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A new session: its first refresh token ($1 hash, $2 user, $3 lifetime in minutes), the user's last_seen set. */
-const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
+export const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
          INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
          VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`;
 
