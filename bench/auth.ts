@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Algorithm, hash as argon2Hash, verify } from '@node-rs/argon2';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import { hashPassword } from '../src/common/passwords';
+import { PasswordHasher } from '../src/common/passwords';
 import { loadConfig } from '../src/config';
 import { createLogger, startServer } from '../src/main';
 import { startBareSignIn } from './bare-signin';
@@ -79,7 +79,7 @@ interface Costed extends Measure {
 }
 
 type ParentMessage = { type: 'stop' } | { type: 'usage' } | { type: 'argon2'; seconds: number; concurrency: number };
-type ChildMessage = { type: 'ready'; url: string; bareUrl: string } | ({ type: 'usage' } & ServerUsage) | { type: 'argon2'; result: Measure };
+type ChildMessage = { type: 'ready'; url: string; bareUrl: string; hashCost: string } | ({ type: 'usage' } & ServerUsage) | { type: 'argon2'; result: Measure };
 
 const CLOCK_TICKS_PER_SECOND = (() => {
   try {
@@ -141,7 +141,7 @@ async function runServer(): Promise<void> {
   const server = await startServer(config, createLogger(config));
   // Its pool's backends carry the same application name, so their PostgreSQL CPU is counted too.
   const bare = await startBareSignIn(process.env.DATABASE_URL!, randomBytes(32).toString('hex'), config.database.poolSize);
-  const hash = await hashPassword(PASSWORD);
+  const hash = await new PasswordHasher(config.auth.passwordHash).hash(PASSWORD);
   // Finds the pool's backends (by the application name the parent gave) on a connection of its own.
   const monitorUrl = new URL(process.env.DATABASE_URL!);
   const backendName = monitorUrl.searchParams.get('application_name');
@@ -180,7 +180,8 @@ async function runServer(): Promise<void> {
     });
     send({ type: 'argon2', result });
   });
-  send({ type: 'ready', url: server.url, bareUrl: bare.url });
+  const { memoryKib, iterations, parallelism } = config.auth.passwordHash;
+  send({ type: 'ready', url: server.url, bareUrl: bare.url, hashCost: `argon2id ${memoryKib} KiB, ${iterations} passes, ${parallelism} lane(s)` });
 }
 
 /** Runs `step` in `concurrency` loops for `seconds`; counts the steps done. */
@@ -273,8 +274,8 @@ async function main(): Promise<void> {
   const serverUrl = new URL(databaseUrl);
   serverUrl.searchParams.set('application_name', `${BACKEND_NAME_PREFIX}${process.pid}`);
   const child: ChildProcess = fork(__filename, ['server'], { execArgv, env: { ...process.env, DATABASE_URL: serverUrl.toString() }, stdio: 'inherit' });
-  const { url, bareUrl } = await new Promise<{ url: string; bareUrl: string }>((resolve, reject) => {
-    child.once('message', (message: { url: string; bareUrl: string }) => resolve(message));
+  const { url, bareUrl, hashCost } = await new Promise<{ url: string; bareUrl: string; hashCost: string }>((resolve, reject) => {
+    child.once('message', (message: { url: string; bareUrl: string; hashCost: string }) => resolve(message));
     child.once('exit', (code) => reject(new Error(`the server exited (${code})`)));
   });
   const agent = new Agent({ connections: Math.max(sessions, signInConcurrency) });
@@ -332,7 +333,7 @@ async function main(): Promise<void> {
   };
 
   const lines: string[] = [
-    `auth service, ${seconds} s per measure, ${sessions} refresh chains, ${signInConcurrency} sign-ins at a time, ${rounds} rounds`,
+    `auth service, ${seconds} s per measure, ${sessions} refresh chains, ${signInConcurrency} sign-ins at a time, ${rounds} rounds; passwords: ${hashCost}`,
     `at rest: server ${(rest.server / 1000).toFixed(1)} ms CPU a second, PostgreSQL ${(rest.postgres / 1000).toFixed(1)} ms (taken off the CPU figures below)`,
   ];
   const cpu = (measure: Costed) =>

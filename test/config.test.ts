@@ -204,6 +204,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ PLINTH_STARTUP_COLLECTION: 'false', PLINTH_IDLE_COLLECTION_MS: '5000' })).toMatchObject({ startUpCollection: false, idleCollectionMs: 5000 });
   });
 
+  it('hashes passwords with argon2id at libsodium’s interactive cost by default, and takes a stronger or equivalent one', () => {
+    expect(loadConfig({}).auth.passwordHash).toEqual({ memoryKib: 65_536, iterations: 2, parallelism: 1 });
+    // OWASP's equivalent settings: 46 MiB once, 7 MiB five times.
+    expect(loadConfig({ AUTH_PASSWORD_HASH_MEMORY_KIB: '47104', AUTH_PASSWORD_HASH_ITERATIONS: '1', AUTH_PASSWORD_HASH_PARALLELISM: '4' }).auth.passwordHash).toEqual({ memoryKib: 47_104, iterations: 1, parallelism: 4 });
+    expect(loadConfig({ AUTH_PASSWORD_HASH_MEMORY_KIB: '7168', AUTH_PASSWORD_HASH_ITERATIONS: '5' }).auth.passwordHash.memoryKib).toBe(7_168);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
   });
@@ -231,6 +238,10 @@ describe('loadConfig', () => {
     ['GQL_GRAPHQL_JWT_SECRET', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32), algo: 'x' }) }],
     ['AUTH_PASSWORD_MIN_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '0' }],
     ['AUTH_PASSWORD_MAX_LENGTH', { AUTH_PASSWORD_MIN_LENGTH: '64', AUTH_PASSWORD_MAX_LENGTH: '32' }],
+    ['AUTH_PASSWORD_HASH_MEMORY_KIB', { AUTH_PASSWORD_HASH_MEMORY_KIB: '4096' }],
+    ['AUTH_PASSWORD_HASH_MEMORY_KIB', { AUTH_PASSWORD_HASH_MEMORY_KIB: '19456', AUTH_PASSWORD_HASH_ITERATIONS: '1' }],
+    ['AUTH_PASSWORD_HASH_ITERATIONS', { AUTH_PASSWORD_HASH_ITERATIONS: '0' }],
+    ['AUTH_PASSWORD_HASH_PARALLELISM', { AUTH_PASSWORD_HASH_PARALLELISM: '17' }],
     ['AUTH_INVITATION_TTL_SECONDS', { AUTH_INVITATION_TTL_SECONDS: '0' }],
     ['ACTIONS_BULK_CREATE_MAX_USERS', { ACTIONS_BULK_CREATE_MAX_USERS: '0' }],
     ['FILES_MAX_BYTES', { FILES_MAX_BYTES: '0' }],

@@ -7,6 +7,7 @@ import { customServicesFromEnv, type CustomService } from './custom-services';
 import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
+import { owaspMinimumMemoryKib, type PasswordHashSettings } from './password-hash';
 
 export type { JwtSecretConfig } from './jwt-secret';
 export type { CustomService } from './custom-services';
@@ -218,6 +219,10 @@ const environmentSchema = z.object({
 
   AUTH_PASSWORD_MIN_LENGTH: integer(1, 1024).default(8),
   AUTH_PASSWORD_MAX_LENGTH: integer(8, 4096).default(256),
+  // argon2id's cost; the default is libsodium's interactive profile (64 MiB, 2 passes), above OWASP's minimum.
+  AUTH_PASSWORD_HASH_MEMORY_KIB: integer(7_168, 4_194_304).default(65_536),
+  AUTH_PASSWORD_HASH_ITERATIONS: integer(1, 64).default(2),
+  AUTH_PASSWORD_HASH_PARALLELISM: integer(1, 16).default(1),
   AUTH_INVITATION_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400),
   ACTIONS_BULK_CREATE_MAX_USERS: integer(1, 100_000).default(1000),
 
@@ -533,6 +538,8 @@ export interface Config {
   auth: {
     passwordMinLength: number;
     passwordMaxLength: number;
+    /** argon2id's cost for new hashes; sign-in rehashes a password whose hash was made at another. */
+    passwordHash: PasswordHashSettings;
     /** AUTH_SERVER_URL, the spec's `{auth_url}`. */
     serverUrl: string;
     /** How long an invitation link (bulkCreateUsers with send_invitations) stays valid. */
@@ -900,6 +907,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.AUTH_PASSWORD_MAX_LENGTH < values.AUTH_PASSWORD_MIN_LENGTH) {
     problems.push('AUTH_PASSWORD_MAX_LENGTH must not be below AUTH_PASSWORD_MIN_LENGTH');
   }
+  const minimumHashMemory = owaspMinimumMemoryKib(values.AUTH_PASSWORD_HASH_ITERATIONS);
+  if (values.AUTH_PASSWORD_HASH_MEMORY_KIB < minimumHashMemory) {
+    problems.push(
+      `AUTH_PASSWORD_HASH_MEMORY_KIB must be at least ${minimumHashMemory} with AUTH_PASSWORD_HASH_ITERATIONS=${values.AUTH_PASSWORD_HASH_ITERATIONS} (OWASP's minimum for argon2id)`,
+    );
+  }
   if (
     values.AUTH_ACCESS_TOKEN_EXPIRES_IN !== undefined &&
     values.AUTH_TOKEN_EXPIRY_SECONDS !== undefined &&
@@ -975,6 +988,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auth: {
       passwordMinLength: values.AUTH_PASSWORD_MIN_LENGTH,
       passwordMaxLength: values.AUTH_PASSWORD_MAX_LENGTH,
+      passwordHash: {
+        memoryKib: values.AUTH_PASSWORD_HASH_MEMORY_KIB,
+        iterations: values.AUTH_PASSWORD_HASH_ITERATIONS,
+        parallelism: values.AUTH_PASSWORD_HASH_PARALLELISM,
+      },
       serverUrl: values.AUTH_SERVER_URL ?? `${publicUrl}/auth`,
       invitationTtlSeconds: values.AUTH_INVITATION_TTL_SECONDS,
       jwtSecret: values.AUTH_JWT_SECRET,

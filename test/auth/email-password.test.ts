@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { verify } from '@node-rs/argon2';
+import { PasswordHasher } from '../../src/common/passwords';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
 import { startTestServer, type TestServer } from '../support/server';
@@ -314,6 +316,27 @@ describe('sign-in', () => {
       [createHash('sha256').update(response.body.mfa!.ticket).digest()],
     );
     expect(row).toEqual({ kind: 'mfaTotp', live: true });
+  });
+
+  it('replaces a hash made at another cost at the first sign-in that proves the password, and only then', async () => {
+    const session = await verifiedAccount();
+    const hashOf = async () => (await server.database.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [session.user.id]))[0]!.password_hash;
+    // OWASP's minimum, the default before AUTH_PASSWORD_HASH_* existed.
+    const earlier = await new PasswordHasher({ memoryKib: 19_456, iterations: 2, parallelism: 1 }).hash(PASSWORD);
+    await server.database.query('UPDATE users SET password_hash = $2 WHERE id = $1', [session.user.id, earlier]);
+
+    expect((await signIn(session.user.email, 'wrong password!')).status).toBe(401);
+    expect(await hashOf()).toBe(earlier);
+
+    const proved = await signIn(session.user.email);
+    expect(proved.status).toBe(200);
+    expect(proved.body.session?.user.id).toBe(session.user.id);
+    const current = await hashOf();
+    expect(current).toMatch(/^\$argon2id\$v=19\$m=65536,t=2,p=1\$/);
+    expect(await verify(current, PASSWORD)).toBe(true);
+
+    expect((await signIn(session.user.email)).status).toBe(200);
+    expect(await hashOf()).toBe(current);
   });
 
   it('takes as long for an unknown address as for a wrong password (one argon2 hash each)', async () => {

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
-import { hashPassword, passwordMatches } from '../../common/passwords';
+import { PasswordHasher } from '../../common/passwords';
 import type { Config } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
 import type { MailMessage, Mailer } from '../../platform/mail/mailer';
@@ -74,6 +74,7 @@ export const USER_WITH_PASSWORD_BY_EMAIL = `SELECT ${USER_COLUMNS}, password_has
  */
 export class AuthAccounts {
   private readonly redirects: RedirectPolicy;
+  private readonly passwords: PasswordHasher;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -88,6 +89,7 @@ export class AuthAccounts {
     private readonly sms: SmsFactor,
   ) {
     this.redirects = new RedirectPolicy(config.auth.allowedRedirectUrls);
+    this.passwords = new PasswordHasher(config.auth.passwordHash);
   }
 
   private get settings(): AuthSettings {
@@ -103,7 +105,7 @@ export class AuthAccounts {
     const redirectTo = this.redirectTo(options.redirectTo);
     this.checkProfile(options);
     await this.checkNewPassword(input.password);
-    const passwordHash = await hashPassword(input.password);
+    const passwordHash = await this.passwords.hash(input.password);
 
     return this.dataSource.transaction(async (manager) => {
       const user = await this.insertUser(manager, email, passwordHash, options);
@@ -149,10 +151,20 @@ export class AuthAccounts {
   async signInEmailPassword(emailInput: string, password: string, ip: string): Promise<SignInResult> {
     const email = this.emailAddress(emailInput, 'email');
     const [row] = await queryPrepared<UserRow & { password_hash: string | null }>(this.dataSource, USER_WITH_PASSWORD_BY_EMAIL, [email]);
-    const matches = await passwordMatches(password, row?.password_hash);
+    const matches = await this.passwords.matches(password, row?.password_hash);
     if (!row || !matches || row.deleted_at) throw new AuthError('invalid-email-password');
-    const { password_hash: _hash, ...user } = row;
+    const { password_hash: passwordHash, ...user } = row;
+    if (passwordHash && !this.passwords.isCurrent(passwordHash)) await this.rehash(user.id, passwordHash, password);
     return this.signIn(user, undefined, ip);
+  }
+
+  /**
+   * A password whose hash was made at another cost (AUTH_PASSWORD_HASH_*) gets a new one, once,
+   * at the sign-in that proves it; unless the password changed since it was read.
+   */
+  private async rehash(userId: string, oldHash: string, password: string): Promise<void> {
+    const passwordHash = await this.passwords.hash(password);
+    await this.dataSource.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [userId, oldHash, passwordHash]);
   }
 
   /**
@@ -212,7 +224,7 @@ export class AuthAccounts {
       if (input.password === undefined) throw invalidRequest('password is required with signInMethod email-password');
       if (this.settings.emailVerifiedRequired) this.requireMail();
       await this.checkNewPassword(input.password);
-      passwordHash = await hashPassword(input.password);
+      passwordHash = await this.passwords.hash(input.password);
     } else {
       if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
       this.requireMail();
@@ -367,7 +379,7 @@ export class AuthAccounts {
    */
   async changePassword(newPassword: string, by: { userId: string } | { ticket: string }): Promise<void> {
     await this.checkNewPassword(newPassword);
-    const passwordHash = await hashPassword(newPassword);
+    const passwordHash = await this.passwords.hash(newPassword);
     await this.dataSource.transaction(async (manager) => {
       if ('userId' in by) {
         if ((await this.activeUser(manager, by.userId)).is_anonymous) throw new AuthError('forbidden-anonymous');

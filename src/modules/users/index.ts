@@ -1,3 +1,4 @@
+import { PasswordHasher } from '../../common/passwords';
 import type { PlinthModule } from '../../platform/module';
 import { BulkUserCreation } from './bulk-create-users.service';
 import { User } from './user.entity';
@@ -21,6 +22,7 @@ export const usersModule: PlinthModule<UsersServices> = {
       dataSource.getRepository(User),
       pubSub,
       { minLength: config.auth.passwordMinLength, maxLength: config.auth.passwordMaxLength },
+      new PasswordHasher(config.auth.passwordHash),
       logger.child({ module: 'users' }),
     ),
     bulkUsers: new BulkUserCreation(

@@ -1,7 +1,7 @@
 import { DEFAULT_SOURCE_ACCOUNT } from '../../platform/row-filter';
 import type { Logger } from 'pino';
 import { QueryFailedError, type Repository } from 'typeorm';
-import { hashPassword } from '../../common/passwords';
+import type { PasswordHasher } from '../../common/passwords';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../graphql/pubsub';
 import type { User } from './user.entity';
@@ -22,6 +22,7 @@ export class UsersService {
     private readonly users: Repository<User>,
     private readonly events: EventPublisher,
     private readonly passwordPolicy: PasswordPolicy,
+    private readonly passwords: PasswordHasher,
     private readonly logger: Logger,
   ) {}
 
@@ -53,7 +54,7 @@ export class UsersService {
     try {
       const user = this.users.create({
         email: input.email.toLowerCase(),
-        passwordHash: await hashPassword(input.password),
+        passwordHash: await this.passwords.hash(input.password),
         name: input.name,
         company: input.company ?? null,
         emailVerified: false,
