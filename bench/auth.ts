@@ -274,8 +274,9 @@ async function main(): Promise<void> {
   const serverUrl = new URL(databaseUrl);
   serverUrl.searchParams.set('application_name', `${BACKEND_NAME_PREFIX}${process.pid}`);
   const child: ChildProcess = fork(__filename, ['server'], { execArgv, env: { ...process.env, DATABASE_URL: serverUrl.toString() }, stdio: 'inherit' });
-  const { url, bareUrl, hashCost } = await new Promise<{ url: string; bareUrl: string; hashCost: string }>((resolve, reject) => {
-    child.once('message', (message: { url: string; bareUrl: string; hashCost: string }) => resolve(message));
+  type Ready = Extract<ChildMessage, { type: 'ready' }>;
+  const { url, bareUrl, hashCost } = await new Promise<Ready>((resolve, reject) => {
+    child.once('message', (message: Ready) => resolve(message));
     child.once('exit', (code) => reject(new Error(`the server exited (${code})`)));
   });
   const agent = new Agent({ connections: Math.max(sessions, signInConcurrency) });

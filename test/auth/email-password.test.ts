@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verify } from '@node-rs/argon2';
+import pg from 'pg';
 import { PasswordHasher } from '../../src/common/passwords';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
@@ -337,6 +338,38 @@ describe('sign-in', () => {
 
     expect((await signIn(session.user.email)).status).toBe(200);
     expect(await hashOf()).toBe(current);
+  });
+
+  it('keeps a password changed while the sign-in that proved the old one was rehashing it', async () => {
+    const session = await verifiedAccount();
+    const earlier = await new PasswordHasher({ memoryKib: 19_456, iterations: 2, parallelism: 1 }).hash(PASSWORD);
+    await server.database.query('UPDATE users SET password_hash = $2 WHERE id = $1', [session.user.id, earlier]);
+    const changed = await new PasswordHasher({ memoryKib: 19_456, iterations: 2, parallelism: 1 }).hash('changed meanwhile!');
+    // The change holds the row, uncommitted: sign-in reads the committed (old) hash, proves it, and
+    // its rehash then waits for the row; the change commits while it waits.
+    const other = new pg.Client({ connectionString: server.database.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('UPDATE users SET password_hash = $2 WHERE id = $1', [session.user.id, changed]);
+      const signingIn = signIn(session.user.email);
+      const waiting = async (): Promise<boolean> => {
+        const [row] = await server.database.query<{ waiting: boolean }>(
+          "SELECT count(*) > 0 AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE users SET password_hash = $3%'",
+        );
+        return row!.waiting;
+      };
+      for (let tries = 0; !(await waiting()); tries += 1) {
+        if (tries > 200) throw new Error('the rehash never waited for the row');
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await other.query('COMMIT');
+      expect((await signingIn).status).toBe(200);
+    } finally {
+      await other.end();
+    }
+    const [row] = await server.database.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [session.user.id]);
+    expect(row!.password_hash).toBe(changed);
   });
 
   it('takes as long for an unknown address as for a wrong password (one argon2 hash each)', async () => {

@@ -64,8 +64,10 @@ const MAX_DISPLAY_NAME_LENGTH = 255;
 const LOCALE = /^[a-z]{2,3}$/;
 const UNIQUE_VIOLATION = '23505';
 
-/** Sign-in's look-up of the account and its hash ($1 the address, lower case); prepared, as it runs on every attempt. */
-/** The account of an address with its password hash: sign-in's read (and the sign-in floor's, bench/bare-signin.ts). */
+/**
+ * Sign-in's look-up of the account and its hash ($1 the address, lower case); prepared, as it runs
+ * on every attempt. Exported for the sign-in floor (bench/bare-signin.ts).
+ */
 export const USER_WITH_PASSWORD_BY_EMAIL = `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = $1`;
 
 /**
