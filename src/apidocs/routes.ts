@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -7,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { PLINTH_VERSION } from '../common/package-version';
+import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
 import { SECURITY_SCHEMES } from '../http/security-schemes';
 import { readDeclarations, type DeclarationSources } from './declarations';
@@ -47,7 +47,7 @@ interface Served {
 
 function served(text: string): Served {
   const body = Buffer.from(text);
-  return { body, gzipped: gzipSync(body), hash: createHash('sha256').update(body).digest('base64url').slice(0, 32) };
+  return { body, gzipped: gzipSync(body), hash: sha256(body).toString('base64url').slice(0, 32) };
 }
 
 /**

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { sha256Hex } from '../common/sha256';
 import {
   connectionOf,
   currentSessionLevel,
@@ -17,7 +17,7 @@ const preparedNames = new Map<string, string>();
 
 function preparedName(text: string): string {
   let name = preparedNames.get(text);
-  if (name === undefined) preparedNames.set(text, (name = `plinth_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+  if (name === undefined) preparedNames.set(text, (name = `plinth_${sha256Hex(text).slice(0, 32)}`));
   return name;
 }
 

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { DataSource } from 'typeorm';
+import { sha256Hex } from '../common/sha256';
 import type { Config } from '../config';
 import type { GraphQLContext } from '../graphql/context';
 
@@ -92,14 +92,13 @@ export interface RateLimiter {
 
 /** Keys stay short enough for the table's varchar(255), and tokens are never stored. */
 const MAX_KEY_PART = 128;
-const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
 function keyOf(kind: RateLimitKey, caller: RateLimitCaller): string {
-  if (kind === 'token' && caller.token) return `token:${sha256(caller.token)}`;
+  if (kind === 'token' && caller.token) return `token:${sha256Hex(caller.token)}`;
   if (kind === 'user' && caller.userId) {
-    return caller.userId.length <= MAX_KEY_PART ? `user:${caller.userId}` : `user#${sha256(caller.userId)}`;
+    return caller.userId.length <= MAX_KEY_PART ? `user:${caller.userId}` : `user#${sha256Hex(caller.userId)}`;
   }
-  return caller.ip.length <= MAX_KEY_PART ? `ip:${caller.ip}` : `ip#${sha256(caller.ip)}`;
+  return caller.ip.length <= MAX_KEY_PART ? `ip:${caller.ip}` : `ip#${sha256Hex(caller.ip)}`;
 }
 
 const retryAfterSeconds = (result: RateLimiterRes) => Math.max(1, Math.ceil(result.msBeforeNext / 1000));

@@ -1,6 +1,7 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import type { Config } from '../../config';
 import type { OAuthProviderName, OAuthProviderSettings } from '../../config/oauth-providers';
 import type { OutboundHttp } from '../../platform/outbound-http';
@@ -102,7 +103,7 @@ export class OAuthSignIn {
     url.searchParams.set('state', state);
     for (const [parameter, value] of Object.entries(provider.authParameters?.(settings.credentials) ?? {})) url.searchParams.set(parameter, value);
     if (provider.pkce) {
-      url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
+      url.searchParams.set('code_challenge', sha256(verifier).toString('base64url'));
       url.searchParams.set('code_challenge_method', 'S256');
     }
     return url.toString();

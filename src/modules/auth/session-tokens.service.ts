@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import type { JwtSecretConfig } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
 import { AuthError } from './auth-errors';
@@ -56,7 +57,7 @@ const ROTATE = `WITH old AS (
          SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`;
 
 /** SHA-256 of a refresh token or ticket: what the database keeps instead of it. */
-export const secretHash = (secret: string): Buffer => createHash('sha256').update(secret).digest();
+export const secretHash = (secret: string): Buffer => sha256(secret);
 
 /** A refresh token row as the diagnosis of a failed rotation reads it. */
 interface TokenState {

@@ -1,6 +1,7 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import type { MfaSettings, SmsGatewaySettings } from '../../config';
 import type { OutboundHttp } from '../../platform/outbound-http';
 import type { RateLimits } from '../../platform/rate-limits';
@@ -172,5 +173,5 @@ export class SmsFactor {
 
 /** SHA-256 of the code with its user and purpose: a stolen table does not give codes that work elsewhere. */
 function codeHash(userId: string, purpose: Purpose, code: string): Buffer {
-  return createHash('sha256').update(`${userId}:${purpose}:${code}`).digest();
+  return sha256(`${userId}:${purpose}:${code}`);
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../../common/sha256';
 
 /** A stack frame as grouping sees it (oldest first, the frame that raised last, as Sentry orders them). */
 export interface GroupingFrame {
@@ -95,5 +95,5 @@ export function fingerprintOf(input: GroupingInput): Buffer {
   const components = input.fingerprint
     ? ['custom', ...input.fingerprint.flatMap((part) => (DEFAULT_PLACEHOLDER.test(part) ? defaultComponents(input) : [part]))]
     : defaultComponents(input);
-  return createHash('sha256').update(JSON.stringify(components)).digest().subarray(0, 16);
+  return sha256(JSON.stringify(components)).subarray(0, 16);
 }

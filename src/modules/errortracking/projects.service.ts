@@ -1,6 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import { rows } from './sql';
 import { ErrorTrackingProblem, invalid, notFound, requiredText, serviceName } from './problems';
 
@@ -44,7 +45,6 @@ export interface TokenIdentity {
 
 export type TokenRefusal = 'malformed' | 'unknown' | 'revoked';
 
-const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /**
  * How long a checked token is believed without asking the database again. A revocation through

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type sharp from 'sharp';
+import { sha256Hex } from '../../common/sha256';
 import type { ObjectStorage } from '../../platform/storage';
 import { type FileRow, type FilesService, type ProcessingResult, type ResolvedProcessingOptions, storageKeyOf } from './files.service';
 import { type DataParseError, type DataParseResult, FileProcessingStatus } from './files.types';
@@ -50,7 +50,7 @@ export class FileProcessing {
     if (!content) throw new Error(`the content of file ${fileId} is missing from storage`);
     signal.throwIfAborted();
 
-    const result: ProcessingResult = { checksum_sha256: createHash('sha256').update(content).digest('hex') };
+    const result: ProcessingResult = { checksum_sha256: sha256Hex(content) };
     try {
       if (IMAGE_TYPES.has(row.file_type)) result.image = await this.image(row, content);
       else if (row.options.parse_data && row.file_type === 'text/csv') result.data = await parseCsvContent(content, row.options);

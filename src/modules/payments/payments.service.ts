@@ -1,5 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
@@ -33,7 +34,7 @@ const finalCondition = (table: string) =>
 
 /** The id of the payment an idempotency key makes at a provider: a name-based UUID (SHA-256, version 8). */
 export function paymentIdOf(provider: PaymentProviderName, idempotencyKey: string): string {
-  const hash = createHash('sha256').update(`${provider}\n${idempotencyKey}`).digest();
+  const hash = sha256(`${provider}\n${idempotencyKey}`);
   hash[6] = (hash[6] & 0x0f) | 0x80;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { sha256Hex } from '../../common/sha256';
 import type { PaymentProviderName, PaymentsConfig } from '../../config';
 import { verifyHmacSha256 } from '../../platform/signatures';
 import type { BillingService, SubscriptionStatus } from './billing.service';
@@ -96,7 +96,7 @@ export class WebhooksService {
     const meta = object(event.meta);
     const type = text(meta.event_name);
     if (!type || type.length > 255) return { error: 'INVALID_EVENT', message: 'the event must have meta.event_name' };
-    const id = createHash('sha256').update(raw).digest('hex');
+    const id = sha256Hex(raw);
     return this.once('backup', id, type, (manager) => this.applyBackup(manager, type, object(event.data), object(meta.custom_data)));
   }
 

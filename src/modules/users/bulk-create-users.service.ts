@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
+import { sha256 } from '../../common/sha256';
 import { fieldErrors } from '../../common/validation';
 import type { Config } from '../../config';
 import type { Mailer } from '../../platform/mail/mailer';
@@ -26,7 +27,7 @@ interface CreatedRow {
 
 /** SHA-256 of an invitation ticket: what user_invitations keeps instead of the ticket. */
 export function ticketHash(ticket: string): Buffer {
-  return createHash('sha256').update(ticket).digest();
+  return sha256(ticket);
 }
 
 /**
