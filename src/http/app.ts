@@ -339,13 +339,14 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     preParsing: (request, reply, payload, done) => {
       const declared = request.headers['content-length'];
       const declaredBytes = Number(declared ?? 0);
-      if (declaredBytes > options.bodyLimit && (declaredBytes > uploadBodyLimit || !isSignedIn(request.headers, sessionSettings))) {
+      const withinLimit = declaredBytes <= options.bodyLimit;
+      if (!withinLimit && (declaredBytes > uploadBodyLimit || !isSignedIn(request.headers, sessionSettings))) {
         sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
         return;
       }
       // A declared length within the limit needs no counting (a stream pipeline per request cost
       // an eighth of the request's CPU): Fastify answers 400 when the body differs from it.
-      if (request.method !== 'POST' || (declared !== undefined && declaredBytes <= options.bodyLimit)) return done(null, payload);
+      if (request.method !== 'POST' || (declared !== undefined && withinLimit)) return done(null, payload);
       // Counts the bytes received (chunked bodies have no Content-Length to go by).
       let received = 0;
       const counter = new Transform({

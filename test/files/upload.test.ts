@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import http from 'node:http';
 import sharp from 'sharp';
 import {
   FileDocument,
@@ -300,6 +301,39 @@ describe('body limits', () => {
     const response = await upload(fileInput(Buffer.alloc(BODY_LIMIT, 1), 'text/plain'), {});
     expect(response.status).toBe(413);
     expect(response.body.errors![0].extensions!.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  /** Sends the head of a POST declaring `declaredBytes` and only the first bytes of its body, and waits for the answer. */
+  const answerToPartialBody = (declaredBytes: number, headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = http.request(server.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(declaredBytes), ...headers },
+      });
+      request.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => {
+          request.destroy();
+          resolve({ status: response.statusCode ?? 0, body });
+        });
+      });
+      request.on('error', reject);
+      // The rest of the body never comes: only a refusal made before reading it can answer.
+      request.write('{"query":"mutation U($input: FileUploadInput!) { uploadAndProcessFile(input: $input) { success } }","variables":{"input":{"content":"');
+    });
+
+  it('refuses a large body declared by an anonymous caller before any more of it arrives', async () => {
+    const answer = await answerToPartialBody(BODY_LIMIT * 2, {});
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('refuses a body declared over the upload limit before any more of it arrives, signed in or not', async () => {
+    const answer = await answerToPartialBody(MAX_BYTES * 4, OWNER);
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body).errors[0].message).toMatch(/FILES_MAX_BYTES/);
   });
 
   it('answers a body over the upload limit with a clear 413, not a 500', async () => {

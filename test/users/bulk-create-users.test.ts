@@ -1,5 +1,5 @@
 import { BulkCreateUsersDocument, type BulkCreateUsersInput } from '../generated/graphql';
-import { ticketHash } from '../../src/modules/users/bulk-create-users.service';
+import { sha256 } from '../../src/common/sha256';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
@@ -127,7 +127,7 @@ describe('bulkCreateUsers over GraphQL', () => {
       const rows = await server.database.query<{ email: string; ttl: number }>(
         `SELECT u.email, extract(epoch FROM i.expires_at - i.created_at)::int AS ttl
          FROM user_invitations i JOIN users u ON u.id = i.user_id WHERE i.ticket_hash = $1`,
-        [ticketHash(ticket)],
+        [sha256(ticket)],
       );
       expect(rows).toEqual([{ email: mail.recipients[0], ttl: 7 * 86_400 }]);
     }

@@ -13,7 +13,6 @@ import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { queryRows } from './query-rows';
 import { withQuery } from './redirects';
-import { secretHash } from './session-tokens.service';
 
 /**
  * Twitter's OAuth 1.0a endpoints (its consumer key and secret, spec §2.4). AUTH_PROVIDER_TWITTER_
@@ -93,7 +92,7 @@ export class OAuthSignIn {
     await this.dataSource.query(
       `INSERT INTO auth_oauth_states (state_hash, provider, code_verifier, redirect_to, expires_at)
        VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-      [secretHash(state), name, verifier, redirectTo, this.config.auth.providerStateTtlSeconds],
+      [sha256(state), name, verifier, redirectTo, this.config.auth.providerStateTtlSeconds],
     );
     const url = new URL(settings.authUrl ?? provider.authUrl);
     url.searchParams.set('response_type', 'code');
@@ -164,7 +163,7 @@ export class OAuthSignIn {
     await this.dataSource.query(
       `INSERT INTO auth_oauth_states (state_hash, provider, code_verifier, redirect_to, expires_at)
        VALUES ($1, 'twitter', $2, $3, now() + make_interval(secs => $4))`,
-      [secretHash(state), `${requestToken.oauth_token} ${requestToken.oauth_token_secret}`, redirectTo, this.config.auth.providerStateTtlSeconds],
+      [sha256(state), `${requestToken.oauth_token} ${requestToken.oauth_token_secret}`, redirectTo, this.config.auth.providerStateTtlSeconds],
     );
     const url = new URL(settings.authUrl ?? TWITTER.authUrl);
     url.searchParams.set('oauth_token', requestToken.oauth_token);
@@ -337,7 +336,7 @@ export class OAuthSignIn {
     const [row] = await queryRows<PendingSignIn & { live: boolean }>(
       this.dataSource.manager,
       'DELETE FROM auth_oauth_states WHERE state_hash = $1 RETURNING provider, code_verifier, redirect_to, expires_at > now() AS live',
-      [secretHash(state)],
+      [sha256(state)],
     );
     return row?.live && row.provider === name ? row : null;
   }

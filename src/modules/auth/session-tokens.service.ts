@@ -56,9 +56,6 @@ const ROTATE = `WITH old AS (
          )
          SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`;
 
-/** SHA-256 of a refresh token or ticket: what the database keeps instead of it. */
-export const secretHash = (secret: string): Buffer => sha256(secret);
-
 /** A refresh token row as the diagnosis of a failed rotation reads it. */
 interface TokenState {
   family_id: string;
@@ -143,7 +140,7 @@ export class SessionTokens {
     const [row] = await queryPrepared<{ id: string }>(
       this.dataSource,
       START_SESSION,
-      [secretHash(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
+      [sha256(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
       manager,
     );
     return this.session(user, refreshToken, row.id);
@@ -152,11 +149,11 @@ export class SessionTokens {
   /** POST /auth/token: a new session for a valid refresh token, which stops working. */
   async refresh(refreshToken: string): Promise<AuthSession> {
     if (!UUID.test(refreshToken)) throw new AuthError('invalid-refresh-token');
-    const hash = secretHash(refreshToken);
+    const hash = sha256(refreshToken);
     const next = randomUUID();
     const rows = await queryPrepared<UserRow & { refresh_token_id: string }>(this.dataSource, ROTATE, [
       hash,
-      secretHash(next),
+      sha256(next),
       this.settings.refreshTokenExpiresInMinutes,
     ]);
     if (rows.length === 1) return this.session(rows[0], next, rows[0].refresh_token_id);
@@ -187,7 +184,7 @@ export class SessionTokens {
     const [row] = (await this.dataSource.query(
       `INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
        VALUES ($1, $2, $3, now() + make_interval(mins => $4)) RETURNING id`,
-      [secretHash(next), state.family_id, user.id, this.settings.refreshTokenExpiresInMinutes],
+      [sha256(next), state.family_id, user.id, this.settings.refreshTokenExpiresInMinutes],
     )) as { id: string }[];
     return this.session(user, next, row.id);
   }
@@ -203,7 +200,7 @@ export class SessionTokens {
       `WITH target AS (SELECT family_id FROM auth_refresh_tokens WHERE token_hash = $1 AND ($2::uuid IS NULL OR user_id = $2))
        UPDATE auth_refresh_tokens SET revoked_at = coalesce(revoked_at, now())
        WHERE family_id = (SELECT family_id FROM target) RETURNING id`,
-      [secretHash(refreshToken), userId],
+      [sha256(refreshToken), userId],
     );
     return rows.length > 0;
   }

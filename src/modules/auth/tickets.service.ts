@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { sha256 } from '../../common/sha256';
 import { queryRows } from './query-rows';
-import { secretHash } from './session-tokens.service';
 
 /** What a ticket lets its holder do once; the prefix of its text is Nhost's. */
 export const TICKET_PREFIX = {
@@ -40,7 +40,7 @@ export class Tickets {
     await manager.query(
       `INSERT INTO auth_tickets (ticket_hash, kind, user_id, new_email, expires_at)
        VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-      [secretHash(ticket), kind, userId, newEmail, ttlSeconds],
+      [sha256(ticket), kind, userId, newEmail, ttlSeconds],
     );
     return ticket;
   }
@@ -51,7 +51,7 @@ export class Tickets {
     const [row] = await queryRows<{ user_id: string; new_email: string | null; live: boolean }>(
       manager,
       'DELETE FROM auth_tickets WHERE ticket_hash = $1 AND kind = $2 RETURNING user_id, new_email, expires_at > now() AS live',
-      [secretHash(ticket), kind],
+      [sha256(ticket), kind],
     );
     return row?.live ? { userId: row.user_id, newEmail: row.new_email } : null;
   }
@@ -65,14 +65,14 @@ export class Tickets {
     const [row] = await queryRows<{ user_id: string }>(
       manager,
       'SELECT user_id FROM auth_tickets WHERE ticket_hash = $1 AND kind = $2 AND expires_at > now() FOR UPDATE',
-      [secretHash(ticket), kind],
+      [sha256(ticket), kind],
     );
     return row ? { userId: row.user_id } : null;
   }
 
   /** Counts a wrong code against a held ticket; the ticket is void once it has had `limit` of them. */
   async recordFailure(manager: EntityManager, ticket: string, limit: number): Promise<void> {
-    const hash = secretHash(ticket);
+    const hash = sha256(ticket);
     const [row] = await queryRows<{ failed_attempts: number }>(
       manager,
       'UPDATE auth_tickets SET failed_attempts = failed_attempts + 1 WHERE ticket_hash = $1 RETURNING failed_attempts',
@@ -89,7 +89,7 @@ export class Tickets {
     const [row] = await queryRows<{ user_id: string; live: boolean }>(
       manager,
       'DELETE FROM user_invitations WHERE ticket_hash = $1 RETURNING user_id, expires_at > now() AS live',
-      [secretHash(ticket)],
+      [sha256(ticket)],
     );
     if (!row?.live) return null;
     await manager.query('DELETE FROM user_invitations WHERE user_id = $1', [row.user_id]);
@@ -98,7 +98,7 @@ export class Tickets {
 
   /** Whether an invitation ticket is live, without using it (the link in the mail only leads on). */
   async invitationIsLive(manager: EntityManager, ticket: string): Promise<boolean> {
-    const rows = (await manager.query('SELECT 1 FROM user_invitations WHERE ticket_hash = $1 AND expires_at > now()', [secretHash(ticket)])) as unknown[];
+    const rows = (await manager.query('SELECT 1 FROM user_invitations WHERE ticket_hash = $1 AND expires_at > now()', [sha256(ticket)])) as unknown[];
     return rows.length > 0;
   }
 }

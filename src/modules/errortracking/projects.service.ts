@@ -45,7 +45,6 @@ export interface TokenIdentity {
 
 export type TokenRefusal = 'malformed' | 'unknown' | 'revoked';
 
-
 /**
  * How long a checked token is believed without asking the database again. A revocation through
  * this process takes effect at once; through another process, within this time.

@@ -25,11 +25,6 @@ interface CreatedRow {
   email_verified: boolean;
 }
 
-/** SHA-256 of an invitation ticket: what user_invitations keeps instead of the ticket. */
-export function ticketHash(ticket: string): Buffer {
-  return sha256(ticket);
-}
-
 /**
  * bulkCreateUsers: accounts without a password, created by an administrator. Each entry
  * succeeds or fails on its own (invalid fields, an address already registered, or one given
@@ -139,7 +134,7 @@ export class BulkUserCreation {
     await manager.query(
       `INSERT INTO user_invitations (ticket_hash, user_id, expires_at)
        SELECT hash, user_id, now() + make_interval(secs => $3) FROM unnest($1::bytea[], $2::uuid[]) AS t(hash, user_id)`,
-      [tickets.map(ticketHash), users.map((user) => user.id), this.settings.invitationTtlSeconds],
+      [tickets.map((ticket) => sha256(ticket)), users.map((user) => user.id), this.settings.invitationTtlSeconds],
     );
     // pg-boss takes one job per call; each is part of the transaction, so a rollback sends none.
     for (const [index, user] of users.entries()) {
