@@ -56,7 +56,8 @@ it('loses no acknowledged event when the process is killed with SIGKILL mid-stre
     (await database.query<{ event_id: string }>('SELECT event_id FROM error_events WHERE project_id = $1', [createErrorProject.id])).map((row) => row.event_id),
   );
   const lost = acknowledged.filter((id) => !stored.has(id));
-  expect({ acknowledged: acknowledged.length > 300, lost }).toEqual({ acknowledged: true, lost: [] });
+  // The kill comes once 300 are acknowledged; on a slow machine no further answer may get out before it.
+  expect({ acknowledged: acknowledged.length >= 300, lost }).toEqual({ acknowledged: true, lost: [] });
   // Each batch is one statement: the errors' counts are exactly the events stored.
   const [{ total }] = await database.query<{ total: string }>('SELECT sum(occurrence_count) AS total FROM error_groups WHERE project_id = $1', [createErrorProject.id]);
   expect(Number(total)).toBe(stored.size);
