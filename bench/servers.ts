@@ -28,8 +28,8 @@ const SERVER_START_TIMEOUT_MS = 120_000;
 const SERVER_STOP_TIMEOUT_MS = 15_000;
 
 /** A server running in a child process (a benchmark script with `serve <target>`), as the parent sees it. */
-export interface ServerProcess {
-  target: Target;
+export interface ServerProcess<Name extends string = Target> {
+  target: Name;
   url: string;
   /** Resident memory when the server reported ready. */
   startRssBytes: number;
@@ -44,11 +44,11 @@ export interface ServerProcess {
  * stdout (Plinth's pino logs, if the level lets any through) goes to `logFile`, as it would in
  * production.
  */
-export function forkServer(
+export function forkServer<Name extends string = Target>(
   script: string,
-  target: Target,
+  target: Name,
   options: { served?: string; execArgv: string[]; env: NodeJS.ProcessEnv; logFile: string },
-): Promise<ServerProcess> {
+): Promise<ServerProcess<Name>> {
   const logFd = fs.openSync(options.logFile, 'w');
   const child = fork(script, ['serve', options.served ?? target], { execArgv: options.execArgv, env: options.env, stdio: ['ignore', logFd, 'inherit', 'ipc'] });
   fs.closeSync(logFd);
@@ -106,7 +106,7 @@ function stopChild(child: ChildProcess): Promise<void> {
  */
 
 /** A started server: its GraphQL endpoint and how to stop it. */
-interface BenchServer {
+export interface BenchServer {
   url: string;
   close(): Promise<void>;
 }
@@ -126,11 +126,16 @@ interface BaselineParts {
  * queries, and stops on request (or when the parent goes away). Exiting through process.exit
  * lets --cpu-prof write its profile.
  */
-export async function runServerRole(target: Target): Promise<void> {
+export function runServerRole(target: Target): Promise<void> {
+  return serveInChild(() => startTarget(target));
+}
+
+/** runServerRole for a server the benchmark script starts itself. */
+export async function serveInChild(start: () => Promise<BenchServer>): Promise<void> {
   const send = (message: ChildMessage) => process.send?.(message);
   let server: BenchServer;
   try {
-    server = await startTarget(target);
+    server = await start();
   } catch (error) {
     send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     process.exit(1);
@@ -370,7 +375,7 @@ async function startMercuriusJit({ schema, sessionSettings, logger, rateLimits }
   return { url: `http://127.0.0.1:${port}${GRAPHQL_PATH}`, close: () => app.close() };
 }
 
-function listen(server: http.Server): Promise<BenchServer> {
+export function listen(server: http.Server): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

@@ -3,17 +3,18 @@ import 'reflect-metadata';
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import pg from 'pg';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { PostgresPubSub } from '../src/graphql/pubsub';
 import { SUBSCRIPTIONS_PATH } from '../src/graphql/subscriptions';
 import { USER_REGISTERED } from '../src/modules/users/users.service';
 import { DEFAULT_SOURCE_ACCOUNT } from '../src/platform/row-filter';
 import { prepareDatabase } from './database';
-import { forkServer, runServerRole, type ServerProcess } from './servers';
+import { forkServer, listen, runServerRole, serveInChild, type BenchServer, type ServerProcess } from './servers';
 import { positiveInteger } from './settings';
 import { ADMIN_SECRET } from './shared';
 
@@ -21,8 +22,11 @@ import { ADMIN_SECRET } from './shared';
  * Subscription fan-out (issue 16 point 5): BENCH_SUBSCRIBERS graphql-ws subscribers to
  * userRegistered on one Plinth instance, each on its own connection, opened by client processes
  * other than the server's; events are published through the PubSub (as registerUser publishes
- * them, without the registration's own cost). The same run measures Plinth with subscription
- * multiplexing off (every subscriber's own execution and message: the baseline) and on.
+ * them, without the registration's own cost). The same run measures three servers (sides):
+ *
+ * - `ws`: the floor, a bare `ws` server that only relays each event (see startBareWs);
+ * - `off`: Plinth with subscription multiplexing off (every subscriber's own execution and message);
+ * - `on`: Plinth as it ships, multiplexing on.
  *
  *   npm run bench:subscriptions
  *
@@ -30,10 +34,10 @@ import { ADMIN_SECRET } from './shared';
  * to the last subscriber receiving it) at p50/p99/max, every delivery's latency at p50/p99,
  * server CPU per event (the server's CPU time over the events, less its idle rate with the
  * subscribers connected), resident memory idle, with the subscribers connected, and
- * BENCH_SETTLE_SECONDS after they left; then the ratios on/off and the load average.
+ * BENCH_SETTLE_SECONDS after they left; then the ratios of `on` to the others, and the load average.
  *
  * Environment: BENCH_SUBSCRIBERS (10000), BENCH_CLIENT_PROCESSES (2), BENCH_EVENTS (20),
- * BENCH_EVENT_INTERVAL_MS (1000), BENCH_SETTLE_SECONDS (30), BENCH_SIDES (off,on), BENCH_CPU_PROF
+ * BENCH_EVENT_INTERVAL_MS (1000), BENCH_SETTLE_SECONDS (30), BENCH_SIDES (ws,off,on), BENCH_CPU_PROF
  * (sides to profile, e.g. on), BENCH_LOG_LEVEL (warn), BENCH_DATABASE_URL or DATABASE_URL. Sockets per process need
  * `ulimit -n` above BENCH_SUBSCRIBERS (server) and above BENCH_SUBSCRIBERS / processes (clients).
  */
@@ -50,7 +54,11 @@ const EVENT_TIMEOUT_MS = 20_000;
 /** Between warm-up events, until one reaches every subscriber (all subscribed). */
 const WARM_UP_RETRY_MS = 3000;
 
-type Side = 'off' | 'on';
+const SIDES = ['ws', 'off', 'on'] as const;
+type Side = (typeof SIDES)[number];
+/** The forked server's name for the bare server (`serve ws-floor`); Plinth's is `plinth`. */
+const BARE_WS_ROLE = 'ws-floor';
+const SIDE_LABELS: Record<Side, string> = { ws: 'bare ws', off: 'Plinth off', on: 'Plinth on' };
 
 /** Parent → client process. */
 type ClientCommand = { type: 'open'; url: string; count: number; localAddress: string } | { type: 'times'; seq: number } | { type: 'close' };
@@ -180,6 +188,78 @@ function allDelivered(clients: ClientProcess[], seq: number, timeoutMs = EVENT_T
   });
 }
 
+/** Plinth's PubSub on the benchmark's database, as the publisher and the bare server use it. */
+function connectPubSub(databaseUrl: string): { pubSub: PostgresPubSub; close(): Promise<void> } {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const shutdown = new AbortController();
+  const pubSub = new PostgresPubSub({
+    url: databaseUrl,
+    query: async (sql, parameters) => (await pool.query(sql, parameters)).rows,
+    logger: pino({ level: 'warn' }),
+    shutdown: shutdown.signal,
+  });
+  return {
+    pubSub,
+    close: async () => {
+      shutdown.abort();
+      await pubSub.close();
+      await pool.end();
+    },
+  };
+}
+
+// --- The floor -------------------------------------------------------------------------------
+
+/**
+ * The floor: a bare `ws` server (the WebSocket library graphql-ws runs on) that speaks just enough
+ * graphql-transport-ws for the clients (acknowledges connection_init without checking it, keeps
+ * each subscribe's id, answers ping, forgets on complete or close) and, for each event from the
+ * same PostgreSQL channel, serialises the result once and sends every subscriber its `next`
+ * message with WebSocket.send. No GraphQL execution, no session, no limits, no keep-alive: what
+ * one message per subscriber costs in Node on this machine, which Plinth's CPU per event cannot
+ * go below.
+ */
+async function startBareWs(): Promise<BenchServer> {
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the bare ws server');
+  const { pubSub, close: closePubSub } = connectPubSub(databaseUrl);
+  await pubSub.start();
+  /** Per socket: subscription id → its `next` message up to the payload. */
+  const subscriptions = new Map<WebSocket, Map<string, string>>();
+  const httpServer = http.createServer();
+  const wss = new WebSocketServer({ server: httpServer, path: SUBSCRIPTIONS_PATH, perMessageDeflate: false });
+  wss.on('connection', (socket) => {
+    const own = new Map<string, string>();
+    subscriptions.set(socket, own);
+    socket.on('close', () => subscriptions.delete(socket));
+    socket.on('message', (data) => {
+      const message = JSON.parse(String(data)) as { type: string; id?: string };
+      if (message.type === 'connection_init') socket.send('{"type":"connection_ack"}');
+      else if (message.type === 'ping') socket.send('{"type":"pong"}');
+      else if (message.type === 'subscribe' && message.id) own.set(message.id, `{"id":${JSON.stringify(message.id)},"type":"next","payload":`);
+      else if (message.type === 'complete' && message.id) own.delete(message.id);
+    });
+  });
+  const events = pubSub.subscribe(USER_REGISTERED)[Symbol.asyncIterator]();
+  void (async () => {
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      const { id, email, name, email_verified } = next.value as ReturnType<typeof event>;
+      const payload = JSON.stringify({ data: { userRegistered: { id, email, name, email_verified } } });
+      for (const [socket, own] of subscriptions) for (const prefix of own.values()) socket.send(`${prefix}${payload}}`);
+    }
+  })();
+  const server = await listen(httpServer);
+  return {
+    url: server.url,
+    close: async () => {
+      await events.return?.();
+      wss.close();
+      await server.close();
+      await closePubSub();
+    },
+  };
+}
+
 // --- The measurement ----------------------------------------------------------------------------
 
 interface SideResult {
@@ -210,7 +290,7 @@ function percentile(sorted: number[], fraction: number): number {
  * would otherwise slow every connect() of the next (about 10 s more for 10,000 sockets).
  */
 function localAddress(side: Side, clientIndex: number): string {
-  return `127.0.${side === 'off' ? 1 : 2}.${clientIndex + 2}`;
+  return `127.0.${SIDES.indexOf(side) + 1}.${clientIndex + 2}`;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -220,8 +300,8 @@ function event(seq: number) {
 }
 
 async function measureSide(side: Side, clients: ClientProcess[], pubSub: PostgresPubSub, databaseUrl: string, settings: Settings): Promise<SideResult> {
-  process.stderr.write(`starting Plinth with subscription multiplexing ${side}...\n`);
-  const server: ServerProcess = await forkServer(__filename, 'plinth', {
+  process.stderr.write(`starting ${SIDE_LABELS[side]}...\n`);
+  const server: ServerProcess<string> = await forkServer(__filename, side === 'ws' ? BARE_WS_ROLE : 'plinth', {
     execArgv: settings.profiled.includes(side)
       ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS_DIR, 'profiles')}`, `--cpu-prof-name=subscriptions-${side}-${Date.now()}.cpuprofile`]
       : [],
@@ -342,7 +422,7 @@ interface Settings {
 function readSettings(): Settings {
   const sideList = (name: string, fallback: string) => {
     const sides = (process.env[name] ?? fallback).split(',').map((side) => side.trim()).filter(Boolean);
-    for (const side of sides) if (side !== 'on' && side !== 'off') throw new Error(`${name} takes on and off (got "${side}")`);
+    for (const side of sides) if (!(SIDES as readonly string[]).includes(side)) throw new Error(`${name} takes ${SIDES.join(', ')} (got "${side}")`);
     return sides as Side[];
   };
   return {
@@ -351,7 +431,7 @@ function readSettings(): Settings {
     events: positiveInteger('BENCH_EVENTS', 20),
     eventIntervalMs: positiveInteger('BENCH_EVENT_INTERVAL_MS', 1000),
     settleSeconds: positiveInteger('BENCH_SETTLE_SECONDS', 30),
-    sides: sideList('BENCH_SIDES', 'off,on'),
+    sides: sideList('BENCH_SIDES', SIDES.join(',')),
     profiled: sideList('BENCH_CPU_PROF', ''),
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
   };
@@ -360,11 +440,11 @@ function readSettings(): Settings {
 function printReport(results: SideResult[], loadBefore: number[], loadAfter: number[]): void {
   const fixed = (value: number, digits = 1) => value.toFixed(digits).padStart(8);
   const lines = [
-    `${results[0]?.subscribers} graphql-ws subscribers to userRegistered, one Plinth instance; load average before ${loadBefore.map((v) => v.toFixed(2)).join(' ')}, after ${loadAfter.map((v) => v.toFixed(2)).join(' ')}`,
-    'multiplexing  connect s (subscribed)  fan-out p50    p99     max ms  delivery p50   p99 ms  CPU/event ms  RSS idle  connected  after events  after leaving MiB  lost',
+    `${results[0]?.subscribers} graphql-ws subscribers to userRegistered, one server; load average before ${loadBefore.map((v) => v.toFixed(2)).join(' ')}, after ${loadAfter.map((v) => v.toFixed(2)).join(' ')}`,
+    'server        connect s (subscribed)  fan-out p50    p99     max ms  delivery p50   p99 ms  CPU/event ms  RSS idle  connected  after events  after leaving MiB  lost',
     ...results.map(
       (r) =>
-        `${r.side.padEnd(12)}${fixed(r.connectSeconds)} (${r.subscribedSeconds.toFixed(1).padStart(5)})   ${fixed(r.fanoutMs.p50)}${fixed(r.fanoutMs.p99)}${fixed(r.fanoutMs.max)}   ${fixed(r.deliveryMs.p50)}${fixed(r.deliveryMs.p99)}   ${fixed(r.serverCpuMsPerEvent)}     ` +
+        `${SIDE_LABELS[r.side].padEnd(12)}${fixed(r.connectSeconds)} (${r.subscribedSeconds.toFixed(1).padStart(5)})   ${fixed(r.fanoutMs.p50)}${fixed(r.fanoutMs.p99)}${fixed(r.fanoutMs.max)}   ${fixed(r.deliveryMs.p50)}${fixed(r.deliveryMs.p99)}   ${fixed(r.serverCpuMsPerEvent)}     ` +
         `${fixed(r.rssMiB.idle, 0)}${fixed(r.rssMiB.connected, 0)}${fixed(r.rssMiB.afterEvents, 0)}   ${fixed(r.rssMiB.afterLeaving, 0)} (${(r.rssMiB.afterLeaving / r.rssMiB.idle).toFixed(2)}x idle)  ${r.lostEvents}`,
     ),
     ...results.map(
@@ -372,12 +452,16 @@ function printReport(results: SideResult[], loadBefore: number[], loadAfter: num
         `  V8 heap of those (${r.side}): ${[r.heapMiB.idle, r.heapMiB.connected, r.heapMiB.afterEvents, r.heapMiB.afterLeaving].map((v) => v.toFixed(0)).join(' / ')} MiB`,
     ),
   ];
-  const off = results.find((r) => r.side === 'off');
   const on = results.find((r) => r.side === 'on');
-  if (off && on) {
+  if (on) {
+    for (const other of results) {
+      if (other === on) continue;
+      lines.push(
+        `on/${other.side}: fan-out max ${(on.fanoutMs.max / other.fanoutMs.max).toFixed(2)}x, p50 ${(on.fanoutMs.p50 / other.fanoutMs.p50).toFixed(2)}x, ` +
+          `CPU per event ${(on.serverCpuMsPerEvent / other.serverCpuMsPerEvent).toFixed(3)}x, RSS connected ${(on.rssMiB.connected / other.rssMiB.connected).toFixed(2)}x`,
+      );
+    }
     lines.push(
-      `on/off: fan-out max ${(on.fanoutMs.max / off.fanoutMs.max).toFixed(2)}x, p50 ${(on.fanoutMs.p50 / off.fanoutMs.p50).toFixed(2)}x, CPU per event ${(on.serverCpuMsPerEvent / off.serverCpuMsPerEvent).toFixed(3)}x, ` +
-        `RSS connected ${(on.rssMiB.connected / off.rssMiB.connected).toFixed(2)}x`,
       `targets (on): fan-out max under 250 ms: ${on.fanoutMs.max < 250 ? 'yes' : 'no'}; CPU per event under 100 ms: ${on.serverCpuMsPerEvent < 100 ? 'yes' : 'no'}; ` +
         `RSS connected under 250 MB: ${on.rssMiB.connected * MIB < 250e6 ? 'yes' : 'no'}; back under 1.5x idle after leaving: ${on.rssMiB.afterLeaving < 1.5 * on.rssMiB.idle ? 'yes' : 'no'}`,
     );
@@ -390,23 +474,14 @@ async function runBenchmark(): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const databaseUrl = await prepareDatabase();
   const loadBefore = os.loadavg();
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  const shutdown = new AbortController();
-  const pubSub = new PostgresPubSub({
-    url: databaseUrl,
-    query: async (sql, parameters) => (await pool.query(sql, parameters)).rows,
-    logger: pino({ level: 'warn' }),
-    shutdown: shutdown.signal,
-  });
+  const { pubSub, close: closePubSub } = connectPubSub(databaseUrl);
   const clients = Array.from({ length: settings.clientProcesses }, startClient);
   const results: SideResult[] = [];
   try {
     for (const side of settings.sides) results.push(await measureSide(side, clients, pubSub, databaseUrl, settings));
   } finally {
     for (const { child } of clients) child.kill();
-    shutdown.abort();
-    await pubSub.close();
-    await pool.end();
+    await closePubSub();
   }
   const loadAfter = os.loadavg();
   printReport(results, loadBefore, loadAfter);
@@ -414,8 +489,8 @@ async function runBenchmark(): Promise<void> {
 }
 
 function main(): Promise<void> {
-  const [role] = process.argv.slice(2);
-  if (role === 'serve') return runServerRole('plinth');
+  const [role, served] = process.argv.slice(2);
+  if (role === 'serve') return served === BARE_WS_ROLE ? serveInChild(startBareWs) : runServerRole('plinth');
   if (role === 'clients') return Promise.resolve(runClientRole());
   return runBenchmark();
 }
