@@ -43,7 +43,8 @@ import { median } from './statistics';
  *   BENCH_DURATION=5 BENCH_ROUNDS=3 npm run bench
  *
  * Environment: BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3), BENCH_QUIET (s, 16), BENCH_CONNECTIONS (10),
- * BENCH_ROUNDS (1; rounds interleave the targets and the medians are reported),
+ * BENCH_ROUNDS (1; the medians of the rounds are reported), BENCH_SLICES (5: the turns a round's BENCH_DURATION is
+ * measured in, server after server, see runTurns),
  * BENCH_TARGETS (comma list of plinth,graphql-js,apollo-express,graphql-js-cached,mercurius-jit; plinth seeds the
  * errors, so the errors query needs it), BENCH_QUERIES (comma list of session,errors), BENCH_LOG_LEVEL (Plinth's
  * LOG_LEVEL, warn), BENCH_CPU_PROF (comma list of targets to run under --cpu-prof), BENCH_OTHER_BUILD (the dist folder
@@ -77,6 +78,8 @@ interface BenchSettings {
   quietSeconds: number;
   connections: number;
   rounds: number;
+  /** Slices a round's measurement of each query takes turns in, server after server. */
+  slices: number;
   targets: Target[];
   queries: QueryName[];
   logLevel: string;
@@ -123,6 +126,7 @@ function readSettings(): BenchSettings {
     quietSeconds: positiveInteger('BENCH_QUIET', 16),
     connections: positiveInteger('BENCH_CONNECTIONS', 10),
     rounds: positiveInteger('BENCH_ROUNDS', 1),
+    slices: positiveInteger('BENCH_SLICES', 5),
     targets: nameList('BENCH_TARGETS', TARGETS, process.env.BENCH_OTHER_BUILD ? TARGETS : TARGETS.filter((target) => target !== OTHER_BUILD_TARGET)),
     queries: nameList('BENCH_QUERIES', QUERIES, QUERIES),
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
@@ -268,12 +272,56 @@ function percentile(sorted: Float64Array, fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)];
 }
 
+/** One stretch of load on one server, before its figures are merged with the server's other slices. */
+interface Slice {
+  responses: number;
+  durationSeconds: number;
+  /** Every response's latency (ms). */
+  latencies: number[];
+  cpuMicros: number;
+  idleRssBytes: number;
+  loadedRssBytes: number;
+}
+
 /**
- * Runs autocannon against the server. Latencies are taken from the per-response event
- * (fractional ms) because autocannon's own histogram rounds to whole milliseconds, too coarse
- * for a query answered in about one.
+ * Measures `request` on every server for `durationSeconds` each, in `slices` turns: each turn
+ * gives each server an equal share of the time, the order shifting by one server every turn. On
+ * this machine, whose speed moves by tens of percent within a minute, one server's ten seconds
+ * after another's compared two machines (one round's ratio moved from 0.63x to 1.16x between runs
+ * of the same builds); taking turns every two seconds puts both under the same conditions.
  */
-async function runLoad(server: ServerProcess, request: BenchRequest, connections: number, durationSeconds: number): Promise<LoadResult> {
+async function runTurns(servers: ServerProcess[], request: BenchRequest, settings: BenchSettings): Promise<Map<Target, LoadResult>> {
+  const slices = new Map<Target, Slice[]>(servers.map((server) => [server.target, []]));
+  const sliceSeconds = settings.durationSeconds / settings.slices;
+  for (let turn = 0; turn < settings.slices; turn++) {
+    for (let index = 0; index < servers.length; index++) {
+      const server = servers[(index + turn) % servers.length];
+      slices.get(server.target)!.push(await runSlice(server, request, settings.connections, sliceSeconds));
+    }
+  }
+  return new Map(servers.map((server) => [server.target, mergeSlices(server, slices.get(server.target)!)]));
+}
+
+function mergeSlices(server: ServerProcess, slices: Slice[]): LoadResult {
+  const responses = slices.reduce((sum, slice) => sum + slice.responses, 0);
+  const durationSeconds = slices.reduce((sum, slice) => sum + slice.durationSeconds, 0);
+  const sorted = Float64Array.from(slices.flatMap((slice) => slice.latencies)).sort();
+  return {
+    requestsPerSecond: responses / durationSeconds,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    meanMs: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
+    serverCpuMicrosPerRequest: slices.reduce((sum, slice) => sum + slice.cpuMicros, 0) / responses,
+    startRssBytes: server.startRssBytes,
+    idleRssBytes: slices[0].idleRssBytes,
+    loadedRssBytes: Math.max(...slices.map((slice) => slice.loadedRssBytes)),
+    responses,
+    durationSeconds,
+  };
+}
+
+/** Load on one server for `durationSeconds`, with its CPU time and resident memory. */
+async function runSlice(server: ServerProcess, request: BenchRequest, connections: number, durationSeconds: number): Promise<Slice> {
   const before = await server.usage();
   let loadedRssBytes = before.rssBytes;
   // Sampled while the load runs (the server answers between requests, so this is under load).
@@ -282,21 +330,20 @@ async function runLoad(server: ServerProcess, request: BenchRequest, connections
   }, RSS_SAMPLE_INTERVAL_MS);
   const result = await runAutocannon(server, request, connections, durationSeconds).finally(() => clearInterval(sampler));
   const after = await server.usage();
-  return {
-    ...result,
-    serverCpuMicrosPerRequest: (after.micros - before.micros) / result.responses,
-    startRssBytes: server.startRssBytes,
-    idleRssBytes: before.rssBytes,
-    loadedRssBytes: Math.max(loadedRssBytes, after.rssBytes),
-  };
+  return { ...result, cpuMicros: after.micros - before.micros, idleRssBytes: before.rssBytes, loadedRssBytes: Math.max(loadedRssBytes, after.rssBytes) };
 }
 
+/**
+ * Runs autocannon against the server. Latencies are taken from the per-response event
+ * (fractional ms) because autocannon's own histogram rounds to whole milliseconds, too coarse
+ * for a query answered in about one.
+ */
 function runAutocannon(
   server: ServerProcess,
   request: BenchRequest,
   connections: number,
   durationSeconds: number,
-): Promise<Omit<LoadResult, 'serverCpuMicrosPerRequest' | 'startRssBytes' | 'idleRssBytes' | 'loadedRssBytes'>> {
+): Promise<Pick<Slice, 'responses' | 'durationSeconds' | 'latencies'>> {
   // Required here, in the parent only: a server process (this script as `serve`) should not hold it.
   const autocannon = require('autocannon') as typeof import('autocannon');
   const latencies: number[] = [];
@@ -321,16 +368,8 @@ function runAutocannon(
             ),
           );
         }
-        const sorted = Float64Array.from(latencies).sort();
-        resolve({
-          // Completed 2xx over the measured time (autocannon's per-second average drops partial seconds).
-          requestsPerSecond: result['2xx'] / result.duration,
-          p50Ms: percentile(sorted, 0.5),
-          p99Ms: percentile(sorted, 0.99),
-          meanMs: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
-          responses: result['2xx'],
-          durationSeconds: result.duration,
-        });
+        // Completed 2xx over the measured time (autocannon's per-second average drops partial seconds).
+        resolve({ responses: result['2xx'], durationSeconds: result.duration, latencies });
       },
     );
     instance.on('response', (_client, _statusCode, _bytes, responseTime) => {
@@ -408,7 +447,7 @@ function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratio
 
   console.log(
     `\nquery "${query}": ${settings.connections} connections, pipelining 1, ${settings.warmupSeconds} s warm-up, ` +
-      `${settings.durationSeconds} s measured x ${settings.rounds} round(s)${settings.rounds > 1 ? ' (medians)' : ''}`,
+      `${settings.durationSeconds} s measured in ${settings.slices} turns x ${settings.rounds} round(s)${settings.rounds > 1 ? ' (medians)' : ''}`,
   );
   console.log([rule, line(header), rule, ...rows.map(line), rule].join('\n'));
   for (const ratio of ratioReports) {
@@ -456,21 +495,24 @@ async function runBenchmark(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
     const startQuietRss = new Map<Target, number>();
     for (const server of servers) startQuietRss.set(server.target, (await server.usage()).rssBytes);
+    const quietRss = new Map<string, number>();
+    for (const server of servers) {
+      for (const request of requests) {
+        process.stderr.write(`warming up ${server.target} on ${request.query} (${settings.warmupSeconds} s)...\n`);
+        await runSlice(server, request, settings.connections, settings.warmupSeconds);
+        process.stderr.write(`${server.target} quiet for ${settings.quietSeconds} s...\n`);
+        await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
+        quietRss.set(`${server.target} ${request.query}`, (await server.usage()).rssBytes);
+      }
+    }
     for (let round = 0; round < settings.rounds; round++) {
-      for (const server of servers) {
-        for (const request of requests) {
-          let quietRssBytes: number | undefined;
-          if (round === 0) {
-            process.stderr.write(`warming up ${server.target} on ${request.query} (${settings.warmupSeconds} s)...\n`);
-            await runLoad(server, request, settings.connections, settings.warmupSeconds);
-            process.stderr.write(`${server.target} quiet for ${settings.quietSeconds} s...\n`);
-            await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
-            quietRssBytes = (await server.usage()).rssBytes;
-          }
-          process.stderr.write(`measuring ${server.target} on ${request.query}, round ${round + 1}/${settings.rounds} (${settings.durationSeconds} s)...\n`);
-          const run = await runLoad(server, request, settings.connections, settings.durationSeconds);
-          const startQuietRssBytes = round === 0 ? startQuietRss.get(server.target) : undefined;
-          runs.get(request.query)!.get(server.target)!.push({ ...run, quietRssBytes, startQuietRssBytes });
+      for (const request of requests) {
+        process.stderr.write(
+          `measuring ${request.query}, round ${round + 1}/${settings.rounds}: ${settings.durationSeconds} s per server in ${settings.slices} turns...\n`,
+        );
+        for (const [target, run] of await runTurns(servers, request, settings)) {
+          const first = round === 0 ? { quietRssBytes: quietRss.get(`${target} ${request.query}`), startQuietRssBytes: startQuietRss.get(target) } : {};
+          runs.get(request.query)!.get(target)!.push({ ...run, ...first });
         }
       }
     }
