@@ -216,8 +216,9 @@ function connectPubSub(databaseUrl: string): { pubSub: PostgresPubSub; close(): 
  * each subscribe's id, answers ping, forgets on complete or close) and, for each event from the
  * same PostgreSQL channel, serialises the result once and sends every subscriber its `next`
  * message with WebSocket.send. No GraphQL execution, no session, no limits, no keep-alive: what
- * one message per subscriber costs in Node on this machine, which Plinth's CPU per event cannot
- * go below.
+ * one message per subscriber through ws's own API costs on this machine. Plinth can spend a little
+ * less (its members' frames go to the socket in one write, where WebSocket.send writes two parts);
+ * the kernel's send, which both pay per subscriber, is most of either figure.
  */
 async function startBareWs(): Promise<BenchServer> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
