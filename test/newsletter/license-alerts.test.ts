@@ -67,8 +67,10 @@ describe('T3-license-alert', () => {
 
   it('goes to each holder 7 days before renewal, once, from one of two workers; not to an unsubscribed address, nor for a canceled license', async () => {
     soon = await license(holders.ada, 'pro', 4);
-    const later = await license(holders.bob, 'team', 12);
+    // Read before the insert: the row's renewal is PostgreSQL's now() + 12 s, no earlier than this
+    // (taken after it, the insert's latency on a loaded machine, 0.9 s once, moved the bound late).
     const laterRenewal = Date.now() + 12_000;
+    const later = await license(holders.bob, 'team', 12);
     const unsubscribed = await license(holders.cy, 'pro', 4);
     await license(holders.ada, 'canceled-plan', 4, 'canceled');
 
