@@ -3,7 +3,7 @@ import { UNREAD_BODY_LINGER_MS } from '../../src/http/unread-body';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testEnvironment } from '../support/server';
 import { spawnServer, type SpawnedServer } from '../support/spawn';
-import { projectWithKey, sendEvent } from './support';
+import { ADMIN, projectWithKey, sendEvent } from './support';
 
 /**
  * A body refused before it was read (413), sent to a server in another process: in the test's own
@@ -26,7 +26,7 @@ afterAll(async () => {
 const eventCount = async (projectId: number) =>
   Number((await database.query<{ count: string }>('SELECT count(*) FROM error_events WHERE project_id = $1', [projectId]))[0].count);
 
-it('answers 413 to a body far past ERRORS_MAX_EVENT_BYTES while the caller is still sending it, declared or chunked', async () => {
+it("answers 413 to a body far past the limit while the caller is still sending it: declared or chunked, ERRORS_MAX_EVENT_BYTES or Fastify's own limit", async () => {
   const { projectId, dsnKey } = await projectWithKey(`${server.url}/v1/graphql`, 'huge');
   // Fastify closed such a connection at once: the rest of the body met a reset, and the caller's
   // write failed (EPIPE) before it read the answer (the fuzz test's case, 2,000,000 bytes).
@@ -50,6 +50,13 @@ it('answers 413 to a body far past ERRORS_MAX_EVENT_BYTES while the caller is st
   } as RequestInit);
   expect(chunked.status).toBe(413);
   expect(await eventCount(projectId)).toBe(0);
+  // Fastify's own body limit on another route (the fuzz test's second case).
+  const metadata = await fetch(`${server.url}/v1/metadata`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...ADMIN },
+    body: 'x'.repeat(2_000_000),
+  });
+  expect(metadata.status).toBe(413);
 });
 
 it('reads a refused body that keeps trickling in only until the lingering time is over', async () => {
