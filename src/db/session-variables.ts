@@ -56,6 +56,16 @@ export function runWithSessionVariables<T>(variables: VariablesOf, work: () => T
   }
 }
 
+const NO_REQUEST = () => '';
+
+/**
+ * Runs `work` (and all it calls) as work of no request, even when a request started it: a batch
+ * written for several requests (src/platform/group-commit.ts) is no single caller's change.
+ */
+export function outsideRequests<T>(work: () => T): T {
+  return current.getStore() === undefined ? work() : current.run(NO_REQUEST, work);
+}
+
 /** What the connection's session-level setting holds (kept on the pg client; '' when unset). */
 const SESSION_LEVEL = Symbol('plinth session variables');
 export type TrackedClient = pg.ClientBase & { [SESSION_LEVEL]?: string };

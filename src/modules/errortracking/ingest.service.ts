@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresPubSub } from '../../graphql/pubsub';
+import { GroupCommit } from '../../platform/group-commit';
 import type { NormalizedEvent } from './event';
 import { rows } from './sql';
 
@@ -26,7 +27,6 @@ export interface ReceivedError {
 interface Pending {
   projectId: number;
   event: NormalizedEvent;
-  done: { resolve(): void; reject(error: unknown): void };
 }
 
 interface GroupRow {
@@ -44,30 +44,17 @@ interface GroupRow {
   last_seen: Date;
 }
 
-/** PostgreSQL's deadlock and serialization failures: the batch is retried. */
-const RETRYABLE = new Set(['40P01', '40001']);
-const MAX_ATTEMPTS = 3;
 /**
- * Two batches may be written at once: one is executed by PostgreSQL while the next is prepared
- * and sent. They lock the errors they update in id order, so they never deadlock each other.
- */
-const FLUSHES_IN_FLIGHT = 2;
-
-/**
- * Writes events in batches (group commit): a request's events wait for the batch they join, and
- * the request is answered once that batch is committed, so nothing acknowledged can be lost. At
- * low load a batch is one request's events; under load, whatever arrived while the batches in
- * flight were being written, up to `maxBatch`.
+ * Writes events in batches (group commit, src/platform/group-commit.ts): a request is answered
+ * once the batch holding its events is committed, so nothing acknowledged can be lost.
  *
  * A batch costs one statement when its errors and releases are known to this process (the
  * events' insert, which skips event ids seen before, and the errors' update, together), and up
- * to two more otherwise (new errors and releases are created first).
+ * to two more otherwise (new errors and releases are created first). Batches lock the errors
+ * they update in id order, so two in flight never deadlock each other.
  */
 export class IngestService {
-  private queue: Pending[] = [];
-  /** Batches being written (at most FLUSHES_IN_FLIGHT). */
-  private inFlight = 0;
-  private scheduled = false;
+  private readonly batches: GroupCommit<Pending, void>;
   /** `<project>:<fingerprint hex>` -> the error row its events go to (rows are never deleted). */
   private readonly groups = new LRUCache<string, string>({ max: 100_000 });
   private readonly releases = new LRUCache<string, true>({ max: 10_000 });
@@ -75,55 +62,22 @@ export class IngestService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly pubSub: Pick<PostgresPubSub, 'publishMany'>,
-    private readonly maxBatch: number,
-    private readonly logger: Logger,
-  ) {}
-
-  /** Resolves once every event is committed (or was stored before under its id). */
-  submit(projectId: number, events: NormalizedEvent[]): Promise<void> {
-    if (events.length === 0) return Promise.resolve();
-    const waits = events.map(
-      (event) => new Promise<void>((resolve, reject) => this.queue.push({ projectId, event, done: { resolve, reject } })),
-    );
-    this.kick();
-    return Promise.all(waits).then(() => undefined);
-  }
-
-  private kick(): void {
-    if (this.scheduled || this.inFlight >= FLUSHES_IN_FLIGHT || this.queue.length === 0) return;
-    this.scheduled = true;
-    this.inFlight++;
-    // The events of requests parsed in this turn of the event loop join the batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
+    maxBatch: number,
+    logger: Logger,
+  ) {
+    this.batches = new GroupCommit({
+      maxBatch,
+      write: async (batch) => {
+        this.publish(await this.write(batch));
+        return batch.map(() => undefined);
+      },
+      onFailure: (error, events) => logger.error({ err: error, events }, 'could not store a batch of error events'),
     });
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.queue.splice(0, this.maxBatch);
-    try {
-      const received = await this.writeWithRetry(batch);
-      for (const item of batch) item.done.resolve();
-      this.publish(received);
-    } catch (error) {
-      this.logger.error({ err: error, events: batch.length }, 'could not store a batch of error events');
-      for (const item of batch) item.done.reject(error);
-    } finally {
-      this.inFlight--;
-      this.kick();
-    }
-  }
-
-  private async writeWithRetry(batch: Pending[]): Promise<GroupRow[]> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.write(batch);
-      } catch (error) {
-        const code = (error as { code?: string }).code;
-        if (attempt >= MAX_ATTEMPTS || !code || !RETRYABLE.has(code)) throw error;
-      }
-    }
+  /** Resolves once every event is committed (or was stored before under its id). */
+  async submit(projectId: number, events: NormalizedEvent[]): Promise<void> {
+    await Promise.all(events.map((event) => this.batches.submit({ projectId, event })));
   }
 
   private groupKey(projectId: number, fingerprint: Buffer): string {
