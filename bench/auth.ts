@@ -401,7 +401,7 @@ async function main(): Promise<void> {
       const { baseline, refresh } = measured[medianIndex(measured.map((round) => round.refresh.perSecond))];
       lines.push(
         line('baseline: GraphQL { session { role } } with a bearer token', baseline),
-        line('POST /auth/token (rotation: one statement + JWT)', refresh),
+        line('POST /auth/token (rotation: batched statement + JWT)', refresh),
         `  refresh / baseline: ${(refresh.perSecond / baseline.perSecond).toFixed(2)}, ` +
           `by server + PostgreSQL CPU per request ${(cpuOf(baseline) / cpuOf(refresh)).toFixed(2)}   (target: 2000/s or more)`,
         `  the median round of ${rounds} (refresh /s: ${measured.map((round) => round.refresh.perSecond.toFixed(0)).join(', ')})`,

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { loadConfig } from '../../src/config';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, jwtHeader, jwtPayload, type AuthErrorBody } from '../support/auth';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { eventually } from '../support/job-recorder';
 import { bearer, signToken } from '../support/tokens';
 
 interface Session {
@@ -196,6 +199,63 @@ describe('POST /auth/token', () => {
     const session = await signUp();
     await server.database.query('UPDATE users SET disabled = true WHERE id = $1', [session.user.id]);
     expectAuthError(await refresh(session.refreshToken), 'invalid-refresh-token');
+  });
+
+  it('answers each refresh written in one batch with its own user and token, a token presented twice and refused ones included', async () => {
+    const blockers = [await signUp(), await signUp()];
+    const sessions = await Promise.all(Array.from({ length: 8 }, () => signUp()));
+    const disabled = await signUp();
+    await server.database.query('UPDATE users SET disabled = true WHERE id = $1', [disabled.user.id]);
+    // A transaction holding the blockers' token rows keeps two batches waiting (as many as may be
+    // in flight), so the refreshes sent meanwhile are written together in the next batch.
+    const locker = new pg.Client({ connectionString: server.database.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM auth_refresh_tokens WHERE id = ANY($1::uuid[]) FOR UPDATE', [blockers.map((blocker) => blocker.refreshTokenId)]);
+      const waitingOnLocks = async (count: number) =>
+        (await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n === count;
+      const blocked: ReturnType<typeof refresh>[] = [];
+      for (const [index, blocker] of blockers.entries()) {
+        blocked.push(refresh(blocker.refreshToken));
+        await eventually(() => waitingOnLocks(index + 1), 10_000, `${index + 1} batch(es) waiting`);
+      }
+      const burst = Promise.all([
+        ...sessions.map((session) => refresh(session.refreshToken)),
+        refresh(sessions[0].refreshToken),
+        refresh(disabled.refreshToken),
+        refresh(randomUUID()),
+      ]);
+      await sleep(300);
+      expect(await waitingOnLocks(2)).toBe(true);
+      await locker.query('COMMIT');
+
+      for (const [index, answer] of (await Promise.all(blocked)).entries()) {
+        expect(answer.status).toBe(200);
+        expect(answer.body.user.id).toBe(blockers[index].user.id);
+      }
+      const answers = await burst;
+      const [twice, ofDisabled, unknown] = answers.slice(sessions.length);
+      expectAuthError(ofDisabled, 'invalid-refresh-token');
+      expectAuthError(unknown, 'invalid-refresh-token');
+      // The token sent twice: one presentation rotated it, the other was a retry within the grace window.
+      expect(twice.status).toBe(200);
+      expect(twice.body.user.id).toBe(sessions[0].user.id);
+      const issued = [...answers.slice(0, sessions.length), twice];
+      expect(new Set(issued.map((answer) => answer.body.refreshToken)).size).toBe(issued.length);
+      for (const [index, answer] of issued.entries()) {
+        const owner = sessions[index % sessions.length];
+        expect(answer.status).toBe(200);
+        expect(answer.body.user.id).toBe(owner.user.id);
+        expect(jwtPayload(answer.body.accessToken).sub).toBe(owner.user.id);
+        // The token answered is the one stored: it refreshes again, for the same user.
+        const next = await refresh(answer.body.refreshToken);
+        expect(next.status).toBe(200);
+        expect(next.body.user.id).toBe(owner.user.id);
+      }
+    } finally {
+      await locker.end();
+    }
   });
 });
 

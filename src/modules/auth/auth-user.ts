@@ -4,6 +4,13 @@ import { createHash } from 'node:crypto';
 export const USER_COLUMNS =
   'id, email, name, created_at, locale, default_role, allowed_roles, metadata, avatar_url, email_verified, disabled, deleted_at, active_mfa_type, source_account_id, is_anonymous, phone_number, phone_number_verified';
 
+/** USER_COLUMNS of the table or CTE `alias`, for statements that join users to another table. */
+export function userColumnsOf(alias: string): string {
+  return USER_COLUMNS.split(', ')
+    .map((column) => `${alias}.${column}`)
+    .join(', ');
+}
+
 /** A row of `users` as USER_COLUMNS selects it. */
 export interface UserRow {
   id: string;

@@ -8,7 +8,7 @@ import type { OutboundHttp } from '../../platform/outbound-http';
 import { RateLimitExceeded } from '../../platform/rate-limits';
 import type { AuthAccounts } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
-import { USER_COLUMNS, type UserRow } from './auth-user';
+import { USER_COLUMNS, userColumnsOf, type UserRow } from './auth-user';
 import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { queryRows } from './query-rows';
@@ -237,7 +237,7 @@ export class OAuthSignIn {
   private async userFor(manager: EntityManager, provider: OAuthProviderName, profile: ProviderProfile): Promise<UserRow> {
     const [linked] = await queryRows<UserRow>(
       manager,
-      `SELECT ${USER_COLUMNS.split(', ').map((column) => `u.${column}`).join(', ')} FROM auth_user_providers p JOIN users u ON u.id = p.user_id
+      `SELECT ${userColumnsOf('u')} FROM auth_user_providers p JOIN users u ON u.id = p.user_id
        WHERE p.provider = $1 AND p.provider_user_id = $2`,
       [provider, profile.id],
     );

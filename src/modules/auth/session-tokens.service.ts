@@ -5,9 +5,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { sha256 } from '../../common/sha256';
 import type { JwtSecretConfig } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
+import { GroupCommit } from '../../platform/group-commit';
 import { AuthError } from './auth-errors';
 import { queryRows } from './query-rows';
-import { toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
+import { toAuthUser, USER_COLUMNS, userColumnsOf, type AuthUser, type UserRow } from './auth-user';
 import type { ClaimValue, CustomClaims } from './custom-claims.service';
 
 /** What sign-in, sign-up and refresh answer (spec 2 §2.1, Nhost's session). */
@@ -37,24 +38,41 @@ export const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() W
          VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`;
 
 /**
- * A refresh in one statement: rotates the presented token ($1) if it is live and not yet rotated,
- * reads its user (active only) and inserts the next token of the family ($2, lifetime $3 minutes).
- * No row: the token was not such a token (SessionTokens.refreshRotated tells why).
+ * Refreshes in one statement (a batch of them: group commit). For each presented token ($1, a
+ * hash) that is live and not yet rotated: rotates it, reads its user (active only) and inserts the
+ * family's next token ($2, the hash at the same index; lifetime $3 minutes). Answers a row per
+ * refresh made, named by its next token's hash; a presented token without one was not such a
+ * token (SessionTokens.refreshRotated tells why). A token presented twice in one batch is rotated
+ * once: the other presentation finds it rotated, as a concurrent retry does.
  */
-const ROTATE = `WITH old AS (
-           UPDATE auth_refresh_tokens SET rotated_at = now()
-           WHERE token_hash = $1 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > now()
-           RETURNING family_id, user_id
+const ROTATE = `WITH presented AS (
+           SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS p (token_hash, next_hash)
+         ), old AS (
+           UPDATE auth_refresh_tokens t SET rotated_at = now() FROM presented p
+           WHERE t.token_hash = p.token_hash AND t.rotated_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()
+           RETURNING p.next_hash, t.family_id, t.user_id
          ), account AS (
-           SELECT ${USER_COLUMNS} FROM users
-           WHERE id = (SELECT user_id FROM old) AND NOT disabled AND deleted_at IS NULL
+           SELECT old.next_hash, old.family_id, ${userColumnsOf('u')} FROM old JOIN users u ON u.id = old.user_id
+           WHERE NOT u.disabled AND u.deleted_at IS NULL
          ), fresh AS (
            INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
-           SELECT $2, old.family_id, old.user_id, now() + make_interval(mins => $3) FROM old
-           WHERE EXISTS (SELECT 1 FROM account)
-           RETURNING id
+           SELECT next_hash, family_id, id, now() + make_interval(mins => $3) FROM account
+           RETURNING id, token_hash
          )
-         SELECT account.*, fresh.id AS refresh_token_id FROM account, fresh`;
+         SELECT ${userColumnsOf('account')}, account.next_hash, fresh.id AS refresh_token_id
+         FROM account JOIN fresh ON fresh.token_hash = account.next_hash`;
+
+/** A refresh the batch made: the user, and the next token's hash and id. */
+type RotatedRow = UserRow & { next_hash: Buffer; refresh_token_id: string };
+
+/** One refresh of a batch: the presented token's hash and the next token's. */
+interface Rotation {
+  presented: Buffer;
+  next: Buffer;
+}
+
+/** Statements of a batch beyond this many refreshes gain nothing: the batch is the load's width. */
+const MAX_ROTATIONS_PER_STATEMENT = 256;
 
 /** A refresh token row as the diagnosis of a failed rotation reads it. */
 interface TokenState {
@@ -76,6 +94,7 @@ interface TokenState {
  */
 export class SessionTokens {
   private readonly sign: (payload: Record<string, unknown>) => string;
+  private readonly rotations: GroupCommit<Rotation, RotatedRow | undefined>;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -92,6 +111,7 @@ export class SessionTokens {
       ...(secret.issuer ? { iss: secret.issuer } : {}),
       ...(secret.audience ? { aud: secret.audience } : {}),
     });
+    this.rotations = new GroupCommit({ maxBatch: MAX_ROTATIONS_PER_STATEMENT, write: (batch) => this.rotate(batch) });
   }
 
   /** A signed access token for the user (spec 2 §2.2). */
@@ -151,13 +171,20 @@ export class SessionTokens {
     if (!UUID.test(refreshToken)) throw new AuthError('invalid-refresh-token');
     const hash = sha256(refreshToken);
     const next = randomUUID();
-    const rows = await queryPrepared<UserRow & { refresh_token_id: string }>(this.dataSource, ROTATE, [
-      hash,
-      sha256(next),
+    const rotated = await this.rotations.submit({ presented: hash, next: sha256(next) });
+    if (rotated) return this.session(rotated, next, rotated.refresh_token_id);
+    return this.refreshRotated(hash, next);
+  }
+
+  /** Writes a batch of rotations (ROTATE); each gets its row, or undefined when its token was not rotated. */
+  private async rotate(batch: Rotation[]): Promise<(RotatedRow | undefined)[]> {
+    const rows = await queryPrepared<RotatedRow>(this.dataSource, ROTATE, [
+      batch.map((rotation) => rotation.presented),
+      batch.map((rotation) => rotation.next),
       this.settings.refreshTokenExpiresInMinutes,
     ]);
-    if (rows.length === 1) return this.session(rows[0], next, rows[0].refresh_token_id);
-    return this.refreshRotated(hash, next);
+    const byNext = new Map(rows.map((row) => [row.next_hash.toString('hex'), row]));
+    return batch.map((rotation) => byNext.get(rotation.next.toString('hex')));
   }
 
   /** The presented token was not a live, unrotated one: a retry within the grace window, reuse, or nothing. */
