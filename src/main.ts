@@ -281,6 +281,7 @@ export function buildApiApp(
     metrics,
     metricsAccess: config.metrics,
     trustProxy: config.trustProxy,
+    requestTimeoutMs: config.requestTimeoutMs,
     rateLimits,
     requestOutcomes,
     apiDocs,

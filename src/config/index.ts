@@ -346,6 +346,8 @@ const environmentSchema = z.object({
   PLINTH_METRICS: z.enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' }).default('loopback'),
   PLINTH_METRICS_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
   TRUST_PROXY: trustProxy.default(false),
+  // Node's own default, which Fastify turns off (0): a request must arrive whole within it (docs/decisions.md).
+  HTTP_REQUEST_TIMEOUT_SECONDS: integer(0, 86_400).default(300),
   RATE_LIMIT_STORE: z.enum(['memory', 'postgres'], { error: 'must be memory or postgres' }).default('memory'),
   RATE_LIMIT_REGISTRATION_POINTS: integer(1, 1_000_000).default(5),
   RATE_LIMIT_REGISTRATION_DURATION_SECONDS: integer(1, 86_400).default(60),
@@ -631,6 +633,8 @@ export interface Config {
   metrics: MetricsAccess;
   /** TRUST_PROXY, for Fastify's trustProxy and the WebSocket upgrade (platform/client-address.ts). */
   trustProxy: TrustProxy;
+  /** HTTP_REQUEST_TIMEOUT_SECONDS in milliseconds: the time a caller has to send a whole request, headers and body (0: no bound). */
+  requestTimeoutMs: number;
   rateLimit: {
     /** memory: each process counts alone; postgres: processes on one database share the counts. */
     store: 'memory' | 'postgres';
@@ -1108,6 +1112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics:
       values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
     trustProxy: values.TRUST_PROXY,
+    requestTimeoutMs: values.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,
     rateLimit: {
       store: values.RATE_LIMIT_STORE,
       registration: {

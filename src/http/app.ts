@@ -26,7 +26,7 @@ import { actionUrl, registerActionRoute, type ActionDefinition } from './actions
 import { CorsPolicy } from './cors';
 import { answerClientError, installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
-import { createHttpServer, identify, requestIdOf } from './incoming';
+import { createHttpServer, identify, requestIdOf, type ServerTimeouts } from './incoming';
 import { installInputTextCheck } from './input-text';
 import { requestLogger } from './request-logger';
 import { observeResponses } from './response-observers';
@@ -66,6 +66,8 @@ export interface HttpAppOptions {
   bodyLimit: number;
   /** The body limit of requests carrying a file (upload mutations and their action routes). */
   uploadBodyLimit: number;
+  /** The time a caller has to send a whole request (0: no bound). */
+  requestTimeoutMs: number;
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
@@ -217,12 +219,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit,
+    requestTimeout: options.requestTimeoutMs,
     genReqId: requestIdOf,
     childLoggerFactory: requestLogger,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
     clientErrorHandler: answerClientError,
-    serverFactory: (route, settings) => createHttpServer(route, settings as Parameters<typeof createHttpServer>[1], beforeRouting),
+    serverFactory: (route, settings) => createHttpServer(route, settings as ServerTimeouts, beforeRouting),
   });
   app.decorate('dispatch', (request: IncomingMessage, response: ServerResponse) => {
     beforeRouting(request, response);

@@ -27,18 +27,31 @@ export function requestIdOf(request: IncomingMessage): string {
   return (request as IdentifiedRequest)[REQUEST_ID] ?? requestId(request.headers['x-request-id']);
 }
 
+/** The timeouts of Fastify's settings that its servers take (milliseconds; 0: none). */
+export type ServerTimeouts = { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
+
 /**
- * The HTTP server for Fastify's `serverFactory`: `beforeRouting` runs on each request's raw
- * request and response, then Fastify routes it. The timeouts are Fastify's, as its own server
- * would set them.
+ * Node checks its request timeouts on a clock (every 30 s by default), so a request may outlive
+ * its timeout by up to one tick: a shorter timeout gets a tick of a quarter of it. The headers'
+ * own timeout (60 s) may not exceed the request's.
  */
-export function createHttpServer(
-  route: RawHandler,
-  settings: { keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number },
-  beforeRouting: RawHandler,
-): http.Server {
-  const server = http.createServer((request, response) => {
-    beforeRouting(request, response);
+function requestTimeoutOptions(requestTimeout: number): http.ServerOptions {
+  if (requestTimeout === 0) return { requestTimeout: 0 };
+  return {
+    requestTimeout,
+    headersTimeout: Math.min(60_000, requestTimeout),
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 4))),
+  };
+}
+
+/**
+ * An HTTP server with Fastify's timeouts, as its own server would set them (the main port's,
+ * through `serverFactory`, and AUTH_PORT's): `beforeRouting` runs on each request's raw request
+ * and response, then `route` takes it.
+ */
+export function createHttpServer(route: RawHandler, settings: ServerTimeouts, beforeRouting?: RawHandler): http.Server {
+  const server = http.createServer(requestTimeoutOptions(settings.requestTimeout), (request, response) => {
+    beforeRouting?.(request, response);
     route(request, response);
   });
   server.keepAliveTimeout = settings.keepAliveTimeout;

@@ -124,3 +124,78 @@ describe('requests the HTTP parser refuses', () => {
     expect(pipelined.socket.destroyed).toBe(true);
   });
 });
+
+describe('HTTP_REQUEST_TIMEOUT_SECONDS', () => {
+  let timed: TestServer;
+  let timedAuthPort: number;
+  beforeAll(async () => {
+    timedAuthPort = await freePort();
+    timed = await startTestServer({ HTTP_REQUEST_TIMEOUT_SECONDS: '1', AUTH_PORT: String(timedAuthPort) });
+  });
+  afterAll(() => timed.close());
+
+  /**
+   * Sends `head`, then each of `chunks` after `gapMs`, and returns what the server answered, whether
+   * it closed the connection, and when (ms after the head).
+   */
+  function sendSlowly(port: number, head: string, chunks: string[], gapMs: number): Promise<{ received: string; closedAfterMs: number | null }> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let received = '';
+      let started = 0;
+      let timer: NodeJS.Timeout | undefined;
+      const giveUp = setTimeout(() => {
+        clearInterval(timer);
+        socket.destroy();
+        resolve({ received, closedAfterMs: null });
+      }, 5000);
+      socket.on('connect', () => {
+        started = Date.now();
+        socket.write(head);
+        const pending = [...chunks];
+        timer = setInterval(() => (pending.length > 0 && !socket.destroyed ? socket.write(pending.shift()!) : clearInterval(timer)), gapMs);
+      });
+      socket.on('data', (chunk) => (received += chunk.toString('utf8')));
+      socket.on('error', (error: NodeJS.ErrnoException) => (['ECONNRESET', 'EPIPE'].includes(error.code!) ? undefined : reject(error)));
+      socket.on('close', () => {
+        clearTimeout(giveUp);
+        clearInterval(timer);
+        resolve({ received, closedAfterMs: Date.now() - started });
+      });
+    });
+  }
+
+  const post = (path: string, length: number) =>
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  const timedPort = () => Number(new URL(timed.url).port);
+
+  it('answers a body that stops coming with 408 once the time is up, and closes the connection', async () => {
+    const { received, closedAfterMs } = await sendSlowly(timedPort(), post('/v1/graphql', 100), ['{"query":'], 10);
+    const answer = lastAnswer(received);
+    expect(answer.status).toBe(408);
+    expect(answer.body).toEqual({ success: false, message: 'The request was not received in time', error_code: 'REQUEST_TIMEOUT' });
+    expect(closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('bounds a body that keeps trickling in (slowloris), whole as it may come in the end', async () => {
+    const body = JSON.stringify({ query: '{ __typename }' }).padEnd(60, ' ');
+    const { received, closedAfterMs } = await sendSlowly(timedPort(), post('/v1/graphql', body.length), body.split(''), 50);
+    expect(lastAnswer(received).status).toBe(408);
+    expect(closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('answers a slow request that arrives whole in time', async () => {
+    const body = JSON.stringify({ query: '{ __typename }' });
+    const { received } = await sendSlowly(timedPort(), `${post('/v1/graphql', body.length).slice(0, -2)}Connection: close\r\n\r\n`, [body.slice(0, 10), body.slice(10)], 250);
+    const answer = lastAnswer(received);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ data: { __typename: 'Query' } });
+  });
+
+  it('holds on AUTH_PORT too', async () => {
+    const { received, closedAfterMs } = await sendSlowly(timedAuthPort, post('/signin/email-password', 100), ['{"email":'], 10);
+    expect(lastAnswer(received).status).toBe(408);
+    expect(closedAfterMs).toBeLessThan(2500);
+  });
+});

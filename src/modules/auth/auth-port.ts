@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { answerClientError } from '../../http/errors';
+import { createHttpServer, type ServerTimeouts } from '../../http/incoming';
 
 /**
  * AUTH_PORT (spec 2 §1.4): the auth service also listens on 127.0.0.1:<port>, at its root, as
@@ -14,10 +15,10 @@ export function serveOnAuthPort(app: FastifyInstance, prefix: string, port: () =
     const chosen = port();
     // `plinth build` registers the routes with stand-in services: no port, nothing to listen on.
     if (typeof chosen !== 'number') return;
-    const listening = http.createServer((request, response) => {
+    const listening = createHttpServer((request, response) => {
       request.url = `${prefix}${request.url === '/' ? '' : (request.url ?? '')}`;
       app.dispatch(request, response);
-    });
+    }, app.initialConfig as ServerTimeouts);
     listening.on('clientError', answerClientError);
     await new Promise<void>((resolve, reject) => {
       listening.once('error', reject);
