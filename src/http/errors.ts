@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { FieldError } from '../common/field-error.types';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
-import { lingerOnUnreadBody } from './unread-body';
+import { dropUnreadBody } from './unread-body';
 
 /** What a client is told of an error the server did not expect; the details go to the log. */
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
@@ -101,8 +101,8 @@ export function sendError(
  */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    // An error raised before the body was read (a body limit, a parser's refusal): see lingerOnUnreadBody.
-    lingerOnUnreadBody(request, reply);
+    // An error raised before the body was read (a body limit, a parser's refusal): see dropUnreadBody.
+    dropUnreadBody(request, reply);
     const format = request.routeOptions.config?.errorFormat ?? 'envelope';
     if (error.validation) {
       const errors = error.validation.map(fieldErrorFromSchema);

@@ -199,3 +199,28 @@ describe('HTTP_REQUEST_TIMEOUT_SECONDS', () => {
     expect(closedAfterMs).toBeLessThan(2500);
   });
 });
+
+describe('a body answered before it was read, on a kept-alive connection', () => {
+  it.each([
+    ['a webhook route that keeps the raw body, in a media type it has no parser for', '/webhooks/primary', 'application/x-www-form-urlencoded', 2_000_000, 415],
+    ['the GraphQL route, past its body limit', '/v1/graphql', 'application/json', 2_000_000, 413],
+  ])('is read and dropped, and the next request on the connection is answered: %s', async (_what, path, contentType, bytes, status) => {
+    const oneConnection = new Agent({ connections: 1, pipelining: 1 });
+    try {
+      const refused = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: 'x'.repeat(bytes),
+        dispatcher: oneConnection,
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(refused.status).toBe(status);
+      await refused.text();
+      // The fuzz test's case: the next request waited behind a body the server had stopped reading.
+      const next = await fetch(`${server.url}/healthz`, { dispatcher: oneConnection, signal: AbortSignal.timeout(5_000) });
+      expect(next.status).toBe(200);
+    } finally {
+      await oneConnection.close();
+    }
+  });
+});
