@@ -55,7 +55,6 @@ export function createHttpServer(route: RawHandler, settings: ServerTimeouts, be
     route(request, response);
   });
   server.keepAliveTimeout = settings.keepAliveTimeout;
-  server.requestTimeout = settings.requestTimeout;
   server.setTimeout(settings.connectionTimeout);
   return server;
 }

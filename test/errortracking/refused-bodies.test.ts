@@ -1,8 +1,7 @@
 import net from 'node:net';
 import { UNREAD_BODY_LINGER_MS } from '../../src/http/unread-body';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testEnvironment } from '../support/server';
-import { spawnServer, type SpawnedServer } from '../support/spawn';
+import type { TestDatabase } from '../support/database';
+import { spawnServerOnNewDatabase, type SpawnedServer } from '../support/spawn';
 import { ADMIN, projectWithKey, sendEvent } from './support';
 
 /**
@@ -12,16 +11,12 @@ import { ADMIN, projectWithKey, sendEvent } from './support';
  */
 let database: TestDatabase;
 let server: SpawnedServer;
+let stop: () => Promise<void>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await spawnServer(testEnvironment(database.url));
+  ({ server, database, stop } = await spawnServerOnNewDatabase());
 });
-afterAll(async () => {
-  server.child.kill('SIGTERM');
-  await server.exited;
-  await database.drop();
-});
+afterAll(() => stop());
 
 const eventCount = async (projectId: number) =>
   Number((await database.query<{ count: string }>('SELECT count(*) FROM error_events WHERE project_id = $1', [projectId]))[0].count);

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import { postGraphQL } from '../support/graphql';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { ADMIN_SECRET, startTestServer, testEnvironment, type TestServer } from '../support/server';
-import { spawnServer, type SpawnedServer } from '../support/spawn';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { spawnServerOnNewDatabase, type SpawnedServer } from '../support/spawn';
 import { rawSocket } from '../support/ws';
 
 const LIMITS = {
@@ -72,17 +71,12 @@ function residentBytes(pid: number): number {
 }
 
 describe('memory under a stream of huge documents', () => {
-  let database: TestDatabase;
   let spawned: SpawnedServer;
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    spawned = await spawnServer(testEnvironment(database.url));
+    ({ server: spawned, stop } = await spawnServerOnNewDatabase());
   });
-  afterAll(async () => {
-    spawned.child.kill('SIGTERM');
-    await spawned.exited;
-    await database.drop();
-  });
+  afterAll(() => stop());
 
   it('stays under twice its warmed-up size, and the server keeps answering', async () => {
     const pid = spawned.child.pid!;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { graphql } from '../support/graphql';
 import { ADMIN, projectWithKey, sendEvent, specEvent } from '../errortracking/support';
 import { startTestServer, type TestServer } from '../support/server';
@@ -39,6 +40,24 @@ describe('a request while the database cannot be reached', () => {
     expect(response.headers.get('retry-after')).toBe('5');
     expect(JSON.parse(text)).toEqual({ status: 503, error: 'service-unavailable', message: expect.stringMatching(/temporarily unavailable/) });
     expectNoCause(text);
+  });
+
+  it('answers 503 to each of several refreshes written in one batch', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        fetch(`${server.url}/auth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ refreshToken: randomUUID() }),
+        }),
+      ),
+    );
+    for (const response of answers) {
+      const text = await response.text();
+      expect(response.status).toBe(503);
+      expect(JSON.parse(text)).toMatchObject({ status: 503, error: 'service-unavailable' });
+      expectNoCause(text);
+    }
   });
 
   it('answers 503 with Retry-After to error ingestion', async () => {

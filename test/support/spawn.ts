@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './database';
+import { testEnvironment } from './server';
 
 export const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.js');
 /** The real server with the recorder module's job queue added (job-server.ts). */
@@ -80,4 +82,19 @@ export function spawnServer(
       reject(new Error(`plinth exited (code ${code}, signal ${signal}) before it was ready:\n${output}`));
     });
   });
+}
+
+/** `plinth start` in a process of its own on a new test database; `stop` ends the process and drops the database. */
+export async function spawnServerOnNewDatabase(): Promise<{ server: SpawnedServer; database: TestDatabase; stop(): Promise<void> }> {
+  const database = await createTestDatabase();
+  const server = await spawnServer(testEnvironment(database.url));
+  return {
+    server,
+    database,
+    async stop() {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await database.drop();
+    },
+  };
 }

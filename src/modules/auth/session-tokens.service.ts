@@ -77,7 +77,11 @@ interface Rotation {
   next: Buffer;
 }
 
-/** Statements of a batch beyond this many refreshes gain nothing: the batch is the load's width. */
+/**
+ * The most refreshes one statement rotates. A batch holds the refreshes that came while the
+ * previous two were written, so it only grows this large in a burst; the bound keeps that
+ * statement (and the locks it holds) short.
+ */
 const MAX_ROTATIONS_PER_STATEMENT = 256;
 
 /** A refresh token row as the diagnosis of a failed rotation reads it. */
