@@ -1,6 +1,8 @@
 import type * as NhostJs from '@nhost/nhost-js' with { 'resolution-mode': 'import' };
 import type * as NhostFetch from '@nhost/nhost-js/fetch' with { 'resolution-mode': 'import' };
 import type * as NhostSession from '@nhost/nhost-js/session' with { 'resolution-mode': 'import' };
+import { randomBytes } from 'node:crypto';
+import { generate } from 'otplib';
 import { GENEROUS_AUTH_LIMITS } from '../support/auth';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -17,7 +19,13 @@ const { MemoryStorage } = require('@nhost/nhost-js/session') as typeof NhostSess
 type NhostClient = NhostJs.NhostClient;
 
 beforeAll(async () => {
-  server = await startTestServer({ ...GENEROUS_AUTH_LIMITS, AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false', AUTH_ANONYMOUS_USERS_ENABLED: 'true' });
+  server = await startTestServer({
+    ...GENEROUS_AUTH_LIMITS,
+    AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
+    AUTH_ANONYMOUS_USERS_ENABLED: 'true',
+    AUTH_MFA_TOTP_ENABLED: 'true',
+    AUTH_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+  });
 });
 afterAll(() => server.close());
 
@@ -98,5 +106,25 @@ describe('@nhost/nhost-js against Plinth', () => {
     for (const refreshToken of [first.refreshToken, second.refreshToken]) {
       await expect(other.auth.refreshToken({ refreshToken })).rejects.toMatchObject({ status: 401 });
     }
+  });
+
+  it('turns TOTP on and off the way the client does it: activeMfaType "totp", then "" to disable', async () => {
+    const nhost = client();
+    await nhost.auth.signUpEmailPassword({ email: 'nhost-totp@example.com', password: 'nhost totp password' });
+    const generated = await nhost.auth.changeUserMfa();
+    const secret = generated.body.totpSecret;
+    // An authenticator's code a step apart: each code is accepted once, and only a later step after it.
+    const code = (steps: number) => generate({ secret, epoch: Math.floor(Date.now() / 1000) + steps * 30 });
+    expect((await nhost.auth.verifyChangeUserMfa({ code: await code(-1), activeMfaType: 'totp' })).body).toBe('OK');
+    expect((await nhost.auth.getUser()).body.activeMfaType).toBe('totp');
+    const ticket = (await client().auth.signInEmailPassword({ email: 'nhost-totp@example.com', password: 'nhost totp password' })).body.mfa!.ticket;
+    expect(ticket).toMatch(/^mfaTotp:/);
+
+    // @nhost/nhost-js 4: "Use empty string to disable MFA".
+    expect((await nhost.auth.verifyChangeUserMfa({ code: await code(0), activeMfaType: '' })).body).toBe('OK');
+    expect((await nhost.auth.getUser()).body.activeMfaType).toBeNull();
+    const signIn = await client().auth.signInEmailPassword({ email: 'nhost-totp@example.com', password: 'nhost totp password' });
+    expect(signIn.body.mfa).toBeNull();
+    expect(signIn.body.session!.user!.activeMfaType).toBeNull();
   });
 });

@@ -256,6 +256,16 @@ describe('sign-in with TOTP', () => {
     expect(signedIn.body.mfa).toBeNull();
     expect(signedIn.body.session).not.toBeNull();
   });
+
+  it("is turned off by Nhost's forms of the body too: activeMfaType \"\" (its client's), or none", async () => {
+    for (const body of [(code: string) => ({ code, activeMfaType: '' }), (code: string) => ({ code })]) {
+      const { session, secret } = await enrolledUser();
+      expectAuthError(await authPost(server.url, '/user/mfa', body('000000'), auth(session.accessToken)), 'invalid-otp');
+      expect(await authPost(server.url, '/user/mfa', body(await codeAt(secret)), auth(session.accessToken))).toMatchObject({ status: 200, body: 'OK' });
+      const [row] = await server.database.query<{ active_mfa_type: string | null }>('SELECT active_mfa_type FROM users WHERE id = $1', [session.user.id]);
+      expect(row.active_mfa_type).toBeNull();
+    }
+  });
 });
 
 describe('AUTH_MFA_REQUIRED_ROLES', () => {

@@ -65,18 +65,19 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
     schema: {
       tags: TAGS,
       summary: "Turn the second factor on or off (Nhost's route)",
-      description: '`{code, activeMfaType: "totp"}` activates as /auth/mfa/totp/activate; `{code, activeMfaType: null}` turns TOTP off, with a current code.',
+      description:
+        '`{code, activeMfaType: "totp"}` activates as /auth/mfa/totp/activate; `{code, activeMfaType: ""}` (what Nhost\'s client sends), `null` or no `activeMfaType` turns TOTP off, with a current code.',
       security: requires('bearerAuth'),
       body: {
         type: 'object',
-        required: ['code', 'activeMfaType'],
-        properties: { code: CODE, activeMfaType: { type: ['string', 'null'], enum: ['totp', null] } },
+        required: ['code'],
+        properties: { code: CODE, activeMfaType: { type: ['string', 'null'], enum: ['totp', '', null] } },
       },
       response: { 200: OK, ...ERRORS },
     },
     handler: (request, reply) =>
       answer(reply, async () => {
-        const { code, activeMfaType } = request.body as { code: string; activeMfaType: 'totp' | null };
+        const { code, activeMfaType } = request.body as { code: string; activeMfaType?: 'totp' | '' | null };
         const userId = bearerUser(request, services);
         if (activeMfaType === 'totp') await totp.activate(userId, code, request.ip);
         else await totp.deactivate(userId, code, request.ip);
