@@ -90,7 +90,7 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
   const client = CLIENTS[service as keyof typeof CLIENTS];
   if (url.pathname.endsWith('/authorize')) {
     const connectionMissing = service === 'workos' && url.searchParams.get('connection') !== 'conn_01ACME';
-    return idp.authorize(url, response, client, { pkce: service !== 'apple' && service !== 'workos', valid: !connectionMissing });
+    return idp.authorize(url, response, client, { pkce: service !== 'apple', valid: !connectionMissing });
   }
   if (url.pathname === '/apple/auth/token') {
     // Apple's documented check: an ES256 JWT from the team's key, for this client, not expired.

@@ -109,8 +109,12 @@ export class LocalOAuthServer {
     const back = new URL(url.searchParams.get('redirect_uri')!);
     back.searchParams.set('state', url.searchParams.get('state')!);
     const challenge = url.searchParams.get('code_challenge');
-    const pkceMissing = options.pkce && (url.searchParams.get('code_challenge_method') !== 'S256' || !challenge);
-    if (url.searchParams.get('client_id') !== client.id || url.searchParams.get('response_type') !== 'code' || pkceMissing || options.valid === false) {
+    // RFC 7636 §4.2-4.3: the challenge of S256 is BASE64URL(SHA-256(verifier)), 43 characters; the
+    // providers here accept no other method (GitHub: "only the S256 code challenge method is
+    // accepted"). A provider that takes PKCE refuses an authorization without it, as X does, so a
+    // client that stops sending it fails here.
+    const pkceWrong = options.pkce && (url.searchParams.get('code_challenge_method') !== 'S256' || !/^[\w-]{43}$/.test(challenge ?? ''));
+    if (url.searchParams.get('client_id') !== client.id || url.searchParams.get('response_type') !== 'code' || pkceWrong || options.valid === false) {
       back.searchParams.set('error', 'invalid_request');
     } else if (url.searchParams.has('deny')) {
       back.searchParams.set('error', 'access_denied');
@@ -158,7 +162,11 @@ export class LocalOAuthServer {
     // Facebook's documented exchange has no grant_type; a grant_type present must be this one.
     const grantType = parameters.get('grant_type');
     const verifier = parameters.get('code_verifier');
-    const verified = issued?.challenge === null || createHash('sha256').update(verifier ?? '').digest('base64url') === issued?.challenge;
+    // RFC 7636 §4.1 and §4.6: 43 to 128 unreserved characters, whose SHA-256 is the challenge; a
+    // code issued with a challenge is refused without its verifier.
+    const verified =
+      issued?.challenge === null ||
+      (/^[\w.~-]{43,128}$/.test(verifier ?? '') && createHash('sha256').update(verifier!).digest('base64url') === issued?.challenge);
     if (!issued || issued.clientId !== client.id || (grantType !== null && grantType !== 'authorization_code') || parameters.get('redirect_uri') !== issued.redirectUri || !verified) {
       json(response, 400, { error: 'invalid_grant' });
       return null;

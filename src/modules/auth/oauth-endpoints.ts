@@ -219,7 +219,8 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     tokenUrl: 'https://api.workos.com/sso/token',
     apiUrl: 'https://api.workos.com',
     scopes: [],
-    pkce: false,
+    // WorkOS takes the verifier with the client secret (its SDK sends both, as OAuth 2.1 advises).
+    pkce: true,
     // Every sign-in goes through the organisation's connection (AUTH_PROVIDER_WORKOS_DEFAULT_CONNECTION).
     authParameters: (credentials) => ({ connection: credentials.DEFAULT_CONNECTION }),
     async profile(_api, tokens) {
