@@ -5,12 +5,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
+import { sha256 } from '../../src/common/sha256';
 import { ConfigError, loadConfig } from '../../src/config';
 import { OAUTH_PROVIDERS, OAUTH_PROVIDER_NAMES } from '../../src/config/oauth-providers';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { oauth1Signature } from '../../src/modules/auth/oauth1';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
-import { expectSession as expectSessionAt, json, LocalOAuthServer, location, ProviderBrowser, type Consent } from '../support/oauth-provider';
+import { expectSession as expectSessionAt, json, LocalOAuthServer, location, ProviderBrowser, type Consent, type Visit } from '../support/oauth-provider';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { runCli } from '../support/spawn';
 
@@ -141,6 +142,18 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
   json(response, 404, { message: 'Not Found' });
 }
 
+/** Google's settings, on the local provider. */
+function googleSettings(): Record<string, string> {
+  return {
+    AUTH_PROVIDER_GOOGLE_ENABLED: 'true',
+    AUTH_PROVIDER_GOOGLE_CLIENT_ID: CLIENTS.google.id,
+    AUTH_PROVIDER_GOOGLE_CLIENT_SECRET: CLIENTS.google.secret,
+    AUTH_PROVIDER_GOOGLE_AUTH_URL: `${providerUrl}/google/o/oauth2/v2/authorize`,
+    AUTH_PROVIDER_GOOGLE_TOKEN_URL: `${providerUrl}/google/token`,
+    AUTH_PROVIDER_GOOGLE_API_URL: `${providerUrl}/google-api`,
+  };
+}
+
 /** GitHub's settings, on the local provider. */
 function githubSettings(): Record<string, string> {
   return {
@@ -162,12 +175,7 @@ beforeAll(async () => {
     AUTH_CLIENT_URL: CLIENT_URL,
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
     ...githubSettings(),
-    AUTH_PROVIDER_GOOGLE_ENABLED: 'true',
-    AUTH_PROVIDER_GOOGLE_CLIENT_ID: CLIENTS.google.id,
-    AUTH_PROVIDER_GOOGLE_CLIENT_SECRET: CLIENTS.google.secret,
-    AUTH_PROVIDER_GOOGLE_AUTH_URL: `${providerUrl}/google/o/oauth2/v2/authorize`,
-    AUTH_PROVIDER_GOOGLE_TOKEN_URL: `${providerUrl}/google/token`,
-    AUTH_PROVIDER_GOOGLE_API_URL: `${providerUrl}/google-api`,
+    ...googleSettings(),
     AUTH_PROVIDER_WORKOS_ENABLED: 'true',
     AUTH_PROVIDER_WORKOS_CLIENT_ID: CLIENTS.workos.id,
     AUTH_PROVIDER_WORKOS_CLIENT_SECRET: CLIENTS.workos.secret,
@@ -312,11 +320,10 @@ describe('GitHub', () => {
     expect(Object.fromEntries(denied.searchParams)).toEqual({ from: 'oauth', error: 'access_denied', errorDescription: 'The user denied your request' });
 
     consent();
-    const start = await location(`${server.url}/auth/signin/provider/github?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
-    const consented = await location(start.location.toString());
-    const badCode = new URL(consented.location);
+    const start = await browser.start('github', REDIRECT_TO);
+    const badCode = await browser.consent(start.location);
     badCode.searchParams.set('code', 'not-issued');
-    const refused = (await location(local(badCode))).location;
+    const refused = (await browser.open(badCode)).location;
     expect(refused.searchParams.get('error')).toBe('invalid-grant');
   });
 
@@ -344,24 +351,19 @@ describe('Google (OpenID Connect)', () => {
 describe('Apple', () => {
   it('returns by form POST; the token endpoint checks the client-secret JWT signed with the team key; the profile is the id_token', async () => {
     const person = consent({ id: '001234.abcdef' });
-    const start = await location(`${server.url}/auth/signin/provider/apple?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    const start = await browser.start('apple', REDIRECT_TO);
     expect(Object.fromEntries(start.location.searchParams)).toMatchObject({ response_mode: 'form_post', scope: 'name email', client_id: CLIENTS.apple.id });
     expect(start.location.searchParams.has('code_challenge')).toBe(false);
-    const consented = await location(start.location.toString());
+    const consented = await browser.consent(start.location);
     // Apple's page posts the form to the callback; the browser follows.
     const form = new URLSearchParams({
-      code: consented.location.searchParams.get('code')!,
-      state: consented.location.searchParams.get('state')!,
+      code: consented.searchParams.get('code')!,
+      state: consented.searchParams.get('state')!,
       user: JSON.stringify({ name: { firstName: 'Ada', lastName: 'Lovelace' }, email: person.email }),
     });
-    const posted = await fetch(`${server.url}/auth/signin/provider/apple/callback`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: form.toString(),
-    });
+    const posted = await browser.post(new URL(`${AUTH_URL}/signin/provider/apple/callback`), form);
     expect(posted.status).toBe(302);
-    const session = await sessionOf(expectSession(new URL(posted.headers.get('location')!)));
+    const session = await sessionOf(expectSession(posted.location));
     expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: 'Ada Lovelace' });
     const secret = appleClientSecrets.at(-1)!;
     expect((secret.exp as number) - (secret.iat as number)).toBeLessThanOrEqual(300);
@@ -390,22 +392,21 @@ describe('Twitter (OAuth 1.0a)', () => {
 
   it('follows the request token, the consent and the access token, then reads the verified address; a refusal comes back as an error', async () => {
     const person = consent({ id: '783214' });
-    const start = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
+    const start = await browser.start('twitter', REDIRECT_TO);
     expect(start.location.origin + start.location.pathname).toBe(`${providerUrl}/twitter/oauth/authenticate`);
-    const consented = await location(start.location.toString());
-    const callback = consented.location;
+    const callback = await browser.consent(start.location);
     expect(callback.origin + callback.pathname).toBe(`${AUTH_URL}/signin/provider/twitter/callback`);
     expect(callback.searchParams.get('state')).toMatch(/\./);
-    const final = await location(local(callback));
+    const final = await browser.open(callback);
     const session = await sessionOf(expectSession(final.location));
     expect(session.user).toMatchObject({ email: person.email, emailVerified: true, displayName: person.name });
     // The same callback again: the state is spent.
     expect((await location(local(callback))).location.searchParams.get('error')).toBe('invalid-state');
 
     consent();
-    const again = await location(`${server.url}/auth/signin/provider/twitter?redirectTo=${encodeURIComponent(REDIRECT_TO)}`);
-    const denied = await location(`${again.location.toString()}&deny=1`);
-    const refused = (await location(local(denied.location))).location;
+    const again = await browser.start('twitter', REDIRECT_TO);
+    const denied = await browser.consent(again.location, '&deny=1');
+    const refused = (await browser.open(denied)).location;
     expect(refused.searchParams.get('error')).toBe('access_denied');
     expect(refused.searchParams.get('refreshToken')).toBeNull();
   });
@@ -517,5 +518,256 @@ describe('a provider sign-in whose SMS code may not be sent', () => {
     expect(limited.searchParams.get('error')).toBe('too-many-requests');
     expect(limited.searchParams.get('mfaTicket')).toBeNull();
     expect(limited.searchParams.get('refreshToken')).toBeNull();
+  });
+});
+
+/** A refusal the app is sent: a redirect to `target` (origin and path) with `error` and a description, and neither a session nor a ticket. */
+function expectAppError(visit: { status: number; location: URL }, target: string, error: string): void {
+  const expected = new URL(target);
+  expect(visit.status).toBe(302);
+  expect(visit.location.origin + visit.location.pathname).toBe(expected.origin + expected.pathname);
+  expect(visit.location.searchParams.get('error')).toBe(error);
+  expect(visit.location.searchParams.get('errorDescription')).toEqual(expect.stringMatching(/\w/));
+  expect(visit.location.searchParams.get('refreshToken')).toBeNull();
+  expect(visit.location.searchParams.get('mfaTicket')).toBeNull();
+}
+
+const usersWithEmail = async (email: string) => (await server.database.query('SELECT id FROM users WHERE lower(email) = lower($1)', [email])).length;
+
+describe('the state cookie: a sign-in finishes only in the browser that started it', () => {
+  it('binds the state to an HttpOnly SameSite=Lax cookie of the callback path, for the state lifetime, Secure under https, and clears it at the callback', async () => {
+    consent();
+    const own = new ProviderBrowser(() => server.url, AUTH_URL);
+    const start = await own.start('github', REDIRECT_TO);
+    expect(start.setCookies).toEqual([
+      expect.objectContaining({
+        name: 'plinth_oauth_state',
+        value: start.location.searchParams.get('state'),
+        path: '/auth/signin/provider/github/callback',
+        maxAge: 600,
+        httpOnly: true,
+        sameSite: 'Lax',
+        secure: true,
+      }),
+    ]);
+    // Sent to the callback only.
+    expect(own.jar.header('/auth/signin/provider/github')).toBeUndefined();
+    expect(own.jar.header('/auth/token')).toBeUndefined();
+    const callback = await own.consent(start.location);
+    const finished = await own.open(callback);
+    expectSession(finished.location);
+    expect(finished.setCookies).toEqual([expect.objectContaining({ name: 'plinth_oauth_state', value: '', path: '/auth/signin/provider/github/callback', maxAge: 0 })]);
+    expect(own.jar.kept).toEqual([]);
+  });
+
+  it("refuses the attacker's callback URL in the victim's browser: no session, the code never redeemed, no account made (login CSRF)", async () => {
+    // The attacker signs in with their own provider account and stops at the callback URL.
+    const attackerAccount = consent();
+    const attacker = new ProviderBrowser(() => server.url, AUTH_URL);
+    const start = await attacker.start('github', REDIRECT_TO);
+    const callback = await attacker.consent(start.location);
+    const tokenRequests = idp.tokenRequests.length;
+
+    // The victim's browser (another cookie jar) opens it: no cookie.
+    const victim = new ProviderBrowser(() => server.url, AUTH_URL);
+    const refused = await victim.open(callback);
+    expectAppError(refused, REDIRECT_TO, 'invalid-state');
+    expect(refused.location.searchParams.get('errorDescription')).toContain('another browser');
+    expect(refused.setCookies).toEqual([]);
+    expect(idp.tokenRequests.length).toBe(tokenRequests);
+    expect(await usersWithEmail(attackerAccount.email)).toBe(0);
+    // The state is spent: the attacker's own browser cannot use it afterwards either.
+    expectAppError(await attacker.open(callback), CLIENT_URL, 'invalid-state');
+    expect(idp.tokenRequests.length).toBe(tokenRequests);
+  });
+
+  it("refuses it in a victim's browser that has a sign-in of its own pending, whose cookie it leaves for the victim's own return", async () => {
+    const attacker = new ProviderBrowser(() => server.url, AUTH_URL);
+    consent();
+    const attackerCallback = await attacker.consent((await attacker.start('github', REDIRECT_TO)).location);
+
+    const victim = new ProviderBrowser(() => server.url, AUTH_URL);
+    const victimAccount = consent();
+    const victimCallback = await victim.consent((await victim.start('github', REDIRECT_TO)).location);
+    const refused = await victim.open(attackerCallback);
+    expectAppError(refused, REDIRECT_TO, 'invalid-state');
+    expect(refused.setCookies).toEqual([]);
+    // The victim's own sign-in still finishes, as the victim's account.
+    const session = await sessionOf(expectSession((await victim.open(victimCallback)).location));
+    expect(session.user.email).toBe(victimAccount.email);
+  });
+
+  it("refuses the attacker's Twitter return and Apple form POST in another browser too", async () => {
+    const attacker = new ProviderBrowser(() => server.url, AUTH_URL);
+    const victim = new ProviderBrowser(() => server.url, AUTH_URL);
+    const twitterAccount = consent({ id: '99887766' });
+    const twitterCallback = await attacker.consent((await attacker.start('twitter', REDIRECT_TO)).location);
+    expectAppError(await victim.open(twitterCallback), REDIRECT_TO, 'invalid-state');
+    expect(await usersWithEmail(twitterAccount.email)).toBe(0);
+
+    const appleAccount = consent();
+    const appleStart = await attacker.start('apple', REDIRECT_TO);
+    // Apple returns by a cross-site form POST: a SameSite=Lax cookie would not come with it.
+    expect(appleStart.setCookies).toEqual([expect.objectContaining({ path: '/auth/signin/provider/apple/callback', sameSite: 'None', secure: true, httpOnly: true })]);
+    const appleReturn = await attacker.consent(appleStart.location);
+    const form = new URLSearchParams({ code: appleReturn.searchParams.get('code')!, state: appleReturn.searchParams.get('state')! });
+    expectAppError(await victim.post(new URL(`${AUTH_URL}/signin/provider/apple/callback`), form), REDIRECT_TO, 'invalid-state');
+    expect(await usersWithEmail(appleAccount.email)).toBe(0);
+  });
+});
+
+describe('every exit of a provider callback redirects to the app', () => {
+  const HTTP_AUTH_URL = 'http://auth.plinth.test/auth';
+  const OTHER_CLIENT_URL = 'https://other.example.com';
+  let defaults: TestServer;
+  let defaultsBrowser: ProviderBrowser;
+  beforeAll(async () => {
+    // The documented defaults (limits, verified addresses required), on http, with another app.
+    defaults = await startTestServer(
+      { ...githubSettings(), AUTH_SERVER_URL: HTTP_AUTH_URL, AUTH_CLIENT_URL: OTHER_CLIENT_URL, AUTH_PROVIDER_APPLE_ENABLED: 'false' },
+      { database: server.database },
+    );
+    defaultsBrowser = new ProviderBrowser(() => defaults.url, HTTP_AUTH_URL);
+  });
+  afterAll(() => defaults.close());
+
+  it('a redirectTo the settings no longer allow goes to AUTH_CLIENT_URL with redirectTo-not-allowed', async () => {
+    consent();
+    const callback = await browser.consent((await browser.start('github', REDIRECT_TO)).location);
+    // The same return on a server of the same database whose app is another (the settings changed).
+    const response = await fetch(`${defaults.url}/auth${callback.pathname.slice('/auth'.length)}${callback.search}`, {
+      redirect: 'manual',
+      headers: { cookie: browser.jar.header(callback.pathname)! },
+    });
+    expectAppError({ status: response.status, location: new URL(response.headers.get('location')!) }, OTHER_CLIENT_URL, 'redirectTo-not-allowed');
+  });
+
+  it('at the default brute-force limit: a callback over it goes to redirectTo with too-many-requests, the state used up', async () => {
+    consent();
+    const start = await defaultsBrowser.start('github', `${OTHER_CLIENT_URL}/back`);
+    // Under http the cookie is not Secure.
+    expect(start.setCookies).toEqual([expect.objectContaining({ name: 'plinth_oauth_state', sameSite: 'Lax', httpOnly: true })]);
+    expect(start.setCookies[0].secure).toBeUndefined();
+    const callback = await defaultsBrowser.consent(start.location);
+    // AUTH_RATE_LIMIT_BRUTE_FORCE_BURST (10) per address: the test above took one, the start one, these eight the rest.
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      expectAppError(await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)), OTHER_CLIENT_URL, 'invalid-state');
+    }
+    const limited = await defaultsBrowser.open(callback);
+    expectAppError(limited, `${OTHER_CLIENT_URL}/back`, 'too-many-requests');
+    expect(limited.location.searchParams.get('errorDescription')).toMatch(/try again in \d+ s/);
+    expect(await server.database.query('SELECT 1 FROM auth_oauth_states WHERE state_hash = $1', [sha256(callback.searchParams.get('state')!)])).toEqual([]);
+    // Over the limit before anything else: a forged state, a malformed request go to the app as well.
+    expectAppError(await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)), OTHER_CLIENT_URL, 'too-many-requests');
+    const post = await defaultsBrowser.post(new URL(`${HTTP_AUTH_URL}/signin/provider/apple/callback`), new URLSearchParams({ state: 'x' }));
+    expectAppError(post, OTHER_CLIENT_URL, 'too-many-requests');
+  });
+
+  it('at the default global limit: the same', async () => {
+    const global = await startTestServer(
+      { ...githubSettings(), AUTH_SERVER_URL: HTTP_AUTH_URL, AUTH_CLIENT_URL: OTHER_CLIENT_URL, AUTH_RATE_LIMIT_BRUTE_FORCE_BURST: '100000' },
+      { database: server.database },
+    );
+    try {
+      const globalBrowser = new ProviderBrowser(() => global.url, HTTP_AUTH_URL);
+      consent();
+      const start = await globalBrowser.start('github', OTHER_CLIENT_URL);
+      const callback = await globalBrowser.consent(start.location);
+      // AUTH_RATE_LIMIT_GLOBAL_BURST (100) per address over every auth route: the start took one.
+      for (let request = 0; request < 99; request += 1) expect((await fetch(`${global.url}/auth/user`)).status).toBe(401);
+      expect((await fetch(`${global.url}/auth/user`)).status).toBe(429);
+      expectAppError(await globalBrowser.open(callback), OTHER_CLIENT_URL, 'too-many-requests');
+    } finally {
+      await global.close();
+    }
+  });
+
+  it('malformed callbacks: a field too long, a repeated state, text that cannot be stored, an unknown provider, a body that does not parse', async () => {
+    const signInStarted = async () => {
+      consent();
+      const started = await browser.start('github', REDIRECT_TO);
+      return browser.consent(started.location);
+    };
+    // The provider's own error with a description past the field's limit: the state is good, the app is known.
+    const long = await signInStarted();
+    long.searchParams.delete('code');
+    long.searchParams.set('error', 'access_denied');
+    long.searchParams.set('error_description', 'x'.repeat(3000));
+    expectAppError(await browser.open(long), REDIRECT_TO, 'invalid-request');
+    // Unstorable text.
+    const nul = await signInStarted();
+    nul.searchParams.set('code', 'a\u0000b');
+    expectAppError(await browser.open(nul), REDIRECT_TO, 'invalid-request');
+    // A state sent twice: no state to trust.
+    const twice = await signInStarted();
+    twice.searchParams.append('state', 'again');
+    expectAppError(await browser.open(twice), CLIENT_URL, 'invalid-request');
+    // No such provider.
+    const unknown = await signInStarted();
+    expectAppError(await browser.open(new URL(unknown.toString().replace('/github/', '/myspace/'))), CLIENT_URL, 'invalid-request');
+    // Bodies the form POST does not take.
+    const apple = new URL(`${AUTH_URL}/signin/provider/apple/callback`);
+    for (const [type, body] of [
+      ['text/plain', 'state=x'],
+      ['application/json', '{"state":'],
+      ['application/json', '{"state":["a","b"]}'],
+    ]) {
+      const visit = await browser.open(apple, { method: 'POST', headers: { 'content-type': type }, body });
+      expectAppError(visit, CLIENT_URL, 'invalid-request');
+    }
+  });
+
+  it('refusals of the sign-in itself: sign-up disabled, an unverified address where verification is required, a profile the provider does not give', async () => {
+    const noSignUp = await startTestServer({ ...GENEROUS_AUTH_LIMITS, ...githubSettings(), AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL, AUTH_DISABLE_SIGNUP: 'true' }, { database: server.database });
+    try {
+      const person = consent();
+      const { final } = await new ProviderBrowser(() => noSignUp.url, AUTH_URL).dance('github', REDIRECT_TO);
+      expectAppError({ status: 302, location: final }, REDIRECT_TO, 'signup-disabled');
+      expect(await usersWithEmail(person.email)).toBe(0);
+    } finally {
+      await noSignUp.close();
+    }
+    // AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED at its default (true); GitHub's profile API elsewhere than its token endpoint says.
+    const strict = await startTestServer(
+      { ...GENEROUS_AUTH_LIMITS, ...googleSettings(), ...githubSettings(), AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/nowhere`, AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL },
+      { database: server.database },
+    );
+    try {
+      const strictBrowser = new ProviderBrowser(() => strict.url, AUTH_URL);
+      consent({ verified: false });
+      expectAppError({ status: 302, location: (await strictBrowser.dance('google', REDIRECT_TO)).final }, REDIRECT_TO, 'unverified-user');
+      consent();
+      expectAppError({ status: 302, location: (await strictBrowser.dance('github', REDIRECT_TO)).final }, REDIRECT_TO, 'provider-error');
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('a database error once the state is read goes to redirectTo; a database out of reach before, to AUTH_CLIENT_URL', async () => {
+    consent();
+    const started = await browser.start('github', REDIRECT_TO);
+    const callback = await browser.consent(started.location);
+    await server.database.query('ALTER TABLE auth_user_providers RENAME TO auth_user_providers_away');
+    let failed: Visit;
+    try {
+      failed = await browser.open(callback);
+    } finally {
+      await server.database.query('ALTER TABLE auth_user_providers_away RENAME TO auth_user_providers');
+    }
+    expectAppError(failed, REDIRECT_TO, 'internal-server-error');
+    expect(failed.location.searchParams.get('errorDescription')).toBe('Internal server error');
+
+    const outage = await startTestServer({ ...GENEROUS_AUTH_LIMITS, ...githubSettings(), AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL });
+    try {
+      const outageBrowser = new ProviderBrowser(() => outage.url, AUTH_URL);
+      consent();
+      const outageCallback = await outageBrowser.consent((await outageBrowser.start('github', REDIRECT_TO)).location);
+      await outage.database.drop();
+      const unavailable = await outageBrowser.open(outageCallback);
+      expectAppError(unavailable, CLIENT_URL, 'service-unavailable');
+      expect(unavailable.location.searchParams.get('errorDescription')).toMatch(/temporarily unavailable/);
+    } finally {
+      await outage.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { getSetCookies } from 'undici';
 import { authPost } from './auth';
 
 /** What the local provider will say about the user who consents next. */
@@ -127,6 +128,11 @@ export class LocalOAuthServer {
     response.writeHead(302, { location: back.toString() }).end();
   }
 
+  /** Issues `code` for a grant (an authorization endpoint that answers with a page of its own, as Apple's). */
+  issue(code: string, issued: IssuedCode): void {
+    this.codes.set(code, issued);
+  }
+
   /** The code's grant, used up: a code works once. */
   take(code: string | null): IssuedCode | undefined {
     const issued = this.codes.get(code ?? '');
@@ -194,11 +200,69 @@ export async function location(url: string): Promise<{ status: number; location:
   return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank') };
 }
 
+/** A cookie as the browser keeps it. */
+interface KeptCookie {
+  name: string;
+  value: string;
+  path: string;
+  /** Date.now() after which it is gone (Max-Age). */
+  expires: number;
+  attributes: SetCookie;
+}
+
+type SetCookie = ReturnType<typeof getSetCookies>[number];
+
+/**
+ * A browser's cookies for AUTH_SERVER_URL's host: kept from Set-Cookie, forgotten at Max-Age=0 or
+ * when expired, sent to the paths RFC 6265 §5.1.4 path-matches. One jar is one browser.
+ */
+export class CookieJar {
+  private readonly cookies = new Map<string, KeptCookie>();
+
+  /** Keeps what an answer sets; answers what it set. */
+  keep(headers: Headers): SetCookie[] {
+    const set = getSetCookies(headers as unknown as Parameters<typeof getSetCookies>[0]);
+    for (const cookie of set) {
+      const path = cookie.path ?? '/';
+      const key = `${cookie.name} ${path}`;
+      if (cookie.maxAge !== undefined && cookie.maxAge <= 0) this.cookies.delete(key);
+      else this.cookies.set(key, { name: cookie.name, value: cookie.value, path, expires: Date.now() + (cookie.maxAge ?? 86_400) * 1000, attributes: cookie });
+    }
+    return set;
+  }
+
+  /** The Cookie header for a request to `path`; undefined when no cookie goes there. */
+  header(path: string): string | undefined {
+    const sent = [...this.cookies.values()].filter((cookie) => cookie.expires > Date.now() && pathMatches(path, cookie.path));
+    return sent.length > 0 ? sent.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ') : undefined;
+  }
+
+  /** The cookies kept now. */
+  get kept(): KeptCookie[] {
+    return [...this.cookies.values()].filter((cookie) => cookie.expires > Date.now());
+  }
+}
+
+function pathMatches(requestPath: string, cookiePath: string): boolean {
+  if (requestPath === cookiePath) return true;
+  return requestPath.startsWith(cookiePath) && (cookiePath.endsWith('/') || requestPath[cookiePath.length] === '/');
+}
+
+/** Where a request of the browser went: the status, the Location, what it set. */
+export interface Visit {
+  status: number;
+  location: URL;
+  setCookies: SetCookie[];
+}
+
 /**
  * The browser of a sign-in with a provider, on the test server whose AUTH_SERVER_URL is `authUrl`
- * (where the provider sends the browser back, mapped to the test server's own address).
+ * (where the provider sends the browser back, mapped to the test server's own address). It keeps
+ * the cookies the server sets, as a browser does; two instances are two browsers.
  */
 export class ProviderBrowser {
+  readonly jar = new CookieJar();
+
   constructor(
     private readonly serverUrl: () => string,
     private readonly authUrl: string,
@@ -209,19 +273,38 @@ export class ProviderBrowser {
     return `${this.serverUrl()}/auth${url.pathname.slice(new URL(this.authUrl).pathname.length)}${url.search}`;
   }
 
-  start(provider: string, redirectTo: string): Promise<{ status: number; location: URL }> {
-    return location(`${this.serverUrl()}/auth/signin/provider/${provider}?redirectTo=${encodeURIComponent(redirectTo)}`);
+  /** A GET on the test server (an AUTH_SERVER_URL address), with this browser's cookies, without following the redirect. */
+  async open(url: URL, init: RequestInit = {}): Promise<Visit> {
+    const cookie = this.jar.header(url.pathname);
+    const response = await fetch(this.local(url), { redirect: 'manual', ...init, headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string>) } });
+    await response.arrayBuffer();
+    const setCookies = this.jar.keep(response.headers);
+    return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank'), setCookies };
+  }
+
+  /** A form POST to the test server (Apple's return), with this browser's cookies. */
+  post(url: URL, form: URLSearchParams): Promise<Visit> {
+    return this.open(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+  }
+
+  start(provider: string, redirectTo: string): Promise<Visit> {
+    return this.open(new URL(`${this.authUrl}/signin/provider/${provider}?redirectTo=${encodeURIComponent(redirectTo)}`));
+  }
+
+  /** The provider's consent: where it sends the browser back (its callback URL, for GET returns). */
+  async consent(start: URL, authorizeExtra = ''): Promise<URL> {
+    const consented = await location(`${start.toString()}${authorizeExtra}`);
+    expect(consented.status).toBe(302);
+    return consented.location;
   }
 
   /** Our start, the provider's consent, our callback: where the app is sent, and the provider's callback URL. */
   async dance(provider: string, redirectTo: string, authorizeExtra = ''): Promise<{ final: URL; callback: URL; start: URL }> {
     const start = await this.start(provider, redirectTo);
     expect(start.status).toBe(302);
-    const consented = await location(`${start.location.toString()}${authorizeExtra}`);
-    expect(consented.status).toBe(302);
-    const callback = consented.location;
+    const callback = await this.consent(start.location, authorizeExtra);
     expect(callback.origin + callback.pathname).toBe(`${this.authUrl}/signin/provider/${provider}/callback`);
-    const final = await location(this.local(callback));
+    const final = await this.open(callback);
     expect(final.status).toBe(302);
     return { final: final.location, callback, start: start.location };
   }

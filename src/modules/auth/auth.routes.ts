@@ -11,6 +11,20 @@ import { smsRoutes } from './sms.routes';
 import { totpRoutes } from './totp.routes';
 import type { AuthServices } from '.';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A browser lands on the route (a provider's callback) and must be sent on by a redirect: a
+     * limit it goes over is left to its handler (`exceededLimit`) instead of a JSON 429.
+     */
+    answersLimitsItself?: boolean;
+  }
+  interface FastifyRequest {
+    /** The limit the request went over, on a route that answers limits itself. */
+    exceededLimit: RateLimitExceeded | null;
+  }
+}
+
 /** Where the auth routes live on the main port (the spec's `{auth_url}` by default). */
 export const AUTH_PREFIX = '/auth';
 const HEALTH_PATH = `${AUTH_PREFIX}/healthz`;
@@ -40,6 +54,7 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
         }
         done(null, Object.fromEntries(new URLSearchParams(body as string)));
       });
+      scope.decorateRequest('exceededLimit', null);
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
       scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
@@ -398,6 +413,10 @@ function limit(services: AuthServices, name: RateLimitName) {
       return undefined;
     } catch (error) {
       if (!(error instanceof RateLimitExceeded)) throw error;
+      if (request.routeOptions.config.answersLimitsItself) {
+        request.exceededLimit ??= error;
+        return undefined;
+      }
       return tooManyRequests(reply, error);
     }
   };

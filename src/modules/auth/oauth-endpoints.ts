@@ -19,8 +19,13 @@ export interface OAuth2Provider {
   /** The base of its profile API (AUTH_PROVIDER_<NAME>_API_URL replaces it). */
   apiUrl: string;
   scopes: string[];
-  /** Whether it accepts PKCE (S256). */
+  /** Whether it accepts PKCE (S256): then every sign-in sends the challenge and the verifier. */
   pkce: boolean;
+  /**
+   * Whether it returns by a form POST from its own site (`response_mode=form_post`): the browser
+   * sends a SameSite=Lax cookie with no cross-site POST, so the state cookie is SameSite=None then.
+   */
+  formPost?: boolean;
   /**
    * How the token request carries the client's credentials, as the provider documents it: in the
    * form body (`client_secret_post`, the default), in an HTTP Basic header (`client_secret_basic`,
@@ -192,7 +197,7 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     scopes: ['name', 'email'],
     pkce: false,
     // Apple sends the address and name only by a form POST to the callback.
-    authParameters: () => ({ response_mode: 'form_post' }),
+    formPost: true,
     clientSecret: appleClientSecret,
     async profile(_api, tokens, callback) {
       // The id_token comes straight from Apple's token endpoint over TLS, in answer to our own

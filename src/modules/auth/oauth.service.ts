@@ -3,14 +3,16 @@ import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { sha256 } from '../../common/sha256';
 import type { Config } from '../../config';
-import type { OAuthProviderName, OAuthProviderSettings } from '../../config/oauth-providers';
+import { OAUTH_PROVIDER_NAMES, type OAuthProviderName, type OAuthProviderSettings } from '../../config/oauth-providers';
+import { isDatabaseUnavailable } from '../../db/unavailable';
 import type { OutboundHttp } from '../../platform/outbound-http';
 import { RateLimitExceeded } from '../../platform/rate-limits';
 import type { AuthAccounts } from './accounts.service';
-import { AuthError, invalidRequest } from './auth-errors';
+import { AUTH_ERRORS, AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, userColumnsOf, type UserRow } from './auth-user';
 import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
+import { clearedStateCookie, cookieHoldsState, stateCookie, type StateCookieScope } from './oauth-state-cookie';
 import { queryRows } from './query-rows';
 import { withQuery } from './redirects';
 
@@ -27,6 +29,8 @@ const TWITTER = {
 /** The `type` of the redirect after a sign-in with a provider. */
 const SIGNIN_TYPE = 'signinProvider';
 
+const INVALID_STATE = { error: 'invalid-state', errorDescription: 'The sign-in state is invalid, used or expired: start again' };
+
 /** A failed sign-in with a provider: the user is sent back to the app with `error` and `errorDescription`. */
 class ProviderFailure extends Error {
   constructor(
@@ -41,6 +45,24 @@ interface PendingSignIn {
   provider: string;
   code_verifier: string;
   redirect_to: string;
+}
+
+/** Why a callback stops short of a session: `error` and `errorDescription` of the redirect. */
+export interface CallbackFailure {
+  code: string;
+  message: string;
+}
+
+/** Where the start sends the browser, and the Set-Cookie that binds the sign-in to it. */
+export interface StartedSignIn {
+  location: string;
+  cookie: string;
+}
+
+/** Where a callback sends the browser, and the Set-Cookie that clears the spent state (none when another sign-in's cookie is left alone). */
+export interface FinishedCallback {
+  location: string;
+  cookie: string | null;
 }
 
 /** What the provider's callback brings in its query. */
@@ -68,8 +90,10 @@ export interface LinkedProvider {
  * Sign-in with external identity providers (OAuth 2.0 authorization code flow, PKCE where the
  * provider takes it). The `state` sent to the provider is random, signed (HMAC-SHA256 under the
  * token signing key), stored as a hash with the PKCE verifier and the checked `redirectTo`, and
- * used once within AUTH_PROVIDER_STATE_TTL_SECONDS. A provider account is linked to an existing
- * account only when the provider vouches for the address.
+ * used once within AUTH_PROVIDER_STATE_TTL_SECONDS; an HttpOnly cookie holds it in the browser
+ * that started, and the callback goes on only in that browser. Every exit of the callback is a
+ * redirect (to `redirectTo` once the state names it, to AUTH_CLIENT_URL before). A provider
+ * account is linked to an existing account only when the provider vouches for the address.
  */
 export class OAuthSignIn {
   constructor(
@@ -82,7 +106,7 @@ export class OAuthSignIn {
   ) {}
 
   /** GET /auth/signin/provider/{provider}: where to send the browser. A bad redirectTo is an AuthError (no redirect to it). */
-  async start(name: OAuthProviderName, redirectToInput: string | undefined): Promise<string> {
+  async start(name: OAuthProviderName, redirectToInput: string | undefined): Promise<StartedSignIn> {
     if (name === 'twitter') return this.startTwitter(this.settings(name), this.accounts.redirectTo(redirectToInput));
     const { provider, settings } = this.provider(name);
     const redirectTo = this.accounts.redirectTo(redirectToInput);
@@ -100,43 +124,115 @@ export class OAuthSignIn {
     url.searchParams.set('redirect_uri', this.callbackUrl(name));
     if (provider.scopes.length > 0) url.searchParams.set('scope', provider.scopes.join(' '));
     url.searchParams.set('state', state);
+    if (provider.formPost) url.searchParams.set('response_mode', 'form_post');
     for (const [parameter, value] of Object.entries(provider.authParameters?.(settings.credentials) ?? {})) url.searchParams.set(parameter, value);
     if (provider.pkce) {
       url.searchParams.set('code_challenge', sha256(verifier).toString('base64url'));
       url.searchParams.set('code_challenge_method', 'S256');
     }
-    return url.toString();
+    return { location: url.toString(), cookie: stateCookie(state, this.cookieScope(name), this.config.auth.providerStateTtlSeconds) };
   }
 
   /**
    * GET /auth/signin/provider/{provider}/callback: where to send the browser: `redirectTo` with
    * `refreshToken` (or `mfaTicket`) and `type`, or with `error` and `errorDescription`. Without a
-   * valid state there is no trusted redirectTo: the app's AUTH_CLIENT_URL gets the error.
+   * valid state there is no trusted redirectTo: the app's AUTH_CLIENT_URL gets the error. A state
+   * the browser's cookie does not hold was started elsewhere: refused, its code never redeemed.
    */
-  async callback(name: OAuthProviderName, query: ProviderCallback, ip: string): Promise<string> {
-    const pending = query.state ? await this.takeState(name, query.state) : null;
-    if (!pending) {
-      return withQuery(this.config.auth.clientUrl, { error: 'invalid-state', errorDescription: 'The sign-in state is invalid, used or expired: start again' });
+  async callback(name: string, query: ProviderCallback, ip: string, cookieHeader: string | undefined): Promise<FinishedCallback> {
+    const state = typeof query.state === 'string' ? query.state : undefined;
+    // The cookie of this state is spent whatever happens next; another sign-in's stays for its own callback.
+    const cookie = state !== undefined && this.isProvider(name) && cookieHoldsState(cookieHeader, state) ? clearedStateCookie(this.cookieScope(name)) : null;
+    const finish = (location: string): FinishedCallback => ({ location, cookie });
+    let pending: PendingSignIn | null;
+    try {
+      pending = state ? await this.takeState(name, state) : null;
+    } catch (error) {
+      return finish(withQuery(this.config.auth.clientUrl, this.unexpected(error, name)));
     }
-    const redirectTo = pending.redirect_to;
+    if (!pending) return finish(withQuery(this.config.auth.clientUrl, INVALID_STATE));
+    const redirectTo = this.allowedRedirect(pending.redirect_to);
+    if (typeof redirectTo !== 'string') return finish(withQuery(this.config.auth.clientUrl, redirectTo));
+    if (cookie === null) {
+      return finish(withQuery(redirectTo, { error: 'invalid-state', errorDescription: 'The sign-in was started in another browser, or its cookie expired: start again' }));
+    }
+    const provider = name as OAuthProviderName;
     try {
       if (query.error !== undefined) {
         const code = /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'provider-error';
         throw new ProviderFailure(code, (query.error_description ?? 'The provider refused the sign-in').slice(0, 500));
       }
       if (query.denied !== undefined) throw new ProviderFailure('access_denied', 'The user denied the sign-in');
-      const profile = name === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(name, query, pending);
-      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, name, profile), manager, ip));
-      if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE });
-      return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE });
+      const profile = provider === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(provider, query, pending);
+      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, provider, profile), manager, ip));
+      if (result.mfa) return finish(withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE }));
+      return finish(withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE }));
     } catch (error) {
-      if (error instanceof ProviderFailure || error instanceof AuthError) {
-        return withQuery(redirectTo, { error: error.code, errorDescription: error.message });
-      }
-      // The browser is on its way back to the app: a limit (the SMS code's sends) is told there too.
-      if (error instanceof RateLimitExceeded) return withQuery(redirectTo, { error: 'too-many-requests', errorDescription: error.message });
-      throw error;
+      return finish(withQuery(redirectTo, this.failureOf(error, name)));
     }
+  }
+
+  /**
+   * A callback that cannot go on (over a limit, a malformed request, an error before the
+   * handler): the browser goes to the redirectTo of its state, which is used up, or to
+   * AUTH_CLIENT_URL when the state is missing, not this provider's or unreadable.
+   */
+  async refuse(name: string, state: unknown, failure: CallbackFailure): Promise<string> {
+    const error = { error: failure.code, errorDescription: failure.message };
+    try {
+      const pending = typeof state === 'string' && state !== '' ? await this.takeState(name, state) : null;
+      const redirectTo = pending ? this.allowedRedirect(pending.redirect_to) : null;
+      return withQuery(typeof redirectTo === 'string' ? redirectTo : this.config.auth.clientUrl, error);
+    } catch (lookup) {
+      this.logger.warn({ err: lookup, provider: name }, 'finding the redirect of a refused provider callback failed');
+      return withQuery(this.config.auth.clientUrl, error);
+    }
+  }
+
+  /** The Set-Cookie that clears a provider's state cookie; null for a name that is no provider. */
+  clearedCookie(name: string): string | null {
+    return this.isProvider(name) ? clearedStateCookie(this.cookieScope(name)) : null;
+  }
+
+  /** What the app is told of an error: a provider's or the auth service's code, a limit, or (logged) an unexpected one. */
+  private failureOf(error: unknown, name: string): { error: string; errorDescription: string } {
+    if (error instanceof ProviderFailure || error instanceof AuthError) return { error: error.code, errorDescription: error.message };
+    // The browser is on its way back to the app: a limit (the SMS code's sends) is told there too.
+    if (error instanceof RateLimitExceeded) return { error: 'too-many-requests', errorDescription: error.message };
+    return this.unexpected(error, name);
+  }
+
+  private unexpected(error: unknown, name: string): { error: string; errorDescription: string } {
+    if (isDatabaseUnavailable(error)) {
+      this.logger.warn({ err: error, provider: name }, 'database unavailable during a provider callback');
+      return { error: 'service-unavailable', errorDescription: 'The service is temporarily unavailable: try again shortly' };
+    }
+    this.logger.error({ err: error, provider: name }, 'a provider callback failed');
+    return { error: 'internal-server-error', errorDescription: AUTH_ERRORS['internal-server-error'].message };
+  }
+
+  /** The state's redirectTo while the settings still allow it; the error for AUTH_CLIENT_URL otherwise. */
+  private allowedRedirect(redirectTo: string): string | { error: string; errorDescription: string } {
+    try {
+      return this.accounts.redirectTo(redirectTo);
+    } catch (error) {
+      if (!(error instanceof AuthError)) throw error;
+      return { error: error.code, errorDescription: error.message };
+    }
+  }
+
+  private isProvider(name: string): name is OAuthProviderName {
+    return (OAUTH_PROVIDER_NAMES as string[]).includes(name);
+  }
+
+  /** The cookie of a provider's sign-in: sent only to its callback, Secure under an https AUTH_SERVER_URL. */
+  private cookieScope(name: OAuthProviderName): StateCookieScope {
+    const server = new URL(this.config.auth.serverUrl);
+    return {
+      path: `${server.pathname.replace(/\/+$/, '')}/signin/provider/${name}/callback`,
+      secure: server.protocol === 'https:',
+      formPost: OAUTH2_PROVIDERS[name]?.formPost === true,
+    };
   }
 
   private async oauth2Profile(name: OAuthProviderName, query: ProviderCallback, pending: PendingSignIn): Promise<ProviderProfile> {
@@ -155,7 +251,7 @@ export class OAuthSignIn {
    * Twitter's OAuth 1.0a: a request token (signed with the consumer key), kept with its secret
    * under the state, which rides in the callback URL (OAuth 1.0a has no state parameter).
    */
-  private async startTwitter(settings: OAuthProviderSettings, redirectTo: string): Promise<string> {
+  private async startTwitter(settings: OAuthProviderSettings, redirectTo: string): Promise<StartedSignIn> {
     const state = this.newState();
     const callback = `${this.callbackUrl('twitter')}?state=${encodeURIComponent(state)}`;
     const requestToken = await this.twitterCall(settings, 'POST', this.twitterUrl(settings, 'request_token'), {}, { oauth_callback: callback });
@@ -167,7 +263,7 @@ export class OAuthSignIn {
     );
     const url = new URL(settings.authUrl ?? TWITTER.authUrl);
     url.searchParams.set('oauth_token', requestToken.oauth_token);
-    return url.toString();
+    return { location: url.toString(), cookie: stateCookie(state, this.cookieScope('twitter'), this.config.auth.providerStateTtlSeconds) };
   }
 
   private async twitterProfile(query: ProviderCallback, pending: PendingSignIn): Promise<ProviderProfile> {
