@@ -64,7 +64,10 @@ describe('retries', () => {
     expect(listed.body.map((event: { id: string }) => event.id)).toEqual([dead.id]);
     const invocations = await metadata({ type: 'pg_get_event_invocation_logs', args: { name: 'doubling' } });
     expect(invocations.body).toHaveLength(4);
-    expect(invocations.body[0]).toMatchObject({ event_id: dead.id, status: 500, response: { type: 'webhook_response', data: { status: 500, body: { error: 'down' } } } });
+    expect(invocations.body[0]).toMatchObject({ event_id: dead.id, trigger_name: 'doubling', http_status: 500, response: { type: 'webhook_response', data: { status: 500, body: { error: 'down' } } } });
+    // Hasura's keys, as the Nhost dashboard reads them (`http_status`, never `status`).
+    const HASURA_INVOCATION_KEYS = ['created_at', 'event_id', 'http_status', 'id', 'request', 'response', 'trigger_name'];
+    expect(Object.keys(invocations.body[0]).sort()).toEqual(HASURA_INVOCATION_KEYS);
     expect(invocations.body[0].request.payload.id).toBe(dead.id);
 
     receiver.answer('/doubling', { status: 200 });
@@ -74,7 +77,8 @@ describe('retries', () => {
     expect(await eventState('doubling')).toMatchObject({ id: dead.id, delivered: true, error: false, tries: 1 });
     const byId = await metadata({ type: 'pg_get_event_by_id', args: { event_id: dead.id, invocation_log_limit: 2 } });
     expect(byId.body.event).toMatchObject({ id: dead.id, trigger_name: 'doubling', delivered: true });
-    expect(byId.body.invocations.map((invocation: { status: number }) => invocation.status)).toEqual([200, 500]);
+    expect(byId.body.invocations.map((invocation: { http_status: number }) => invocation.http_status)).toEqual([200, 500]);
+    expect(Object.keys(byId.body.invocations[0]).sort()).toEqual(HASURA_INVOCATION_KEYS);
     expect((await metadata({ type: 'pg_redeliver_event', args: { event_id: '00000000-0000-4000-8000-000000000000' } })).body.code).toBe('not-exists');
   });
 

@@ -38,19 +38,19 @@ export interface EventLogRow {
   archived: boolean;
 }
 
+/** An attempt as Hasura's metadata API answers it (its EventInvocationLog: the HTTP status is `http_status`). */
 export interface InvocationLogRow {
   id: string;
-  event_id: string;
   trigger_name: string;
-  status: number | null;
+  event_id: string;
+  http_status: number | null;
   request: unknown;
   response: unknown;
-  duration_ms: number;
   created_at: string;
 }
 
 const EVENT_COLUMNS = `id, schema_name, table_name, trigger_name, payload, delivered, error, tries, created_at, locked, next_retry_at, archived`;
-const INVOCATION_COLUMNS = `id, event_id, trigger_name, status, request, response, duration_ms, created_at`;
+const INVOCATION_COLUMNS = `id, trigger_name, event_id, status AS http_status, request, response, created_at`;
 
 /** Which events a listing takes: Hasura's pending/processed, and `dead` (retries used up or refused for good). */
 export type EventStatus = 'pending' | 'processed' | 'dead' | 'all';
