@@ -8,7 +8,7 @@ export interface ReceivedCall {
   body: { action: { name: string }; input: Record<string, unknown>; session_variables: Record<string, string>; request_query: string };
 }
 
-export type HandlerReply = { status: number; body: string | object; delayMs?: number };
+export type HandlerReply = { status: number; body: string | object; delayMs?: number; headers?: Record<string, string> };
 
 /**
  * A real HTTP server on loopback playing action handlers: each path answers what `routes` says
@@ -36,7 +36,7 @@ export async function startActionHandler(): Promise<ActionHandlerServer> {
       const send = () => {
         if (response.destroyed) return;
         const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
-        response.writeHead(reply.status, { 'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json' });
+        response.writeHead(reply.status, { 'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json', ...reply.headers });
         response.end(text);
       };
       if (reply.delayMs) setTimeout(send, reply.delayMs);

@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import type { CustomService } from '../../config';
 import { actionPath } from '../../http/actions';
-import type { Session } from '../../http/session';
+import { ADMIN_SECRET_HEADER, type Session } from '../../http/session';
 import { OutboundHttpError, type OutboundHttp } from '../../platform/outbound-http';
 import { resolveTemplate, type ActionEntry } from './actions.metadata';
 
@@ -71,11 +71,26 @@ export class ActionCalls {
 
   /** The URL a handler is called at: templates resolved, a declared service's host replaced by its override. */
   handlerUrl(handler: string): URL {
+    return this.target(handler).url;
+  }
+
+  /** The URL a handler is called at, and the CS_<N> service it is the handler URL of (if any). */
+  target(handler: string): { url: URL; service: CustomService | undefined } {
     const url = new URL(resolveTemplate(handler, this.settings.env));
-    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    const service = this.settings.customServices.find((candidate) => candidate.name === url.hostname && candidate.port === port);
+    const service = this.serviceAt(url);
     if (service?.host) url.hostname = service.host;
-    return url;
+    return { url, service };
+  }
+
+  /**
+   * The declared service whose handler URL `url` is (spec 1 §2.1: `http://<name>:<port>...`): the
+   * same scheme, host name and port, and no userinfo. Anything else, however alike, is another
+   * server and gets no admin secret (docs/decisions.md, the admin-secret rule).
+   */
+  serviceAt(url: URL): CustomService | undefined {
+    if (url.protocol !== 'http:' || url.username !== '' || url.password !== '') return undefined;
+    const port = Number(url.port || 80);
+    return this.settings.customServices.find((candidate) => candidate.name === url.hostname && candidate.port === port);
   }
 
   /** The client headers an action that forwards them sends on: not hop-by-hop ones, not credentials, not x-gql-*. */
@@ -90,10 +105,15 @@ export class ActionCalls {
     return headers;
   }
 
-  headers(call: HandlerCall): Record<string, string> {
+  /**
+   * The headers of a call: the forwarded and configured ones, then the engine's. The admin secret
+   * goes to a declared service (`toService`), and to any other handler only as a configured header
+   * (`{{ADMIN_SECRET}}`): a third-party handler, or a proxy on the way, must not obtain admin.
+   */
+  headers(call: HandlerCall, toService = false): Record<string, string> {
     const headers = call.action.definition.forward_client_headers ? this.forwardable(call.clientHeaders) : {};
     for (const header of call.action.definition.headers ?? []) {
-      if ('value' in header) headers[header.name.toLowerCase()] = resolveTemplate(header.value, this.settings.env);
+      if ('value' in header) headers[header.name.toLowerCase()] = resolveTemplate(header.value, this.settings.env, this.settings.adminSecret);
       else {
         const value = this.settings.env[header.value_from_env];
         if (value === undefined) throw new Error(`the environment variable ${header.value_from_env} is not set`);
@@ -101,7 +121,7 @@ export class ActionCalls {
       }
     }
     headers['content-type'] = 'application/json';
-    headers['x-gql-admin-secret'] = this.settings.adminSecret;
+    if (toService) headers[ADMIN_SECRET_HEADER] = this.settings.adminSecret;
     headers['x-gql-role'] = call.session.role;
     if (call.session.userId) headers['x-gql-user-id'] = call.session.userId;
     else delete headers['x-gql-user-id'];
@@ -125,8 +145,9 @@ export class ActionCalls {
     let url: URL;
     let headers: Record<string, string>;
     try {
-      url = this.handlerUrl(action.definition.handler);
-      headers = this.headers(call);
+      const target = this.target(action.definition.handler);
+      url = target.url;
+      headers = this.headers(call, target.service !== undefined);
     } catch (error) {
       // A template whose variable was unset after the action was declared.
       this.logger.error({ action: action.name, reason: (error as Error).message }, 'action handler cannot be called');

@@ -315,11 +315,16 @@ export function parseActionsSection(metadata: Record<string, unknown>, path = '$
 }
 
 /**
- * Replaces the `{{NAME}}` templates of `text` from `env`. A variable that is not set is an
- * error naming it (nothing is sent with a hole in it).
+ * Replaces the `{{NAME}}` templates of `text` from `env`, and `{{ADMIN_SECRET}}` by `adminSecret`
+ * when one is given (header values only: a URL is no place for a secret). A variable that is not
+ * set is an error naming it (nothing is sent with a hole in it).
  */
-export function resolveTemplate(text: string, env: Record<string, string | undefined>): string {
+export function resolveTemplate(text: string, env: Record<string, string | undefined>, adminSecret?: string): string {
   return text.replace(ENV_TEMPLATE, (_match, name: string) => {
+    if (name === 'ADMIN_SECRET' && adminSecret !== undefined) {
+      if (adminSecret === '') throw new Error('ADMIN_SECRET is not configured');
+      return adminSecret;
+    }
     const value = env[name];
     if (value === undefined) throw new Error(`the environment variable ${name} is not set`);
     return value;

@@ -60,7 +60,7 @@ export function secretsEqual(given: string, expected: string): boolean {
   return expected !== '' && crypto.timingSafeEqual(digest(given), digest(expected));
 }
 
-/** Plinth sends its admin secret with every call (spec 1 §5.2). */
+/** Plinth sends its admin secret with every call to a declared CS_<N> service (spec 1 §5.2). */
 export function adminSecretValid(header: string | string[] | undefined): boolean {
   return typeof header === 'string' && secretsEqual(header, process.env.GQL_GRAPHQL_ADMIN_SECRET ?? '');
 }
