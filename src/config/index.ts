@@ -387,6 +387,8 @@ const environmentSchema = z.object({
     .default('UTC'),
   EVENTS_CRON_AHEAD: integer(1, 10_000).default(100),
   EVENTS_MISSED_TOLERANCE_SECONDS: integer(0, 31 * 86_400).default(6 * 3600),
+  // A week: longer than Stripe's three days of retries and GitHub's three days of redeliveries.
+  EXTERNAL_WEBHOOK_DEDUP_WINDOW_HOURS: integer(1, 8760).default(168),
 
   PLINTH_PROJECT_NAME: oneLine.default('Plinth'),
   PLINTH_PLUGINS_DIR: nonEmpty.default('plugins'),
@@ -860,16 +862,32 @@ export interface EventsConfig {
   missedToleranceSeconds: number;
   /** EXTERNAL_WEBHOOK_<PROVIDER>_*: the providers whose signed webhooks are received. */
   externalProviders: Record<string, ExternalProvider>;
+  /** A delivery seen (by its provider's delivery id or its exact body) within this many hours is a duplicate. */
+  externalDedupWindowHours: number;
 }
 
+/**
+ * How a provider signs its webhooks: `hmac-sha256` is the hex HMAC of the body in a configurable
+ * header (GitHub's `X-Hub-Signature-256`); the others are the providers' documented schemes, the
+ * timestamped ones (stripe, slack, standard-webhooks) checked against a tolerance.
+ */
+export const EXTERNAL_WEBHOOK_SCHEMES = ['hmac-sha256', 'stripe', 'slack', 'shopify', 'standard-webhooks'] as const;
+export type ExternalWebhookScheme = (typeof EXTERNAL_WEBHOOK_SCHEMES)[number];
+/** The schemes whose signature covers a timestamp. */
+export const TIMESTAMPED_SCHEMES: readonly ExternalWebhookScheme[] = ['stripe', 'slack', 'standard-webhooks'];
+
 export interface ExternalProvider {
-  secret: string;
-  /** The header carrying the signature (x-hub-signature-256 by default). */
+  scheme: ExternalWebhookScheme;
+  /** The signing secret (standard-webhooks: the key's bytes, decoded from `whsec_<base64>`). */
+  secret: string | Buffer;
+  /** hmac-sha256: the header carrying the signature (x-hub-signature-256 by default). */
   signatureHeader: string;
-  /** What comes before the hex digest in that header (sha256= by default). */
+  /** hmac-sha256: what comes before the hex digest in that header (sha256= by default). */
   signaturePrefix: string;
-  /** The header carrying the provider's delivery id, for deduplication (none unless set; x-github-delivery for github). */
+  /** hmac-sha256: the header carrying the provider's delivery id (none unless set; x-github-delivery for github). */
   deliveryHeader: string | undefined;
+  /** Timestamped schemes: how far the signed timestamp may be from now, in seconds. */
+  toleranceSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -1152,6 +1170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cronAhead: values.EVENTS_CRON_AHEAD,
       missedToleranceSeconds: values.EVENTS_MISSED_TOLERANCE_SECONDS,
       externalProviders,
+      externalDedupWindowHours: values.EXTERNAL_WEBHOOK_DEDUP_WINDOW_HOURS,
     },
     projectName: values.PLINTH_PROJECT_NAME,
     pluginsDir: path.resolve(values.PLINTH_PLUGINS_DIR),
@@ -1265,12 +1284,20 @@ function productIdsFromEnv(
   return found;
 }
 
-const EXTERNAL_WEBHOOK_VARIABLE = /^EXTERNAL_WEBHOOK_([A-Z0-9_]+?)_(SECRET|SIGNATURE_HEADER|SIGNATURE_PREFIX|DELIVERY_HEADER)$/;
+const EXTERNAL_WEBHOOK_VARIABLE = /^EXTERNAL_WEBHOOK_([A-Z0-9_]+?)_(SECRET|SIGNATURE_HEADER|SIGNATURE_PREFIX|DELIVERY_HEADER|SCHEME|TOLERANCE_SECONDS)$/;
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+/** The settings only the hmac-sha256 scheme reads (the others' headers are the providers' own). */
+const HMAC_SCHEME_SETTINGS = ['SIGNATURE_HEADER', 'SIGNATURE_PREFIX', 'DELIVERY_HEADER'] as const;
+/**
+ * The longest tolerance: at most the shortest dedup window (1 hour), so a replay inside the
+ * tolerance always meets the first delivery's dedup record.
+ */
+const MAX_TOLERANCE_SECONDS = 3600;
 
 /**
- * EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (required per provider), _SIGNATURE_HEADER, _SIGNATURE_PREFIX
- * and _DELIVERY_HEADER, by provider name in lower case with dashes (`GIT_HUB` -> `git-hub`).
+ * EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (required per provider), _SCHEME, _TOLERANCE_SECONDS, and for
+ * the hmac-sha256 scheme _SIGNATURE_HEADER, _SIGNATURE_PREFIX and _DELIVERY_HEADER, by provider
+ * name in lower case with dashes (`GIT_HUB` -> `git-hub`).
  */
 function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, ExternalProvider> {
   const settings: Record<string, Record<string, string>> = {};
@@ -1283,18 +1310,45 @@ function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[]): R
   for (const [upper, values] of Object.entries(settings)) {
     const name = upper.toLowerCase().replace(/_/g, '-');
     const prefix = `EXTERNAL_WEBHOOK_${upper}`;
+    const before = problems.length;
+    const scheme = (values.SCHEME ?? 'hmac-sha256').trim().toLowerCase() as ExternalWebhookScheme;
+    if (!EXTERNAL_WEBHOOK_SCHEMES.includes(scheme)) {
+      problems.push(`${prefix}_SCHEME must be one of ${EXTERNAL_WEBHOOK_SCHEMES.join(', ')} (got ${JSON.stringify(values.SCHEME)})`);
+      continue;
+    }
     if (!values.SECRET || values.SECRET.length < 8) {
       problems.push(`${prefix}_SECRET must be set to the provider's signing secret (8 characters or more)`);
       continue;
     }
-    for (const key of ['SIGNATURE_HEADER', 'DELIVERY_HEADER'] as const) {
-      if (values[key] !== undefined && !HEADER_NAME.test(values[key])) problems.push(`${prefix}_${key} must be an HTTP header name (got ${JSON.stringify(values[key])})`);
+    let secret: string | Buffer = values.SECRET;
+    if (scheme === 'standard-webhooks') {
+      // Standard Webhooks' secrets are `whsec_` and the key in base64; the key's bytes sign.
+      const encoded = secret.replace(/^whsec_/, '');
+      secret = Buffer.from(encoded, 'base64');
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || secret.length < 16) problems.push(`${prefix}_SECRET must be the provider's whsec_<base64> secret (a key of 16 bytes or more)`);
     }
+    for (const key of HMAC_SCHEME_SETTINGS) {
+      if (values[key] === undefined) continue;
+      if (scheme !== 'hmac-sha256') problems.push(`${prefix}_${key} applies to the hmac-sha256 scheme only; the ${scheme} scheme reads the provider's own headers`);
+      else if (key !== 'SIGNATURE_PREFIX' && !HEADER_NAME.test(values[key])) problems.push(`${prefix}_${key} must be an HTTP header name (got ${JSON.stringify(values[key])})`);
+    }
+    let toleranceSeconds = 300;
+    if (values.TOLERANCE_SECONDS !== undefined) {
+      toleranceSeconds = Number(values.TOLERANCE_SECONDS);
+      if (!TIMESTAMPED_SCHEMES.includes(scheme)) {
+        problems.push(`${prefix}_TOLERANCE_SECONDS applies to schemes that sign a timestamp (${TIMESTAMPED_SCHEMES.join(', ')}); ${scheme} signs none`);
+      } else if (!/^\d+$/.test(values.TOLERANCE_SECONDS.trim()) || toleranceSeconds < 1 || toleranceSeconds > MAX_TOLERANCE_SECONDS) {
+        problems.push(`${prefix}_TOLERANCE_SECONDS must be a whole number of seconds from 1 to ${MAX_TOLERANCE_SECONDS} (got ${JSON.stringify(values.TOLERANCE_SECONDS)})`);
+      }
+    }
+    if (problems.length > before) continue;
     providers[name] = {
-      secret: values.SECRET,
+      scheme,
+      secret,
       signatureHeader: (values.SIGNATURE_HEADER ?? 'x-hub-signature-256').toLowerCase(),
       signaturePrefix: values.SIGNATURE_PREFIX ?? 'sha256=',
-      deliveryHeader: (values.DELIVERY_HEADER ?? (name === 'github' ? 'x-github-delivery' : undefined))?.toLowerCase(),
+      deliveryHeader: (values.DELIVERY_HEADER ?? (name === 'github' && scheme === 'hmac-sha256' ? 'x-github-delivery' : undefined))?.toLowerCase(),
+      toleranceSeconds,
     };
   }
   return providers;

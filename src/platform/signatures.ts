@@ -64,3 +64,33 @@ export function verifyHmacSha256(
   if (!HEX_DIGEST.test(hex)) return false;
   return timingSafeEqual(Buffer.from(hex, 'hex'), createHmac('sha256', secret).update(payload).digest());
 }
+
+const BASE64_DIGEST = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * The same check for a base64 digest (Shopify's `X-Shopify-Hmac-Sha256`, Standard Webhooks'
+ * `v1,<base64>`): constant time; anything malformed is false.
+ */
+export function verifyHmacSha256Base64(payload: Buffer | undefined, secret: string | Buffer, signature: string | string[] | undefined): boolean {
+  if (payload === undefined || typeof signature !== 'string' || !BASE64_DIGEST.test(signature)) return false;
+  return timingSafeEqual(Buffer.from(signature, 'base64'), createHmac('sha256', secret).update(payload).digest());
+}
+
+/**
+ * Stripe-Signature `t=<unix time>,v1=<hex>[,v1=...]`: the signed timestamp (seconds) when one v1
+ * is the HMAC-SHA256 of `<t>.<raw body>` with `secret`, as Stripe's SDK checks it; undefined for a
+ * missing, malformed or wrong signature. How old the timestamp may be is the caller's tolerance.
+ */
+export function stripeSignatureTimestamp(payload: Buffer | undefined, secret: string | Buffer, header: string | string[] | undefined): number | undefined {
+  if (payload === undefined || typeof header !== 'string') return undefined;
+  let timestamp: string | undefined;
+  const signatures: string[] = [];
+  for (const part of header.split(',')) {
+    const [key, value] = part.split('=', 2).map((item) => item.trim());
+    if (key === 't') timestamp = value;
+    else if (key === 'v1' && value) signatures.push(value);
+  }
+  if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return undefined;
+  const signed = Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), payload]);
+  return signatures.some((signature) => verifyHmacSha256(signed, secret, signature)) ? Number(timestamp) : undefined;
+}

@@ -20,10 +20,13 @@ export function eventsRoutes(app: FastifyInstance, services: EventsServices, con
       tags: ['events'],
       summary: 'Receive an external webhook (signed with HMAC-SHA256)',
       description:
-        "An external provider's webhook. The body's HMAC-SHA256 (hex, with the provider's secret `EXTERNAL_WEBHOOK_<PROVIDER>_SECRET`) " +
-        'must be in the provider\'s signature header (`x-hub-signature-256: sha256=<hex>` unless `EXTERNAL_WEBHOOK_<PROVIDER>_SIGNATURE_HEADER` ' +
-        'and `_SIGNATURE_PREFIX` say otherwise). A verified delivery is stored once (by the delivery id header, when the provider sends one) ' +
-        'in `external_webhook_deliveries`, which event triggers can watch.',
+        "An external provider's webhook, signed with its secret `EXTERNAL_WEBHOOK_<PROVIDER>_SECRET` by its scheme (`_SCHEME`): " +
+        '`hmac-sha256` (the default: the hex HMAC-SHA256 of the body in `x-hub-signature-256: sha256=<hex>`, unless `_SIGNATURE_HEADER` ' +
+        'and `_SIGNATURE_PREFIX` say otherwise), `stripe` (`Stripe-Signature`), `slack` (`X-Slack-Signature`), `shopify` ' +
+        '(`X-Shopify-Hmac-Sha256`) or `standard-webhooks` (`webhook-signature`, Svix). A signed timestamp more than `_TOLERANCE_SECONDS` ' +
+        '(300) from now is refused. A verified delivery is stored once in `external_webhook_deliveries`, which event triggers can watch: ' +
+        'the same provider delivery id, or the same exact body, within `EXTERNAL_WEBHOOK_DEDUP_WINDOW_HOURS` is answered 200 ' +
+        '`duplicate: true` and neither stored nor fired.',
       security: [],
       params: {
         type: 'object',
@@ -32,8 +35,12 @@ export function eventsRoutes(app: FastifyInstance, services: EventsServices, con
       },
       body: { description: 'The provider\'s JSON body, exactly as it signed it' },
       response: {
-        200: { ...STATUS_BODY, description: 'Verified and stored (`duplicate: true` when this delivery id was stored before)', properties: { ...STATUS_BODY.properties, duplicate: { type: 'boolean' } } },
-        401: { ...STATUS_BODY, description: 'The signature is missing or does not match the body: nothing is stored' },
+        200: {
+          ...STATUS_BODY,
+          description: 'Verified and stored, or a duplicate (`duplicate: true`: seen within the window; nothing stored), so the provider stops retrying',
+          properties: { ...STATUS_BODY.properties, duplicate: { type: 'boolean' } },
+        },
+        401: { ...STATUS_BODY, description: 'The signature is missing or does not match the body, or its signed timestamp is outside the tolerance: nothing is stored' },
         404: { ...STATUS_BODY, description: 'No provider of this name is configured' },
       },
     },
@@ -41,7 +48,7 @@ export function eventsRoutes(app: FastifyInstance, services: EventsServices, con
       const outcome = await services.externalWebhooks.receive(request.params.provider, request.rawBody, request.body, request.headers);
       if (outcome.result === 'unknown-provider') return reply.code(404).send({ status: 'not_found', message: `no external provider "${request.params.provider}" is configured` });
       if (outcome.result === 'unauthorized') return reply.code(401).send({ status: 'unauthorized', message: outcome.reason });
-      return reply.code(200).send({ status: 'ok', ...(outcome.duplicate ? { duplicate: true } : {}) });
+      return reply.code(200).send({ status: 'ok', ...(outcome.result === 'duplicate' ? { duplicate: true } : {}) });
     },
   });
 }

@@ -137,7 +137,7 @@ export const eventsModule: PlinthModule<EventsServices> = {
       eventTriggers,
       scheduledEvents,
       admin: new EventsAdminService(dataSource, eventTriggers, scheduledEvents),
-      externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders),
+      externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders, config.events.externalDedupWindowHours),
       platform,
       reportOutcomes: (outcomes) => {
         for (const outcome of outcomes) {

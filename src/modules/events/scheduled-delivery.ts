@@ -33,7 +33,8 @@ const CLEANUP_LOCK = 7_346_102;
  * `{id, name, scheduled_time, payload, comment}`. An event not yet attempted and later than the
  * tolerance (the cron trigger's `tolerance_seconds`, or EVENTS_MISSED_TOLERANCE_SECONDS) is
  * marked dead, never fired late. Its maintenance generates upcoming cron events and deletes old
- * delivered, failed and dead events of both kinds (EVENTS_CLEANUP_AFTER_HOURS).
+ * delivered, failed and dead events of both kinds (EVENTS_CLEANUP_AFTER_HOURS) and the external
+ * webhooks' expired dedup records.
  */
 export class ScheduledEventLane implements DeliveryLane {
   readonly kind = 'scheduled_event';
@@ -145,31 +146,32 @@ export class ScheduledEventLane implements DeliveryLane {
   async maintain(): Promise<void> {
     await this.scheduled.generateAll();
     for (const group of [ONE_OFF_GROUP, ...this.triggers.keys()]) await this.markMissed(group);
-    const { cleanupAfterHours, cleanupIntervalSeconds } = this.config;
-    if (cleanupAfterHours === 0 || Date.now() - this.lastCleanup < cleanupIntervalSeconds * 1000) return;
+    if (Date.now() - this.lastCleanup < this.config.cleanupIntervalSeconds * 1000) return;
     this.lastCleanup = Date.now();
-    await cleanUpOldEvents(this.dataSource, cleanupAfterHours);
+    await cleanUpOldEvents(this.dataSource, this.config);
   }
 }
 
 /**
- * Deletes delivered, failed and dead events (and so their invocation logs) older than `hours`,
- * of event triggers and scheduled events, in one instance at a time. Pending events stay.
+ * Deletes delivered, failed and dead events (and so their invocation logs) older than
+ * EVENTS_CLEANUP_AFTER_HOURS (0 keeps them), of event triggers and scheduled events, and the
+ * external webhooks' dedup records older than their window (no delivery can match those any
+ * more), in one instance at a time. Pending events stay.
  */
-export async function cleanUpOldEvents(dataSource: DataSource, hours: number): Promise<{ events: number; scheduledEvents: number }> {
+export async function cleanUpOldEvents(
+  dataSource: DataSource,
+  config: Pick<EventsConfig, 'cleanupAfterHours' | 'externalDedupWindowHours'>,
+): Promise<{ events: number; scheduledEvents: number; receipts: number }> {
   return dataSource.transaction(async (manager) => {
     const [{ locked }] = await manager.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [CLEANUP_LOCK]);
-    if (!locked) return { events: 0, scheduledEvents: 0 };
-    const [{ events }] = await manager.query(
-      `WITH deleted AS (DELETE FROM event_log WHERE (delivered OR error OR archived) AND created_at < now() - make_interval(hours => $1) RETURNING 1)
-       SELECT count(*)::int AS events FROM deleted`,
-      [hours],
-    );
-    const [{ scheduledEvents }] = await manager.query(
-      `WITH deleted AS (DELETE FROM scheduled_events WHERE status IN ('delivered', 'error', 'dead') AND scheduled_time < now() - make_interval(hours => $1) RETURNING 1)
-       SELECT count(*)::int AS "scheduledEvents" FROM deleted`,
-      [hours],
-    );
-    return { events, scheduledEvents };
+    if (!locked) return { events: 0, scheduledEvents: 0, receipts: 0 };
+    const count = async (sql: string, hours: number): Promise<number> => (await manager.query(`WITH deleted AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM deleted`, [hours]))[0].n;
+    const hours = config.cleanupAfterHours;
+    return {
+      events: hours === 0 ? 0 : await count('DELETE FROM event_log WHERE (delivered OR error OR archived) AND created_at < now() - make_interval(hours => $1)', hours),
+      scheduledEvents:
+        hours === 0 ? 0 : await count("DELETE FROM scheduled_events WHERE status IN ('delivered', 'error', 'dead') AND scheduled_time < now() - make_interval(hours => $1)", hours),
+      receipts: await count('DELETE FROM external_webhook_receipts WHERE received_at < now() - make_interval(hours => $1)', config.externalDedupWindowHours),
+    };
   });
 }

@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { sha256Hex } from '../../common/sha256';
 import type { PaymentProviderName, PaymentsConfig } from '../../config';
-import { verifyHmacSha256 } from '../../platform/signatures';
+import { stripeSignatureTimestamp, verifyHmacSha256 } from '../../platform/signatures';
 import type { BillingService, SubscriptionStatus } from './billing.service';
 import type { Payment } from './payments.types';
 import { PaymentStatus } from './payments.types';
@@ -56,18 +56,9 @@ export class WebhooksService {
   verifyPrimary(raw: Buffer | undefined, header: string | string[] | undefined, now = Date.now()): SignatureCheck {
     const secret = this.settings.primary.webhookSecret;
     if (!secret) return 'unconfigured';
-    if (raw === undefined || typeof header !== 'string') return 'invalid';
-    let timestamp: string | undefined;
-    const signatures: string[] = [];
-    for (const part of header.split(',')) {
-      const [key, value] = part.split('=', 2).map((item) => item.trim());
-      if (key === 't') timestamp = value;
-      else if (key === 'v1' && value) signatures.push(value);
-    }
-    if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return 'invalid';
-    if (now / 1000 - Number(timestamp) > this.settings.webhookToleranceSeconds) return 'invalid';
-    const signed = Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), raw]);
-    return signatures.some((signature) => verifyHmacSha256(signed, secret, signature)) ? 'valid' : 'invalid';
+    const timestamp = stripeSignatureTimestamp(raw, secret, header);
+    if (timestamp === undefined || now / 1000 - timestamp > this.settings.webhookToleranceSeconds) return 'invalid';
+    return 'valid';
   }
 
   /** X-Signature: the HMAC-SHA256 (hex) of the raw body with the signing secret. */
