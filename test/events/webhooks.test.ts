@@ -204,7 +204,8 @@ describe('replayed and repeated external webhooks', () => {
   it("check each scheme's signature over the exact bytes, and refuse a forged one", async () => {
     const body = '{"type":"event_callback", "event_id":"Ev_1"}';
     expect((await post('slack', body, { ...signed.slack(body), 'x-slack-signature': `v0=${hex('another-secret', `v0:${now()}:${body}`)}` })).status).toBe(401);
-    expect((await post('slack', body, { 'x-slack-signature': signed.slack(body)['x-slack-signature'] })).body).toEqual({ status: 'unauthorized', message: 'the x-slack-request-timestamp header is missing' });
+    expect((await post('slack', body, { 'x-slack-signature': signed.slack(body)['x-slack-signature'] })).body).toEqual({ status: 'unauthorized', message: 'the x-slack-request-timestamp header is missing or not a Unix time in seconds' });
+    expect((await post('slack', body, { ...signed.slack(body), 'x-slack-request-timestamp': String(Date.now()) })).status).toBe(401);
     expect((await post('stripe', body, { 'stripe-signature': `t=${now()},v1=${hex('another-secret', `${now()}.${body}`)}` })).body).toEqual({
       status: 'unauthorized',
       message: 'the stripe-signature signature does not match the body',

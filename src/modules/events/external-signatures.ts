@@ -19,6 +19,7 @@ const header = (headers: Headers, name: string): string | undefined => {
   return typeof value === 'string' && value !== '' ? value : undefined;
 };
 const missing = (name: string): SignatureCheck => ({ verified: false, reason: `the ${name} header is missing` });
+const noTime = (name: string): SignatureCheck => ({ verified: false, reason: `the ${name} header is missing or not a Unix time in seconds` });
 const mismatch = (name: string): SignatureCheck => ({ verified: false, reason: `the ${name} signature does not match the body` });
 const UNIX_SECONDS = /^\d{1,12}$/;
 
@@ -59,7 +60,7 @@ export function checkSignature(provider: ExternalProvider, raw: Buffer | undefin
       const signature = header(headers, 'x-slack-signature');
       const timestamp = header(headers, 'x-slack-request-timestamp');
       if (signature === undefined) return missing('x-slack-signature');
-      if (timestamp === undefined || !UNIX_SECONDS.test(timestamp) || raw === undefined) return missing('x-slack-request-timestamp');
+      if (timestamp === undefined || !UNIX_SECONDS.test(timestamp) || raw === undefined) return noTime('x-slack-request-timestamp');
       const signed = Buffer.concat([Buffer.from(`v0:${timestamp}:`, 'utf8'), raw]);
       if (!verifyHmacSha256(signed, provider.secret, signature, 'v0=')) return mismatch('x-slack-signature');
       return { verified: true, signedAt: Number(timestamp), deliveryId: bodyId(payload, 'event_id') };
@@ -78,7 +79,7 @@ export function checkSignature(provider: ExternalProvider, raw: Buffer | undefin
       const timestamp = header(headers, `${prefix}-timestamp`);
       if (signature === undefined) return missing('webhook-signature');
       if (id === undefined) return missing(`${prefix}-id`);
-      if (timestamp === undefined || !UNIX_SECONDS.test(timestamp) || raw === undefined) return missing(`${prefix}-timestamp`);
+      if (timestamp === undefined || !UNIX_SECONDS.test(timestamp) || raw === undefined) return noTime(`${prefix}-timestamp`);
       const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, 'utf8'), raw]);
       // Space-separated `v1,<base64>` entries: more than one while the secret is being rotated.
       const matches = signature.split(' ').some((entry) => {
