@@ -1,7 +1,7 @@
 import { BulkCreateUsersDocument, type BulkCreateUsersInput } from '../generated/graphql';
 import { sha256 } from '../../src/common/sha256';
-import { graphql } from '../support/graphql';
-import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { graphql, postGraphQL } from '../support/graphql';
+import { ADMIN_SECRET, compiledExecutionEnabled, startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { bearer, signToken } from '../support/tokens';
 
@@ -221,5 +221,58 @@ describe('POST /actions/bulk-create-users (engine-compatible handler)', () => {
     expect(response.status).toBe(403);
     expect(response.body).toMatchObject({ success: false, error_code: 'FORBIDDEN' });
     expect(await userCount()).toBe(before);
+  });
+});
+
+describe('send_invitations: null (spec 1 §2.2 types it Boolean, default false)', () => {
+  /** This file's server, and one with the other executor (graphql-jit or graphql-js) on the same database. */
+  let executors: [string, TestServer][];
+  let other: TestServer;
+
+  beforeAll(async () => {
+    const compiled = compiledExecutionEnabled();
+    other = await startTestServer(
+      { ...smtpSettings(receiver.port), AUTH_SERVER_URL: 'https://auth.plinth.test', GQL_GRAPHQL_COMPILED_EXECUTION: compiled ? 'false' : 'true' },
+      { database: server.database },
+    );
+    executors = compiled ? [['compiled', server], ['graphql-js', other]] : [['compiled', other], ['graphql-js', server]];
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  let serial = 0;
+  const users = () => [{ email: `nullable-${(serial += 1)}@example.com`, name: 'Nullable' }];
+  const invitations = async (email: string) =>
+    (await server.database.query('SELECT 1 FROM user_invitations i JOIN users u ON u.id = i.user_id WHERE u.email = $1', [email])).length;
+
+  // Null as a literal, inside the input variable, as a variable of its own, and the variable left out.
+  const requests: [string, string, (batch: { email: string; name: string }[]) => Record<string, unknown>][] = [
+    ['a null literal', 'mutation ($users: [CreateUserInput!]!) { bulkCreateUsers(input: {users: $users, send_invitations: null}) { success created_count } }', (batch) => ({ users: batch })],
+    ['null in the input variable', 'mutation ($input: BulkCreateUsersInput!) { bulkCreateUsers(input: $input) { success created_count } }', (batch) => ({ input: { users: batch, send_invitations: null } })],
+    ['a null variable', 'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }', (batch) => ({ users: batch, send: null })],
+    ['an unset variable', 'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }', (batch) => ({ users: batch })],
+  ];
+
+  it.each(['compiled', 'graphql-js'])('is taken as false by the %s executor, whichever way null comes', async (name) => {
+    const target = executors.find(([executor]) => executor === name)![1];
+    for (const [, query, variables] of requests) {
+      const batch = users();
+      const response = await postGraphQL(target.graphqlUrl, { query, variables: variables(batch) }, ADMIN);
+      expect(response.body).toEqual({ data: { bulkCreateUsers: { success: true, created_count: 1 } } });
+      expect(await invitations(batch[0].email)).toBe(0);
+    }
+  });
+
+  it('is taken as false by the handler route', async () => {
+    const batch = users();
+    const response = await fetch(`${server.url}/actions/bulk-create-users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ADMIN },
+      body: JSON.stringify({ action: { name: 'bulkCreateUsers' }, input: { input: { users: batch, send_invitations: null } } }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ success: true, created_count: 1 });
+    expect(await invitations(batch[0].email)).toBe(0);
   });
 });

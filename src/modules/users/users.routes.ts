@@ -24,7 +24,7 @@ export function usersActions({ users, bulkUsers }: UsersServices): ActionDefinit
           input: {
             type: 'object',
             required: ['users'],
-            properties: { users: { type: 'array', items: { type: 'object' } }, send_invitations: { type: 'boolean' } },
+            properties: { users: { type: 'array', items: { type: 'object' } }, send_invitations: { type: ['boolean', 'null'] } },
           },
         },
       },

@@ -73,8 +73,9 @@ export class BulkCreateUsersInput {
   @Field(() => [CreateUserInput], { description: 'At most ACTIONS_BULK_CREATE_MAX_USERS (1000 by default)' })
   users!: CreateUserInput[];
 
-  @Field({ defaultValue: false, description: 'Mails each created user a single-use link to set a password' })
-  send_invitations!: boolean;
+  // Spec 1 §2.2: Boolean, default false; null means false.
+  @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Mails each created user a single-use link to set a password (null: no)' })
+  send_invitations?: boolean | null;
 }
 
 @ObjectType({ description: 'The outcome of one entry of bulkCreateUsers, in input order' })
