@@ -29,8 +29,8 @@ export interface ActionDefinition {
   roles: readonly string[];
   /** JSON schema of the action's arguments (the envelope's `input`). */
   argumentsSchema: Record<string, unknown>;
-  /** A named limit the route applies once the session is known: per user id, else per client address. */
-  rateLimit?: RateLimitName;
+  /** Named limits the route applies once the session is known, besides actionHandlers: per user id, else per client address. */
+  rateLimits?: RateLimitName[];
   /** The request carries a file: its body may be as large as the upload body limit. */
   carriesUpload?: boolean;
   /**
@@ -59,8 +59,7 @@ export function registerActionRoute(
   settings: { prefix: string; adminSecret: string; rateLimits: RateLimits; schema: GraphQLSchema; uploadBodyLimit?: number; unauthorizedRole?: string },
   action: ActionDefinition,
 ): void {
-  const limiter = action.rateLimit ? settings.rateLimits.get(action.rateLimit) : undefined;
-  const handlersLimiter = settings.rateLimits.get('actionHandlers');
+  const limiters = ['actionHandlers' as const, ...(action.rateLimits ?? [])].map((name) => settings.rateLimits.get(name));
   const output = outputJsonSchema(rootFieldType(settings.schema, action.name));
   app.post<{ Body: ActionEnvelope }>(actionUrl(settings.prefix, action.name), {
     // Action services validate their input with fieldErrors, which reports unstorable text per field.
@@ -73,7 +72,7 @@ export function registerActionRoute(
         `The engine-compatible handler of the \`${action.name}\` GraphQL operation (spec 1 §2.3): the engine's envelope in, ` +
         `the operation's result out, with \`success: false\` and per-field \`errors\` for invalid input. ` +
         `Roles: ${action.roles.join(', ')} (X-Gql-Role; admin when none is given).` +
-        ` Rate limit: actionHandlers (RATE_LIMIT_ACTION_HANDLERS_*, per user)${action.rateLimit ? ` and ${action.rateLimit}` : ''}.`,
+        ` Rate limits: ${limiters.map((limiter) => limiter.name).join(', ')}.`,
       security: requires('adminSecret'),
       body: {
         type: 'object',
@@ -137,8 +136,7 @@ export function registerActionRoute(
       if (!isRoleAllowed(session, action.roles)) {
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }
-      if (!(await admitRequest(reply, handlersLimiter, { ip: request.ip, userId: session.userId }))) return reply;
-      if (limiter && !(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
+      for (const limiter of limiters) if (!(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
       const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);
     },

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { verify } from '@node-rs/argon2';
 import pg from 'pg';
 import { PasswordHasher } from '../../src/common/passwords';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
+import { startBreachList, type BreachList } from '../support/breach-list';
 import { startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver, smtpSettings, nextMailTo } from '../support/smtp';
 import { bearer } from '../support/tokens';
@@ -23,24 +22,12 @@ const BREACHED = 'password123';
 
 let server: TestServer;
 let receiver: SmtpReceiver;
-let rangeServer: http.Server;
-/** What the breach-list server was asked, and whether it should fail. */
-const rangeRequests: string[] = [];
-let rangeFails = false;
+let breachList: BreachList;
 let counter = 0;
 
 beforeAll(async () => {
   receiver = await startSmtpReceiver();
-  rangeServer = http.createServer((request, response) => {
-    rangeRequests.push(request.url ?? '');
-    if (rangeFails) return void response.writeHead(503).end();
-    const breached = createHash('sha1').update(BREACHED).digest('hex').toUpperCase();
-    const prefix = request.url?.split('/').pop() ?? '';
-    const lines = ['0018A45C4D1DEF81644B54AB7F969B88D65:0', '00D4F6E8FA6EECAD2A3AA415EEC418D38EC:2'];
-    if (breached.startsWith(prefix)) lines.push(`${breached.slice(5)}:24230577`);
-    response.writeHead(200, { 'content-type': 'text/plain' }).end(lines.join('\r\n'));
-  });
-  await new Promise<void>((resolve) => rangeServer.listen(0, '127.0.0.1', resolve));
+  breachList = await startBreachList(BREACHED);
   server = await startTestServer({
     ...GENEROUS_AUTH_LIMITS,
     ...smtpSettings(receiver.port),
@@ -50,13 +37,13 @@ beforeAll(async () => {
     AUTH_ALLOWED_REDIRECT_URLS: 'https://*.example.org/callback,myapp://auth',
     AUTH_ALLOWED_ROLES: 'user,me,editor',
     AUTH_PASSWORD_HIBP_ENABLED: 'true',
-    AUTH_PASSWORD_HIBP_API_URL: `http://127.0.0.1:${(rangeServer.address() as AddressInfo).port}`,
+    AUTH_PASSWORD_HIBP_API_URL: breachList.url,
   });
 });
 afterAll(async () => {
   await server.close();
   await receiver.close();
-  await new Promise((resolve) => rangeServer.close(resolve));
+  await breachList.close();
 });
 
 const nextEmail = () => `person${(counter += 1)}@example.com`;
@@ -217,17 +204,17 @@ describe('sign-up and verification', () => {
   });
 
   it('checks passwords against the breach list by the first five hex digits of their SHA-1 only, and accepts them when the list is down', async () => {
-    rangeRequests.splice(0);
+    breachList.requests.splice(0);
     const refused = await signUp({ email: nextEmail(), password: BREACHED });
     expectAuthError(refused, 'password-in-hibp-database');
     const sha1 = createHash('sha1').update(BREACHED).digest('hex').toUpperCase();
-    expect(rangeRequests).toEqual([`/range/${sha1.slice(0, 5)}`]);
+    expect(breachList.requests).toEqual([`/range/${sha1.slice(0, 5)}`]);
 
-    rangeFails = true;
+    breachList.failing = true;
     try {
       expect((await signUp({ email: nextEmail(), password: BREACHED })).status).toBe(200);
     } finally {
-      rangeFails = false;
+      breachList.failing = false;
     }
   });
 });

@@ -20,8 +20,10 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     DATABASE_URL: databaseUrl,
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JWT_SECRET,
-    // Tests register many users from one address; the registration limit has tests of its own.
+    // Tests register many users from one address; the registration limit has tests of its own,
+    // and so has the sign-up limit, which registerUser takes too (test/users/sign-up-policy.test.ts).
     RATE_LIMIT_REGISTRATION_POINTS: '1000000',
+    AUTH_RATE_LIMIT_SIGNUPS_BURST: '1000000',
     // Likewise the handler routes' limiter (spec 1 §8); test/actions/handler-routes.test.ts tests it.
     RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
     // The suite runs with compiled execution on (the default) and, in a second run, off.

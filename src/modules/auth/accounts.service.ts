@@ -7,10 +7,10 @@ import type { MailMessage, Mailer } from '../../platform/mail/mailer';
 import { authUrl } from '../../platform/urls';
 import { AuthError, invalidRequest } from './auth-errors';
 import { gravatarUrl, toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
-import type { BreachedPasswords } from './breached-passwords.service';
 import { queryRows } from './query-rows';
 import { RedirectPolicy, withQuery } from './redirects';
 import type { AuthSession, SessionTokens } from './session-tokens.service';
+import type { SignUpPolicy } from './sign-up-policy.service';
 import type { SmsFactor } from './sms.service';
 import type { TicketKind, Tickets } from './tickets.service';
 
@@ -82,7 +82,8 @@ export class AuthAccounts {
     private readonly dataSource: DataSource,
     private readonly tokens: SessionTokens,
     private readonly tickets: Tickets,
-    private readonly breached: BreachedPasswords,
+    /** Every account this service creates follows it. */
+    private readonly signUps: SignUpPolicy,
     private readonly mailer: Mailer,
     private readonly config: Pick<Config, 'auth'>,
     /** False when mail cannot be delivered (production without SMTP_HOST): routes that mail answer disabled-endpoint. */
@@ -100,13 +101,13 @@ export class AuthAccounts {
 
   /** POST /auth/signup/email-password: the account, and a session unless the address must be verified first. */
   async signUpEmailPassword(input: SignUpInput): Promise<{ session: AuthSession | null }> {
-    if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+    this.signUps.assertOpen();
     if (this.settings.emailVerifiedRequired) this.requireMail();
     const email = this.emailAddress(input.email, 'email');
     const options = input.options ?? {};
     const redirectTo = this.redirectTo(options.redirectTo);
     this.checkProfile(options);
-    await this.checkNewPassword(input.password);
+    await this.signUps.checkPassword(input.password);
     const passwordHash = await this.passwords.hash(input.password);
 
     return this.dataSource.transaction(async (manager) => {
@@ -183,7 +184,7 @@ export class AuthAccounts {
     await this.dataSource.transaction(async (manager) => {
       let [user] = (await manager.query(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = $1`, [email])) as UserRow[];
       if (!user) {
-        if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+        this.signUps.assertOpen();
         user = await this.insertUser(manager, email, null, options);
       }
       if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
@@ -193,9 +194,13 @@ export class AuthAccounts {
     });
   }
 
-  /** POST /auth/signin/anonymous (AUTH_ANONYMOUS_USERS_ENABLED): a new account without an address, role `anonymous`. */
+  /**
+   * POST /auth/signin/anonymous (AUTH_ANONYMOUS_USERS_ENABLED): a new account without an address,
+   * role `anonymous`; a sign-up, so not while sign-up is disabled.
+   */
   async signInAnonymous(input: { displayName?: string; locale?: string; metadata?: Record<string, unknown> }): Promise<{ session: AuthSession }> {
     if (!this.settings.anonymousUsersEnabled) throw new AuthError('disabled-endpoint', 'Anonymous users are disabled (AUTH_ANONYMOUS_USERS_ENABLED)');
+    this.signUps.assertOpen();
     const displayName = this.displayName(input.displayName) ?? 'Anonymous';
     const locale = this.locale(input.locale);
     return this.dataSource.transaction(async (manager) => {
@@ -225,7 +230,7 @@ export class AuthAccounts {
     if (input.signInMethod === 'email-password') {
       if (input.password === undefined) throw invalidRequest('password is required with signInMethod email-password');
       if (this.settings.emailVerifiedRequired) this.requireMail();
-      await this.checkNewPassword(input.password);
+      await this.signUps.checkPassword(input.password);
       passwordHash = await this.passwords.hash(input.password);
     } else {
       if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
@@ -262,7 +267,7 @@ export class AuthAccounts {
     manager: EntityManager,
     profile: { email: string; emailVerified: boolean; displayName: string | null; avatarUrl: string | null },
   ): Promise<UserRow> {
-    if (this.settings.signupDisabled) throw new AuthError('signup-disabled');
+    this.signUps.assertOpen();
     const email = this.emailAddress(profile.email, 'email');
     const { defaultRole, allowedRoles } = this.requestedRoles({});
     const name = profile.displayName?.trim().slice(0, MAX_DISPLAY_NAME_LENGTH) || email;
@@ -380,7 +385,7 @@ export class AuthAccounts {
    * signed out.
    */
   async changePassword(newPassword: string, by: { userId: string } | { ticket: string }): Promise<void> {
-    await this.checkNewPassword(newPassword);
+    await this.signUps.checkPassword(newPassword);
     const passwordHash = await this.passwords.hash(newPassword);
     await this.dataSource.transaction(async (manager) => {
       if ('userId' in by) {
@@ -493,14 +498,6 @@ export class AuthAccounts {
     }
     if (!allowedRoles.includes(defaultRole)) throw new AuthError('default-role-must-be-in-allowed-roles');
     return { defaultRole, allowedRoles };
-  }
-
-  private async checkNewPassword(password: string): Promise<void> {
-    const length = [...password].length;
-    const { passwordMinLength, passwordMaxLength } = this.settings;
-    if (length < passwordMinLength) throw new AuthError('password-too-short', `Password must be at least ${passwordMinLength} characters`);
-    if (length > passwordMaxLength) throw invalidRequest(`password must be at most ${passwordMaxLength} characters`);
-    if (await this.breached.isBreached(password)) throw new AuthError('password-in-hibp-database');
   }
 
   private avatarUrl(email: string): string {

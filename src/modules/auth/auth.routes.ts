@@ -5,6 +5,7 @@ import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limit
 import type { DeanonymizeInput, SignUpInput } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
+import { SIGN_UP_LIMIT } from './sign-up-policy.service';
 import { EMAIL, ERRORS, NULLABLE_SESSION, OK, OPTIONS_REDIRECT, PASSWORD, REDIRECT, REDIRECT_TO, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, TICKET, USER_SCHEMA, UUID, text } from './auth.schemas';
 import { oauthRoutes } from './oauth.routes';
 import { smsRoutes } from './sms.routes';
@@ -81,7 +82,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   route({
     method: 'POST',
     url: '/signup/email-password',
-    limits: ['authSignups', 'authEmail'],
+    limits: [SIGN_UP_LIMIT, 'authEmail'],
     schema: {
       tags: TAGS,
       summary: 'Sign up with an e-mail address and a password',
@@ -154,7 +155,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   route({
     method: 'POST',
     url: '/signin/anonymous',
-    limits: ['authSignups'],
+    limits: [SIGN_UP_LIMIT],
     schema: {
       tags: TAGS,
       summary: 'Sign in anonymously: a new account without an address (AUTH_ANONYMOUS_USERS_ENABLED)',
@@ -172,7 +173,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
   route({
     method: 'POST',
     url: '/user/deanonymize',
-    limits: ['authSignups', 'authEmail'],
+    limits: [SIGN_UP_LIMIT, 'authEmail'],
     schema: {
       tags: TAGS,
       summary: 'Upgrade the signed-in anonymous account to an e-mail account',

@@ -10,6 +10,7 @@ import { AuthService } from './auth.service';
 import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
 import { SessionTokens } from './session-tokens.service';
+import { SignUpPolicy } from './sign-up-policy.service';
 import { Tickets } from './tickets.service';
 import { SmsFactor } from './sms.service';
 import { TotpFactor } from './totp.service';
@@ -19,6 +20,8 @@ import { UserAdministration } from './user-administration.service';
 export interface AuthServices {
   auth: AuthService;
   accounts: AuthAccounts;
+  /** What every path that makes an account from outside follows (registerUser too). */
+  signUps: SignUpPolicy;
   tokens: SessionTokens;
   /** Single-use tickets: the second-factor issue redeems the `mfaTotp`/`mfaSms` ones sign-in issues. */
   tickets: Tickets;
@@ -82,13 +85,14 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
     log,
   );
   const tickets = new Tickets();
-  const breached = new BreachedPasswords(http, config.auth.hibp, log);
+  const signUps = new SignUpPolicy(config.auth, new BreachedPasswords(http, config.auth.hibp, log));
   const sms = new SmsFactor(dataSource, tokens, tickets, rateLimits, http, config.auth.mfa, log);
-  const accounts = new AuthAccounts(dataSource, tokens, tickets, breached, mailer, config, canMail, sms);
+  const accounts = new AuthAccounts(dataSource, tokens, tickets, signUps, mailer, config, canMail, sms);
   return {
     sms,
     auth: new AuthService(),
     accounts,
+    signUps,
     oauth: new OAuthSignIn(dataSource, accounts, http, config, secret.key, log),
     tokens,
     tickets,

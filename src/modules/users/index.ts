@@ -1,5 +1,6 @@
 import { PasswordHasher } from '../../common/passwords';
 import type { PlinthModule } from '../../platform/module';
+import { authModule } from '../auth';
 import { BulkUserCreation } from './bulk-create-users.service';
 import { User } from './user.entity';
 import { UsersResolver } from './users.resolver';
@@ -17,11 +18,11 @@ export const usersModule: PlinthModule<UsersServices> = {
   resolvers: [UsersResolver],
   // No mailer.requireDelivery: only bulkCreateUsers with send_invitations sends, and without a
   // way to deliver mail that call fails alone rather than the server refusing to start.
-  create: ({ config, dataSource, pubSub, mailer, logger }) => ({
+  create: ({ config, dataSource, pubSub, mailer, logger }, modules) => ({
     users: new UsersService(
       dataSource.getRepository(User),
       pubSub,
-      { minLength: config.auth.passwordMinLength, maxLength: config.auth.passwordMaxLength },
+      modules.get(authModule).signUps,
       new PasswordHasher(config.auth.passwordHash),
       logger.child({ module: 'users' }),
     ),

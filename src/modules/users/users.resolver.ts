@@ -11,6 +11,7 @@ import {
   BulkCreateUsersInput,
   BulkCreateUsersOutput,
   REGISTER_USER_ROLES,
+  REGISTRATION_LIMITS,
   RegisterUserInput,
   RegisterUserOutput,
   UserInfo,
@@ -27,7 +28,7 @@ export class UsersResolver {
     @Arg('input', () => RegisterUserInput) input: RegisterUserInput,
     @Ctx() context: GraphQLContext,
   ): Promise<RegisterUserOutput> {
-    await enforceRateLimit(context, 'registration');
+    for (const limit of REGISTRATION_LIMITS) await enforceRateLimit(context, limit);
     return this.services.users.registerUser(input);
   }
 

@@ -1,6 +1,6 @@
 import type { ActionDefinition } from '../../http/actions';
 import type { UsersServices } from '.';
-import { BULK_CREATE_USERS_ROLES, REGISTER_USER_ROLES } from './users.types';
+import { BULK_CREATE_USERS_ROLES, REGISTER_USER_ROLES, REGISTRATION_LIMITS } from './users.types';
 
 /** The engine-compatible handler routes of the users actions. */
 export function usersActions({ users, bulkUsers }: UsersServices): ActionDefinition[] {
@@ -10,7 +10,7 @@ export function usersActions({ users, bulkUsers }: UsersServices): ActionDefinit
       roles: REGISTER_USER_ROLES,
       // The fields themselves are checked by the service, which answers success=false per field.
       argumentsSchema: { type: 'object', required: ['input'], properties: { input: { type: 'object' } } },
-      rateLimit: 'registration',
+      rateLimits: REGISTRATION_LIMITS,
       handle: (args) => users.registerUser(args.input),
     },
     {

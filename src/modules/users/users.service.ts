@@ -4,16 +4,13 @@ import { QueryFailedError, type Repository } from 'typeorm';
 import type { PasswordHasher } from '../../common/passwords';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../graphql/pubsub';
+import { AUTH_ERRORS } from '../auth/auth-errors';
+import type { SignUpPolicy } from '../auth/sign-up-policy.service';
 import type { User } from './user.entity';
 import { RegisterUserInput, type RegisterUserOutput, type UserInfo } from './users.types';
 
 /** Published with the new user's UserInfo after a registration commits. */
 export const USER_REGISTERED = 'USER_REGISTERED';
-
-export interface PasswordPolicy {
-  minLength: number;
-  maxLength: number;
-}
 
 const EMAIL_INDEX = 'users_email_lower_key';
 
@@ -21,29 +18,32 @@ export class UsersService {
   constructor(
     private readonly users: Repository<User>,
     private readonly events: EventPublisher,
-    private readonly passwordPolicy: PasswordPolicy,
+    /** The auth service's: registerUser is a sign-up like any other. */
+    private readonly signUps: SignUpPolicy,
     private readonly passwords: PasswordHasher,
     private readonly logger: Logger,
   ) {}
 
   /**
-   * Creates an account. Every failure is an answer with success=false and changes nothing:
-   * invalid fields, an e-mail already registered (decided by the unique index, so two
+   * Creates an account, under the sign-up policy. Every failure is an answer with success=false
+   * and changes nothing: sign-up disabled (SIGNUP_DISABLED, field "general"), invalid fields, a
+   * breached password, an e-mail already registered (decided by the unique index, so two
    * simultaneous registrations cannot both succeed), or an unexpected error (field "general").
    */
   async registerUser(raw: unknown): Promise<RegisterUserOutput> {
+    if (!this.signUps.isOpen()) {
+      const message = 'Sign up is disabled';
+      return { success: false, message, errors: [{ field: 'general', message, code: 'SIGNUP_DISABLED' }], error_code: 'SIGNUP_DISABLED' };
+    }
     const input = normalise(raw);
     const errors = await fieldErrors(input);
-    if (!errors.some((error) => error.field === 'password')) {
-      const length = [...input.password].length;
-      const { minLength, maxLength } = this.passwordPolicy;
-      if (length < minLength || length > maxLength) {
-        errors.push({
-          field: 'password',
-          message: `password must be between ${minLength} and ${maxLength} characters`,
-          code: 'INVALID_LENGTH',
-        });
-      }
+    if (!errors.some((error) => error.field === 'password') && this.signUps.passwordLength(input.password)) {
+      const { minLength, maxLength } = this.signUps.passwordBounds;
+      errors.push({ field: 'password', message: `password must be between ${minLength} and ${maxLength} characters`, code: 'INVALID_LENGTH' });
+    }
+    // Only a password that could be used is sent to the breach check.
+    if (errors.length === 0 && (await this.signUps.isBreached(input.password))) {
+      errors.push({ field: 'password', message: AUTH_ERRORS['password-in-hibp-database'].message, code: 'BREACHED_PASSWORD' });
     }
     if (errors.length > 0) {
       const order = Object.keys(input);

@@ -4,9 +4,14 @@ import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { FieldError } from '../../common/field-error.types';
 import { rule, rules } from '../../common/validation';
 import { ADMIN_ROLE, EVERY_ROLE } from '../../http/session';
+import type { RateLimitName } from '../../platform/rate-limits';
+import { SIGN_UP_LIMIT } from '../auth/sign-up-policy.service';
 
 /** Registration is sign-up: every role may call it, anonymous included. */
 export const REGISTER_USER_ROLES = [EVERY_ROLE];
+
+/** Spec 1 §8's registration limit, and the sign-up limit every sign-up takes (the auth service's policy). */
+export const REGISTRATION_LIMITS: RateLimitName[] = ['registration', SIGN_UP_LIMIT];
 
 /** Creating accounts for others is an administrator's task. */
 export const BULK_CREATE_USERS_ROLES = [ADMIN_ROLE];
@@ -150,5 +155,5 @@ export class RegisterUserOutput {
   errors?: FieldError[] | null;
 
   /** Overall failure code of the handler envelope (spec 1 §2.3); not part of the GraphQL type. */
-  error_code?: 'VALIDATION_ERROR' | 'EMAIL_ALREADY_REGISTERED' | 'INTERNAL_ERROR';
+  error_code?: 'VALIDATION_ERROR' | 'EMAIL_ALREADY_REGISTERED' | 'SIGNUP_DISABLED' | 'INTERNAL_ERROR';
 }
