@@ -40,7 +40,7 @@ describe('loadConfig', () => {
       },
       storage: { driver: 'postgres', localDir: path.resolve('.data/storage'), signingSecret: undefined },
       trustProxy: false,
-      rateLimit: { store: 'memory', registration: { points: 5, durationSeconds: 60 } },
+      rateLimit: { store: 'memory', registration: { points: 5, durationSeconds: 60 }, engine: { points: 1000, durationSeconds: 60 } },
       outboundHttp: { connectTimeoutMs: 5000, timeoutMs: 30000, maxResponseBytes: 10485760, maxConnectionsPerOrigin: 32 },
       publicUrl: 'http://localhost:8080',
       mail: {
@@ -265,6 +265,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_STORE', { RATE_LIMIT_STORE: 'redis' }],
     ['RATE_LIMIT_REGISTRATION_POINTS', { RATE_LIMIT_REGISTRATION_POINTS: '0' }],
     ['RATE_LIMIT_REGISTRATION_DURATION_SECONDS', { RATE_LIMIT_REGISTRATION_DURATION_SECONDS: '1.5' }],
+    ['RATE_LIMIT_ENGINE_POINTS', { RATE_LIMIT_ENGINE_POINTS: '0' }],
+    ['RATE_LIMIT_ENGINE_POINTS', { RATE_LIMIT_ENGINE_POINTS: 'plenty' }],
+    ['RATE_LIMIT_ENGINE_DURATION_SECONDS', { RATE_LIMIT_ENGINE_DURATION_SECONDS: '86401' }],
     ['OUTBOUND_HTTP_CONNECT_TIMEOUT_MS', { OUTBOUND_HTTP_CONNECT_TIMEOUT_MS: '0' }],
     ['OUTBOUND_HTTP_TIMEOUT_MS', { OUTBOUND_HTTP_TIMEOUT_MS: 'soon' }],
     ['OUTBOUND_HTTP_MAX_RESPONSE_BYTES', { OUTBOUND_HTTP_MAX_RESPONSE_BYTES: '-1' }],

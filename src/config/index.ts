@@ -351,6 +351,9 @@ const environmentSchema = z.object({
   RATE_LIMIT_STORE: z.enum(['memory', 'postgres'], { error: 'must be memory or postgres' }).default('memory'),
   RATE_LIMIT_REGISTRATION_POINTS: integer(1, 1_000_000).default(5),
   RATE_LIMIT_REGISTRATION_DURATION_SECONDS: integer(1, 86_400).default(60),
+  // What each limit allows an engine's address for callers it names neither by user nor by address (docs/decisions.md).
+  RATE_LIMIT_ENGINE_POINTS: integer(1, 100_000_000).default(1_000),
+  RATE_LIMIT_ENGINE_DURATION_SECONDS: integer(1, 86_400).default(60),
   OUTBOUND_HTTP_CONNECT_TIMEOUT_MS: integer(1, 600_000).default(5_000),
   OUTBOUND_HTTP_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
   OUTBOUND_HTTP_MAX_RESPONSE_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
@@ -641,6 +644,11 @@ export interface Config {
     /** memory: each process counts alone; postgres: processes on one database share the counts. */
     store: 'memory' | 'postgres';
     registration: { points: number; durationSeconds: number };
+    /**
+     * RATE_LIMIT_ENGINE_*: each limit's count of an engine's address, for the calls it makes with
+     * the admin secret naming neither the user (X-Gql-User-Id) nor the user's address (X-Gql-Client-Address).
+     */
+    engine: { points: number; durationSeconds: number };
   };
   outboundHttp: {
     connectTimeoutMs: number;
@@ -1137,6 +1145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         points: values.RATE_LIMIT_REGISTRATION_POINTS,
         durationSeconds: values.RATE_LIMIT_REGISTRATION_DURATION_SECONDS,
       },
+      engine: { points: values.RATE_LIMIT_ENGINE_POINTS, durationSeconds: values.RATE_LIMIT_ENGINE_DURATION_SECONDS },
     },
     outboundHttp: {
       connectTimeoutMs: values.OUTBOUND_HTTP_CONNECT_TIMEOUT_MS,

@@ -3,8 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
 import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
-import { admitRequest, type RateLimitName, type RateLimits } from '../platform/rate-limits';
-import { ADMIN_SECRET_HEADER, assertedSession, isRoleAllowed, variablesFromHeaders, type Session } from './session';
+import { admitRequest, rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
+import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from './session';
 import { ENVELOPE_ERROR_SCHEMA, sendError } from './errors';
 import { requires } from './security-schemes';
 
@@ -29,7 +29,7 @@ export interface ActionDefinition {
   roles: readonly string[];
   /** JSON schema of the action's arguments (the envelope's `input`). */
   argumentsSchema: Record<string, unknown>;
-  /** Named limits the route applies once the session is known, besides actionHandlers: per user id, else per client address. */
+  /** Named limits the route applies once the session is known, besides actionHandlers (rateLimitCaller says who counts). */
   rateLimits?: RateLimitName[];
   /** The request carries a file: its body may be as large as the upload body limit. */
   carriesUpload?: boolean;
@@ -72,7 +72,9 @@ export function registerActionRoute(
         `The engine-compatible handler of the \`${action.name}\` GraphQL operation (spec 1 §2.3): the engine's envelope in, ` +
         `the operation's result out, with \`success: false\` and per-field \`errors\` for invalid input. ` +
         `Roles: ${action.roles.join(', ')} (X-Gql-Role; admin when none is given).` +
-        ` Rate limits: ${limiters.map((limiter) => limiter.name).join(', ')}.`,
+        ` Rate limits: ${limiters.map((limiter) => limiter.name).join(', ')}, each counted by the user (X-Gql-User-Id) or the user's` +
+        ` address (X-Gql-Client-Address) as it is keyed; what would count by the engine's own address counts in the engine budget` +
+        ` (RATE_LIMIT_ENGINE_*).`,
       security: requires('adminSecret'),
       body: {
         type: 'object',
@@ -100,7 +102,7 @@ export function registerActionRoute(
             error_code: { type: 'string', description: 'Why the action failed (with success=false), such as VALIDATION_ERROR' },
           },
         },
-        400: { ...ENVELOPE_ERROR_SCHEMA, description: 'A malformed envelope or session headers (VALIDATION_ERROR)' },
+        400: { ...ENVELOPE_ERROR_SCHEMA, description: `A malformed envelope, session headers or ${CLIENT_ADDRESS_HEADER} (VALIDATION_ERROR)` },
         401: {
           description: 'No admin secret, or a wrong one',
           type: 'object',
@@ -109,7 +111,7 @@ export function registerActionRoute(
         },
         403: { ...ENVELOPE_ERROR_SCHEMA, description: 'The session role may not call this action (FORBIDDEN)' },
         429: {
-          description: 'Too many calls from this user (or address); Retry-After says when to try again',
+          description: 'Too many calls from this user (or address, or engine); Retry-After says when to try again',
           type: 'object',
           properties: {
             success: { type: 'boolean', const: false },
@@ -136,7 +138,9 @@ export function registerActionRoute(
       if (!isRoleAllowed(session, action.roles)) {
         return sendError(reply, 403, 'FORBIDDEN', `the role "${session.role}" may not call ${action.name}`);
       }
-      for (const limiter of limiters) if (!(await admitRequest(reply, limiter, { ip: request.ip, userId: session.userId }))) return reply;
+      const caller = rateLimitCaller(session, request.ip, request.headers);
+      if ('error' in caller) return sendError(reply, 400, 'VALIDATION_ERROR', caller.error);
+      for (const limiter of limiters) if (!(await admitRequest(reply, limiter, caller))) return reply;
       const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);
     },

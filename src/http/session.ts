@@ -12,6 +12,11 @@ export interface Session {
   variables: Record<string, string>;
   /** False for the unauthorised role, true for a verified token or the admin secret. */
   authenticated: boolean;
+  /**
+   * The caller holds the admin secret: an engine calling for its end users (or a trusted backend).
+   * It asserts the session, and may name the end user's address (CLIENT_ADDRESS_HEADER).
+   */
+  viaAdminSecret: boolean;
   /** Expiry of the access token in seconds since the epoch, when a token was used. */
   expiresAt: number | null;
 }
@@ -47,6 +52,12 @@ export const ADMIN_ROLE = 'admin';
 export const EVERY_ROLE = '*';
 const VARIABLE_PREFIX = 'x-gql-';
 export const ADMIN_SECRET_HEADER = 'x-gql-admin-secret';
+/**
+ * The end user's address, as an engine calling with the admin secret names it for the rate
+ * limits; ignored from anyone else. An x-gql-* name: engines pass their clients' x-gql-* headers
+ * on to no one (a client cannot forge it through one), and it is no session variable.
+ */
+export const CLIENT_ADDRESS_HEADER = 'x-gql-client-address';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -87,15 +98,16 @@ export function resolveSession(headers: Headers, settings: SessionSettings): Ses
     allowedRoles: [role],
     variables: { 'x-gql-role': role },
     authenticated: false,
+    viaAdminSecret: false,
     expiresAt: null,
   };
 }
 
-/** The X-Gql-* headers of a request (but the admin secret), as session variables. */
+/** The X-Gql-* headers of a request (but the admin secret and the client address), as session variables. */
 export function variablesFromHeaders(headers: Headers): Record<string, string> {
   const variables: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (name.startsWith(VARIABLE_PREFIX) && name !== ADMIN_SECRET_HEADER && typeof value === 'string') {
+    if (name.startsWith(VARIABLE_PREFIX) && name !== ADMIN_SECRET_HEADER && name !== CLIENT_ADDRESS_HEADER && typeof value === 'string') {
       variables[name] = value;
     }
   }
@@ -114,6 +126,7 @@ export function assertedSession(variables: Record<string, string>): Session {
     allowedRoles: [role],
     variables: { ...variables, 'x-gql-role': role },
     authenticated: true,
+    viaAdminSecret: true,
     expiresAt: null,
   };
 }
@@ -242,6 +255,7 @@ function sessionOfClaims(payload: JwtPayload, requestedRole: string | undefined,
     allowedRoles: Object.freeze([...(allowedRoles as string[])]) as string[],
     variables: Object.freeze(variables),
     authenticated: true,
+    viaAdminSecret: false,
     expiresAt: typeof payload.exp === 'number' ? payload.exp : null,
   });
 }

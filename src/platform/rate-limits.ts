@@ -1,3 +1,4 @@
+import net from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
 import type pg from 'pg';
@@ -7,6 +8,7 @@ import type { DataSource } from 'typeorm';
 import { sha256Hex } from '../common/sha256';
 import type { Config } from '../config';
 import type { GraphQLContext } from '../graphql/context';
+import { CLIENT_ADDRESS_HEADER, type Session } from '../http/session';
 
 /**
  * What a limit counts by: the client address, the session's user id, or a token the caller
@@ -26,6 +28,11 @@ export interface RateLimitCaller {
   ip: string;
   userId?: string | null;
   token?: string | null;
+  /**
+   * `ip` is an engine's own address (a caller with the admin secret that named neither the user
+   * nor the user's address): a count that would go by it goes to the engine budget instead.
+   */
+  viaEngine?: boolean;
 }
 
 /** Every named limit of the server; each takes its numbers from src/config. */
@@ -67,6 +74,12 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
   };
 }
 
+/**
+ * RATE_LIMIT_ENGINE_*: what each limit allows an engine's address, for the calls it makes with
+ * the admin secret without naming the user or the user's address.
+ */
+export type EngineBudget = Pick<RateLimitRule, 'points' | 'durationSeconds'>;
+
 /** The table of the PostgreSQL store, created by a migration (not by the library). */
 const RATE_LIMIT_TABLE = 'rate_limits';
 
@@ -103,19 +116,21 @@ function keyOf(kind: RateLimitKey, caller: RateLimitCaller): string {
 
 const retryAfterSeconds = (result: RateLimiterRes) => Math.max(1, Math.ceil(result.msBeforeNext / 1000));
 
-class StoreRateLimiter implements RateLimiter {
+/** One count of a store, with the process's own count to fall back on while PostgreSQL does not answer. */
+class StoreCounter {
   private readonly counter: RateLimiterAbstract;
   /** Counts in this process while PostgreSQL does not answer. */
   private readonly fallback: RateLimiterMemory | undefined;
   private storeFailing = false;
 
   constructor(
-    readonly name: string,
-    readonly rule: RateLimitRule,
+    private readonly name: string,
+    keyPrefix: string,
+    rule: Pick<RateLimitRule, 'points' | 'durationSeconds'>,
     store: RateLimitStore,
     private readonly logger: Logger,
   ) {
-    const options = { keyPrefix: name, points: rule.points, duration: rule.durationSeconds };
+    const options = { keyPrefix, points: rule.points, duration: rule.durationSeconds };
     if (store.kind === 'memory') {
       this.counter = new RateLimiterMemory(options);
       return;
@@ -132,8 +147,7 @@ class StoreRateLimiter implements RateLimiter {
     this.fallback = new RateLimiterMemory(options);
   }
 
-  async consume(caller: RateLimitCaller): Promise<void> {
-    const key = keyOf(this.rule.key, caller);
+  async consume(key: string): Promise<void> {
     try {
       await this.counter.consume(key);
       if (this.storeFailing) {
@@ -154,13 +168,38 @@ class StoreRateLimiter implements RateLimiter {
   }
 }
 
+class StoreRateLimiter implements RateLimiter {
+  private readonly own: StoreCounter;
+  /** The engine budget's count of this limit, per engine address (RATE_LIMIT_ENGINE_*). */
+  private readonly engine: StoreCounter | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly rule: RateLimitRule,
+    store: RateLimitStore,
+    logger: Logger,
+    engineBudget: EngineBudget | undefined,
+  ) {
+    this.own = new StoreCounter(name, name, rule, store, logger);
+    this.engine = engineBudget && new StoreCounter(name, `${name}:engine`, engineBudget, store, logger);
+  }
+
+  async consume(caller: RateLimitCaller): Promise<void> {
+    const key = keyOf(this.rule.key, caller);
+    // Counted by the engine's address, which stands for every user behind it: the engine's budget.
+    if (this.engine && caller.viaEngine && key.startsWith('ip')) return this.engine.consume(key);
+    return this.own.consume(key);
+  }
+}
+
 /** The named limiters of one server, over one store. */
 export class RateLimits<Name extends string = RateLimitName> {
   private readonly limiters = new Map<string, RateLimiter>();
 
-  constructor(store: RateLimitStore, rules: Record<Name, RateLimitRule>, logger: Logger) {
+  /** Without `engineBudget`, an engine's calls count by its address like anyone's. */
+  constructor(store: RateLimitStore, rules: Record<Name, RateLimitRule>, logger: Logger, engineBudget?: EngineBudget) {
     for (const [name, rule] of Object.entries<RateLimitRule>(rules)) {
-      this.limiters.set(name, new StoreRateLimiter(name, rule, store, logger));
+      this.limiters.set(name, new StoreRateLimiter(name, rule, store, logger, engineBudget));
     }
   }
 
@@ -180,7 +219,7 @@ export function createRateLimits(config: Config, dataSource: DataSource, logger:
     config.rateLimit.store === 'postgres'
       ? { kind: 'postgres', pool: (dataSource.driver as unknown as { master: pg.Pool }).master }
       : { kind: 'memory' };
-  return new RateLimits(store, rateLimitRules(config), logger.child({ component: 'rate-limits' }));
+  return new RateLimits(store, rateLimitRules(config), logger.child({ component: 'rate-limits' }), config.rateLimit.engine);
 }
 
 /**
@@ -226,14 +265,34 @@ export function rateLimitHook(
 }
 
 /**
- * For resolvers: takes a point of the named limit for the caller (its user id, else its
- * address), or throws a GraphQLError with extensions.code RATE_LIMITED and
- * extensions.retryAfter in seconds.
+ * Who a request counts as. A caller holding the admin secret is an engine calling for its users,
+ * and its own address stands for all of them: it counts by the session's user id, else by the
+ * user's address it names in X-Gql-Client-Address, else (the address only) in the engine budget.
+ * From anyone else the header is ignored. An address named that is not one IP address is an error.
+ */
+export function rateLimitCaller(
+  session: Pick<Session, 'userId' | 'viaAdminSecret'>,
+  address: string,
+  headers: Record<string, string | string[] | undefined> | undefined,
+): RateLimitCaller | { error: string } {
+  if (!session.viaAdminSecret) return { ip: address, userId: session.userId };
+  const named = headers?.[CLIENT_ADDRESS_HEADER];
+  if (named === undefined) return { ip: address, userId: session.userId, viaEngine: true };
+  const clientAddress = typeof named === 'string' ? named.trim() : '';
+  if (net.isIP(clientAddress) === 0) return { error: `${CLIENT_ADDRESS_HEADER} must be one IP address, the end user's` };
+  return { ip: clientAddress, userId: session.userId };
+}
+
+/**
+ * For resolvers: takes a point of the named limit for the caller (rateLimitCaller), or throws a
+ * GraphQLError with extensions.code RATE_LIMITED and extensions.retryAfter in seconds (or
+ * BAD_REQUEST for an address that is not one).
  */
 export async function enforceRateLimit(context: GraphQLContext, name: RateLimitName): Promise<void> {
-  const limiter = context.rateLimits.get(name);
+  const caller = rateLimitCaller(context.session, context.clientIp, context.requestHeaders);
+  if ('error' in caller) throw new GraphQLError(caller.error, { extensions: { code: 'BAD_REQUEST' } });
   try {
-    await limiter.consume({ ip: context.clientIp, userId: context.session.userId });
+    await context.rateLimits.get(name).consume(caller);
   } catch (error) {
     if (!(error instanceof RateLimitExceeded)) throw error;
     throw new GraphQLError(error.message, { extensions: { code: 'RATE_LIMITED', retryAfter: error.retryAfterSeconds } });

@@ -80,7 +80,14 @@ afterAll(async () => {
 describe('a synchronous action', () => {
   it('POSTs Hasura\'s payload with the session headers, the configured ones and the forwarded client headers', async () => {
     handler.calls.length = 0;
-    const response = await call('makeThing', { ...bearer(userToken), 'x-client-tag': 'from-client', cookie: 'session=secret', 'x-gql-role': 'user' });
+    const response = await call('makeThing', {
+      ...bearer(userToken),
+      'x-client-tag': 'from-client',
+      cookie: 'session=secret',
+      'x-gql-role': 'user',
+      // A client's own claim to an address is not passed on: the engine names the address it sees.
+      'x-gql-client-address': '203.0.113.66',
+    });
     expect(response.body).toEqual({ data: { makeThing: made } });
     expect(handler.calls).toHaveLength(1);
     const [received] = handler.calls;
@@ -99,6 +106,8 @@ describe('a synchronous action', () => {
     expect(received.headers['x-api-key']).toBe('key-from-env-123');
     expect(received.headers['x-static']).toBe('static-key-from-env-123');
     expect(received.headers['x-client-tag']).toBe('from-client');
+    // The end user's address, so that the handler's limits count the user rather than this engine.
+    expect(received.headers['x-gql-client-address']).toBe('127.0.0.1');
     // Credentials stay with Plinth: the handler gets the session instead.
     expect(received.headers.authorization).toBeUndefined();
     expect(received.headers.cookie).toBeUndefined();
@@ -294,5 +303,7 @@ describe('the metadata requests', () => {
     expect(created).toMatchObject({ status: 200 });
     const response = await postGraphQL(server.graphqlUrl, { query: `query { lookupThing(id: "${made.id}") { id at } }` }, { 'x-gql-admin-secret': ADMIN_SECRET });
     expect(response.body).toEqual({ data: { lookupThing: { id: made.id, at: '2026-01-01T00:00:00Z' } } });
+    // Without forward_client_headers the handler learns nothing of the client, its address included.
+    expect(handler.calls.at(-1)!.headers['x-gql-client-address']).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import type { CustomService } from '../../config';
 import { actionPath } from '../../http/actions';
-import { ADMIN_SECRET_HEADER, type Session } from '../../http/session';
+import { ADMIN_SECRET_HEADER, CLIENT_ADDRESS_HEADER, type Session } from '../../http/session';
 import { OutboundHttpError, type OutboundHttp } from '../../platform/outbound-http';
 import { resolveTemplate, type ActionEntry } from './actions.metadata';
 
@@ -22,6 +22,8 @@ export interface HandlerCall {
   requestQuery: string;
   /** The client's headers; sent on when the action forwards them. */
   clientHeaders?: Record<string, string | string[] | undefined>;
+  /** The client's address (TRUST_PROXY decides it); sent as X-Gql-Client-Address when the action forwards client headers. */
+  clientAddress?: string;
 }
 
 /**
@@ -125,6 +127,9 @@ export class ActionCalls {
     headers['x-gql-role'] = call.session.role;
     if (call.session.userId) headers['x-gql-user-id'] = call.session.userId;
     else delete headers['x-gql-user-id'];
+    // The handler's limits then count the end user, not this engine (a handler believes it from the admin secret's holder only).
+    if (call.action.definition.forward_client_headers && call.clientAddress) headers[CLIENT_ADDRESS_HEADER] = call.clientAddress;
+    else delete headers[CLIENT_ADDRESS_HEADER];
     headers['x-gql-session-variables'] = JSON.stringify(call.session.variables);
     return headers;
   }

@@ -260,7 +260,14 @@ export class ActionsService implements ActionRunner {
 
   async run(action: ActionEntry, input: Record<string, unknown>, context: GraphQLContext, requestQuery: string, returnType: GraphQLOutputType): Promise<unknown> {
     this.authorize(action, context.session);
-    const result = await this.deps.calls.call({ action, input, session: context.session, requestQuery, clientHeaders: context.requestHeaders });
+    const result = await this.deps.calls.call({
+      action,
+      input,
+      session: context.session,
+      requestQuery,
+      clientHeaders: context.requestHeaders,
+      clientAddress: context.clientIp,
+    });
     const problem = outputProblem(result, returnType, action.name);
     if (problem) {
       context.logger.warn({ action: action.name, problem }, "an action handler's answer does not fit the output type");

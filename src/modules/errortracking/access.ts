@@ -18,6 +18,7 @@ export function secretKeySession(projectId: number, tokenId: string): Session {
     allowedRoles: [ERROR_API_ROLE],
     variables: { 'x-gql-role': ERROR_API_ROLE, [PROJECT_VARIABLE]: String(projectId), 'x-plinth-error-token-id': tokenId },
     authenticated: true,
+    viaAdminSecret: false,
     expiresAt: null,
   };
 }
