@@ -84,12 +84,8 @@ export function resolveSession(headers: Headers, settings: SessionSettings): Ses
     return assertedSession(variablesFromHeaders(headers));
   }
 
-  const authorization = header(headers, 'authorization');
-  if (authorization !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match) throw new SessionError('INVALID_JWT', 'the Authorization header must be "Bearer <token>"');
-    return tokenSession(match[1], header(headers, 'x-gql-role'), settings.jwtSecret);
-  }
+  const token = bearerToken(headers);
+  if (token !== undefined) return tokenSession(token, header(headers, 'x-gql-role'), settings.jwtSecret);
 
   const role = settings.unauthorizedRole;
   return {
@@ -101,6 +97,26 @@ export function resolveSession(headers: Headers, settings: SessionSettings): Ses
     viaAdminSecret: false,
     expiresAt: null,
   };
+}
+
+/** The token of the Authorization header, when there is one; a header of another form is INVALID_JWT. */
+function bearerToken(headers: Headers): string | undefined {
+  const authorization = header(headers, 'authorization');
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) throw new SessionError('INVALID_JWT', 'the Authorization header must be "Bearer <token>"');
+  return match[1];
+}
+
+/**
+ * The verified claims of the request's bearer token, read from the cache resolveSession fills;
+ * null when the admin secret is presented (it takes precedence) or there is no token. Throws
+ * SessionError as resolveSession does.
+ */
+export function bearerClaims(headers: Headers, settings: SessionSettings): JwtPayload | null {
+  if (header(headers, ADMIN_SECRET_HEADER) !== undefined) return null;
+  const token = bearerToken(headers);
+  return token === undefined ? null : verifiedToken(token, settings.jwtSecret).payload;
 }
 
 /** The X-Gql-* headers of a request (but the admin secret and the client address), as session variables. */
@@ -138,7 +154,7 @@ export function isRoleAllowed(session: Session, roles: readonly string[]): boole
   return roles.includes(session.role);
 }
 
-type JwtPayload = Record<string, unknown>;
+export type JwtPayload = Record<string, unknown>;
 
 /** Verified tokens kept per process; each entry lives until its token expires (or 10 minutes). */
 const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
@@ -204,15 +220,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
  * claims again cost every request about 0.9 µs.
  */
 function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
-  let verified: VerifiedToken;
-  try {
-    verified = verifierFor(secret)(token);
-  } catch (error) {
-    if (!(error instanceof TokenError)) throw error;
-    if (error.code === TokenError.codes.expired) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
-    if (error.code === TokenError.codes.inactive) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
-    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${error.message}`);
-  }
+  const verified = verifiedToken(token, secret);
   const key = requestedRole ?? '';
   let session = verified.sessions.get(key);
   if (session === undefined) {
@@ -220,6 +228,18 @@ function tokenSession(token: string, requestedRole: string | undefined, secret: 
     if (verified.sessions.size < SESSIONS_PER_TOKEN) verified.sessions.set(key, session);
   }
   return session;
+}
+
+/** The token verified (or found verified in the cache); SessionError when it is not valid. */
+function verifiedToken(token: string, secret: JwtSecretConfig): VerifiedToken {
+  try {
+    return verifierFor(secret)(token);
+  } catch (error) {
+    if (!(error instanceof TokenError)) throw error;
+    if (error.code === TokenError.codes.expired) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
+    if (error.code === TokenError.codes.inactive) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
+    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${error.message}`);
+  }
 }
 
 /** The session a verified payload's claims give under the role asked for (deeply frozen). */

@@ -293,6 +293,8 @@ describe('GitHub', () => {
     const email = `linked${Date.now()}@example.com`;
     const signedUp = await authPost<{ session: { user: { id: string }; accessToken: string } }>(server.url, '/signup/email-password', { email, password: 'a sound passphrase' });
     expect(signedUp.status).toBe(200);
+    // Its owner verified the address (an unverified one is taken over instead: account-takeover.test.ts).
+    await server.database.query('UPDATE users SET email_verified = true WHERE id = $1', [signedUp.body.session.user.id]);
 
     consent({ email, verified: false });
     const refused = (await dance('github')).final;

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
 import { PasswordHasher } from '../../common/passwords';
@@ -56,6 +57,48 @@ export const VERIFY_TYPES = {
 
 export type VerifyType = keyof typeof VERIFY_TYPES;
 
+/**
+ * How the owner of an address proved its mailbox on an account nobody had verified (takeOver): a
+ * provider vouching for the address, a sign-in link, a password-reset ticket, an invitation.
+ */
+export type MailboxProof = `provider:${string}` | 'magic-link' | 'password-reset' | 'invitation';
+
+/**
+ * takeOver's one statement ($1 the user): the password, pending address change and second
+ * factors of the account go, with its tickets, invitations, SMS codes, linked providers and
+ * sessions; the address counts as verified. Answers the account and what there was to clear.
+ */
+const TAKE_OVER = `WITH before AS (
+         SELECT password_hash IS NOT NULL AS password, new_email IS NOT NULL AS email_change,
+                totp_secret_sealed IS NOT NULL OR active_mfa_type IS NOT NULL AS second_factor, phone_number IS NOT NULL AS phone
+         FROM users WHERE id = $1
+       ), tickets AS (DELETE FROM auth_tickets WHERE user_id = $1 RETURNING 1),
+       invitations AS (DELETE FROM user_invitations WHERE user_id = $1 RETURNING 1),
+       codes AS (DELETE FROM auth_sms_codes WHERE user_id = $1 RETURNING 1),
+       providers AS (DELETE FROM auth_user_providers WHERE user_id = $1 RETURNING provider),
+       sessions AS (UPDATE auth_refresh_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING family_id),
+       account AS (
+         UPDATE users SET password_hash = NULL, new_email = NULL, active_mfa_type = NULL, totp_secret_sealed = NULL, totp_last_step = NULL,
+           phone_number = NULL, phone_number_verified = false, email_verified = true
+         WHERE id = $1 RETURNING ${USER_COLUMNS}
+       )
+       SELECT account.*, before.*,
+         (SELECT count(*) FROM tickets)::int + (SELECT count(*) FROM invitations)::int + (SELECT count(*) FROM codes)::int AS tickets,
+         (SELECT array_agg(provider ORDER BY provider) FROM providers) AS providers,
+         (SELECT count(DISTINCT family_id) FROM sessions)::int AS sessions
+       FROM account, before`;
+
+/** What TAKE_OVER answers: the account, and what it cleared. */
+type TakenOverRow = UserRow & {
+  password: boolean;
+  email_change: boolean;
+  second_factor: boolean;
+  phone: boolean;
+  tickets: number;
+  providers: string[] | null;
+  sessions: number;
+};
+
 /** The query of an invitation link's landing (GET /auth/invitations/accept), and what the app is sent. */
 export const INVITE_TYPE = 'invite';
 
@@ -90,6 +133,7 @@ export class AuthAccounts {
     private readonly canMail: boolean,
     /** Sends the code of an `mfaSms` sign-in. */
     private readonly sms: SmsFactor,
+    private readonly logger: Logger,
   ) {
     this.redirects = new RedirectPolicy(config.auth.allowedRedirectUrls);
     this.passwords = new PasswordHasher(config.auth.passwordHash);
@@ -323,8 +367,11 @@ export class AuthAccounts {
         const redeemed = await this.tickets.redeem(manager, VERIFY_TYPES[type], query.ticket);
         if (!redeemed) throw new AuthError('invalid-ticket');
         const user = await this.activeUser(manager, redeemed.userId);
-        // Every link went to the address it verifies: following it proves the mailbox.
+        // Every link went to the address it verifies: following it proves the mailbox. A link
+        // that signs in takes an account nobody had verified over; the verification mail confirms
+        // the sign-up it was sent for, password included (docs/decisions.md).
         if (type === 'emailConfirmChange') await this.moveEmail(manager, user, redeemed.newEmail);
+        else if (!user.email_verified && type !== 'emailVerify') await this.takeOver(manager, user, type === 'passwordReset' ? 'password-reset' : 'magic-link');
         else await manager.query('UPDATE users SET email_verified = true WHERE id = $1', [user.id]);
         // As any sign-in: a second factor, when on, is still asked for (the MFA ticket instead of a session).
         return this.signIn(await this.activeUser(manager, user.id), manager, ip);
@@ -381,8 +428,8 @@ export class AuthAccounts {
   /**
    * POST /auth/user/password: the signed-in user's new password, or the holder of a ticket's: a
    * password-reset ticket, or an invitation's (bulkCreateUsers); either also verifies the address
-   * it was mailed to. A ticket ends every session of the account: whoever had the old password is
-   * signed out.
+   * it was mailed to (and takes an account nobody had verified over). A ticket ends every session
+   * of the account: whoever had the old password is signed out.
    */
   async changePassword(newPassword: string, by: { userId: string } | { ticket: string }): Promise<void> {
     await this.signUps.checkPassword(newPassword);
@@ -397,7 +444,8 @@ export class AuthAccounts {
         ? (await this.tickets.redeem(manager, 'passwordReset', by.ticket))?.userId
         : await this.tickets.redeemInvitation(manager, by.ticket);
       if (!userId) throw new AuthError('invalid-ticket');
-      await this.activeUser(manager, userId);
+      const user = await this.activeUser(manager, userId);
+      if (!user.email_verified) await this.takeOver(manager, user, by.ticket.includes(':') ? 'password-reset' : 'invitation');
       // The ticket came by mail to the account's address: holding it proves the mailbox.
       await manager.query('UPDATE users SET password_hash = $2, email_verified = true WHERE id = $1', [userId, passwordHash]);
       await this.tokens.revokeAll(userId, manager);
@@ -422,6 +470,28 @@ export class AuthAccounts {
       const link = authUrl(this.config, '/verify', { ticket, type: 'emailConfirmChange', redirectTo });
       await this.mail(manager, { to: newEmail, template: 'confirm-email-change', variables: { display_name: user.name, new_email: newEmail, link } });
     });
+  }
+
+  /**
+   * The owner of the address proved the mailbox on an account nobody had verified: whoever typed
+   * the address there first (a sign-up, registerUser, an anonymous user's upgrade) keeps no way
+   * in. The password set before is cleared, the sessions revoked, the pending tickets (password
+   * reset, address change, sign-in links), invitations and SMS codes deleted, the second factors
+   * and phone number removed, the linked providers unlinked (the caller links the proving one);
+   * the address counts as verified. Profile, roles and metadata stay: an operator may have set
+   * them (bulkCreateUsers), and a sign-up may only ask for roles of AUTH_ALLOWED_ROLES. Anything
+   * cleared is logged (what, not its values). Runs in the caller's transaction; answers the account.
+   */
+  async takeOver(manager: EntityManager, user: UserRow, proof: MailboxProof): Promise<UserRow> {
+    const [row] = await queryRows<TakenOverRow>(manager, TAKE_OVER, [user.id]);
+    const { password, email_change: emailChange, second_factor: secondFactor, phone, tickets, providers, sessions, ...account } = row;
+    if (password || emailChange || secondFactor || phone || tickets > 0 || providers || sessions > 0) {
+      this.logger.warn(
+        { userId: user.id, proof, cleared: { password, emailChange, secondFactor, phone, tickets, providers: providers ?? [], sessions } },
+        'the owner of the address took over an account nobody had verified: what was set on it before is cleared',
+      );
+    }
+    return account;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { requires } from '../../http/security-schemes';
-import { resolveSession, SessionError } from '../../http/session';
+import { bearerClaims, resolveSession, SessionError } from '../../http/session';
 import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
 import type { DeanonymizeInput, SignUpInput } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
@@ -346,7 +346,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
-        await accounts.changePassword(newPassword, ticket ? { ticket } : { userId: bearerUser(request, services) });
+        await accounts.changePassword(newPassword, ticket ? { ticket } : { userId: (await accountOwner(request, services)).userId });
         return 'OK';
       }),
   });
@@ -366,7 +366,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
-        await accounts.changeEmail(bearerUser(request, services), newEmail, options?.redirectTo);
+        await accounts.changeEmail((await accountOwner(request, services)).userId, newEmail, options?.redirectTo);
         return 'OK';
       }),
   });
@@ -391,6 +391,20 @@ export async function answer(reply: FastifyReply, work: () => Promise<unknown>):
 
 function tooManyRequests(reply: FastifyReply, error: RateLimitExceeded): FastifyReply {
   return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send(new AuthError('too-many-requests', error.message).toJSON());
+}
+
+/**
+ * The bearer who may change its account (password, address, second factors): its user id, and
+ * the session its token names (`sid`; null for the admin secret, which may act for any user, and
+ * for a token naming none). A token of a session that has ended (signed out, taken over) may not.
+ */
+export async function accountOwner(request: FastifyRequest, services: AuthServices): Promise<{ userId: string; sessionId: string | null }> {
+  const userId = bearerUser(request, services);
+  const claims = bearerClaims(request.headers, services.bearer);
+  if (claims === null) return { userId, sessionId: null };
+  const sessionId = typeof claims.sid === 'string' ? claims.sid : null;
+  await services.tokens.assertMayChangeAccount(userId, sessionId);
+  return { userId, sessionId };
 }
 
 /** The user id of the request's bearer token (verified with the signing secret), or 401 unauthenticated-user. */

@@ -87,7 +87,7 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   const tickets = new Tickets();
   const signUps = new SignUpPolicy(config.auth, new BreachedPasswords(http, config.auth.hibp, log));
   const sms = new SmsFactor(dataSource, tokens, tickets, rateLimits, http, config.auth.mfa, log);
-  const accounts = new AuthAccounts(dataSource, tokens, tickets, signUps, mailer, config, canMail, sms);
+  const accounts = new AuthAccounts(dataSource, tokens, tickets, signUps, mailer, config, canMail, sms, log);
   return {
     sms,
     auth: new AuthService(),

@@ -329,7 +329,10 @@ export class OAuthSignIn {
     });
   }
 
-  /** The user the provider's account belongs to: linked before, linked now through a verified address, or new. */
+  /**
+   * The user the provider's account belongs to: linked before, linked now through a verified
+   * address (an account nobody had verified is taken over: AuthAccounts.takeOver), or new.
+   */
   private async userFor(manager: EntityManager, provider: OAuthProviderName, profile: ProviderProfile): Promise<UserRow> {
     const [linked] = await queryRows<UserRow>(
       manager,
@@ -347,8 +350,9 @@ export class OAuthSignIn {
         throw new ProviderFailure('unverified-email', 'An account uses this address, and the provider has not verified it: sign in another way to link it');
       }
       if (existing.is_anonymous) throw new AuthError('email-already-in-use');
-      // The provider proved the mailbox.
-      [user] = await queryRows<UserRow>(manager, `UPDATE users SET email_verified = true WHERE id = $1 RETURNING ${USER_COLUMNS}`, [existing.id]);
+      // The provider proved the mailbox: an account nobody had verified becomes its owner's,
+      // without the password, sessions, factors and links whoever made it had set.
+      user = existing.email_verified ? existing : await this.accounts.takeOver(manager, existing, `provider:${provider}`);
     } else {
       user = await this.accounts.createExternalUser(manager, { ...profile, email: profile.email });
     }

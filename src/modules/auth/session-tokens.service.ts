@@ -35,7 +35,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A new session: its first refresh token ($1 hash, $2 user, $3 lifetime in minutes), the user's last_seen set. */
 export const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
          INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
-         VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id`;
+         VALUES ($1, gen_random_uuid(), $2, now() + make_interval(mins => $3)) RETURNING id, family_id`;
 
 /**
  * Refreshes in one statement. For each presented token (`presented`: its hash, and the hash of the
@@ -57,7 +57,7 @@ const rotateFrom = (presented: string) => `WITH presented AS (${presented}), old
            SELECT next_hash, family_id, id, now() + make_interval(mins => $3) FROM account
            RETURNING id, token_hash
          )
-         SELECT ${userColumnsOf('account')}, account.next_hash, fresh.id AS refresh_token_id
+         SELECT ${userColumnsOf('account')}, account.next_hash, account.family_id, fresh.id AS refresh_token_id
          FROM account JOIN fresh ON fresh.token_hash = account.next_hash`;
 
 /**
@@ -68,8 +68,8 @@ const rotateFrom = (presented: string) => `WITH presented AS (${presented}), old
 const ROTATE_ONE = rotateFrom('SELECT $1::bytea AS token_hash, $2::bytea AS next_hash');
 const ROTATE_MANY = rotateFrom('SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS p (token_hash, next_hash)');
 
-/** A refresh the batch made: the user, and the next token's hash and id. */
-type RotatedRow = UserRow & { next_hash: Buffer; refresh_token_id: string };
+/** A refresh the batch made: the user, the next token's hash and id, and its session (family). */
+type RotatedRow = UserRow & { next_hash: Buffer; family_id: string; refresh_token_id: string };
 
 /** One refresh of a batch: the presented token's hash and the next token's. */
 interface Rotation {
@@ -124,8 +124,12 @@ export class SessionTokens {
     this.rotations = new GroupCommit({ maxBatch: MAX_ROTATIONS_PER_STATEMENT, write: (batch) => this.rotate(batch) });
   }
 
-  /** A signed access token for the user (spec 2 §2.2). */
-  async accessToken(user: UserRow): Promise<string> {
+  /**
+   * A signed access token for the user (spec 2 §2.2) in the session `sessionId` (its refresh
+   * tokens' family), carried as `sid` (OpenID Connect's name): changes to the account check that
+   * the session still lives (liveSession), which a JWT alone cannot tell.
+   */
+  async accessToken(user: UserRow, sessionId: string): Promise<string> {
     const { allowedRoles, defaultRole } = this.roles(user);
     const standard: Record<string, ClaimValue> = {
       'x-gql-allowed-roles': allowedRoles,
@@ -141,6 +145,7 @@ export class SessionTokens {
     const { claims_namespace: namespace, claims_format: format } = this.settings.secret;
     return this.sign({
       sub: user.id,
+      sid: sessionId,
       [namespace]: format === 'stringified_json' ? JSON.stringify(claims) : claims,
     });
   }
@@ -167,13 +172,13 @@ export class SessionTokens {
    */
   async start(user: UserRow, manager?: EntityManager): Promise<AuthSession> {
     const refreshToken = randomUUID();
-    const [row] = await queryPrepared<{ id: string }>(
+    const [row] = await queryPrepared<{ id: string; family_id: string }>(
       this.dataSource,
       START_SESSION,
       [sha256(refreshToken), user.id, this.settings.refreshTokenExpiresInMinutes],
       manager,
     );
-    return this.session(user, refreshToken, row.id);
+    return this.session(user, refreshToken, row.id, row.family_id);
   }
 
   /** POST /auth/token: a new session for a valid refresh token, which stops working. */
@@ -182,7 +187,7 @@ export class SessionTokens {
     const hash = sha256(refreshToken);
     const next = randomUUID();
     const rotated = await this.rotations.submit({ presented: hash, next: sha256(next) });
-    if (rotated) return this.session(rotated, next, rotated.refresh_token_id);
+    if (rotated) return this.session(rotated, next, rotated.refresh_token_id, rotated.family_id);
     return this.refreshRotated(hash, next);
   }
 
@@ -227,7 +232,7 @@ export class SessionTokens {
        VALUES ($1, $2, $3, now() + make_interval(mins => $4)) RETURNING id`,
       [sha256(next), state.family_id, user.id, this.settings.refreshTokenExpiresInMinutes],
     )) as { id: string }[];
-    return this.session(user, next, row.id);
+    return this.session(user, next, row.id, state.family_id);
   }
 
   /**
@@ -252,6 +257,31 @@ export class SessionTokens {
   }
 
   /**
+   * Whether a bearer token's session may change the account (its password, address, second
+   * factors): the session must not have ended (signed out, taken over, revoked as stolen). A token
+   * that names no session (`sessionId` null: signed by another holder of the secret) passes.
+   */
+  async assertMayChangeAccount(userId: string, sessionId: string | null): Promise<void> {
+    if (sessionId === null) return;
+    const session = UUID.test(sessionId) ? await this.liveSession(userId, sessionId) : null;
+    if (!session) throw new AuthError('unauthenticated-user', 'The session of this token has ended: sign in again');
+  }
+
+  /**
+   * The session `sessionId` of the user, while it lives (not revoked, not all expired): when it
+   * started. Null once it has ended: signed out, revoked as stolen, or taken over.
+   */
+  private async liveSession(userId: string, sessionId: string): Promise<{ startedAt: Date } | null> {
+    const [row] = await queryRows<{ started_at: Date | null; ended: boolean }>(
+      this.dataSource.manager,
+      `SELECT min(created_at) AS started_at, bool_or(revoked_at IS NOT NULL) OR NOT bool_or(expires_at > now()) AS ended
+       FROM auth_refresh_tokens WHERE family_id = $1 AND user_id = $2`,
+      [sessionId, userId],
+    );
+    return row?.started_at && !row.ended ? { startedAt: row.started_at } : null;
+  }
+
+  /**
    * Deletes what can no longer be used: expired refresh tokens (rotated ones are kept until then,
    * for reuse detection) and expired tickets. Idempotent, so every process may run it.
    */
@@ -260,9 +290,9 @@ export class SessionTokens {
     await this.dataSource.query('DELETE FROM auth_tickets WHERE expires_at < now()');
   }
 
-  private async session(user: UserRow, refreshToken: string, refreshTokenId: string): Promise<AuthSession> {
+  private async session(user: UserRow, refreshToken: string, refreshTokenId: string, sessionId: string): Promise<AuthSession> {
     return {
-      accessToken: await this.accessToken(user),
+      accessToken: await this.accessToken(user, sessionId),
       accessTokenExpiresIn: this.settings.accessTokenExpiresInSeconds,
       refreshToken,
       refreshTokenId,

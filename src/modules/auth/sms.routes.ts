@@ -1,5 +1,5 @@
 import { requires } from '../../http/security-schemes';
-import { answer, bearerUser, type AuthRoute } from './auth.routes';
+import { accountOwner, answer, type AuthRoute } from './auth.routes';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text, TICKET } from './auth.schemas';
 import type { AuthServices } from '.';
 
@@ -22,7 +22,7 @@ export function smsRoutes(route: AuthRoute, services: AuthServices): void {
     },
     handler: (request, reply) =>
       answer(reply, async () => {
-        await sms.sendPhoneCode(bearerUser(request, services), (request.body as { phoneNumber: string }).phoneNumber, request.ip);
+        await sms.sendPhoneCode((await accountOwner(request, services)).userId, (request.body as { phoneNumber: string }).phoneNumber, request.ip);
         return 'OK';
       }),
   });
@@ -41,7 +41,7 @@ export function smsRoutes(route: AuthRoute, services: AuthServices): void {
     },
     handler: (request, reply) =>
       answer(reply, async () => {
-        await sms.verifyPhone(bearerUser(request, services), (request.body as { code: string }).code, request.ip);
+        await sms.verifyPhone((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
         return 'OK';
       }),
   });

@@ -1,5 +1,5 @@
 import { requires } from '../../http/security-schemes';
-import { answer, bearerUser, type AuthRoute } from './auth.routes';
+import { accountOwner, answer, bearerUser, type AuthRoute } from './auth.routes';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text, TICKET } from './auth.schemas';
 import type { AuthServices } from '.';
 
@@ -36,7 +36,7 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
       preValidation: async (request) => {
         if (method === 'POST') request.body ??= {};
       },
-      handler: (request, reply) => answer(reply, () => totp.generate(bearerUser(request, services))),
+      handler: (request, reply) => answer(reply, async () => totp.generate((await accountOwner(request, services)).userId)),
     });
   }
 
@@ -53,7 +53,7 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
     },
     handler: (request, reply) =>
       answer(reply, async () => {
-        await totp.activate(bearerUser(request, services), (request.body as { code: string }).code, request.ip);
+        await totp.activate((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
         return 'OK';
       }),
   });
