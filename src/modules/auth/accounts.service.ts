@@ -395,15 +395,18 @@ export class AuthAccounts {
     }
   }
 
-  /** POST /auth/user/email/send-verification-email: a new link for an address not yet verified. */
+  /**
+   * POST /auth/user/email/send-verification-email: a new link for an address not yet verified.
+   * The answer is OK whether the address has no account, an unverified one or a verified one
+   * (which gets no mail): it does not tell which.
+   */
   async sendVerificationEmail(emailInput: string, redirectToInput?: string): Promise<void> {
     this.requireMail();
     const email = this.emailAddress(emailInput, 'email');
     const redirectTo = this.redirectTo(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
       const [user] = (await manager.query(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = $1`, [email])) as UserRow[];
-      if (!user) return;
-      if (user.email_verified) throw new AuthError('email-already-verified');
+      if (!user || user.email_verified) return;
       await this.sendVerificationMail(manager, user, email, redirectTo);
     });
   }

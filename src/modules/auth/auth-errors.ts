@@ -9,7 +9,6 @@ export const AUTH_ERRORS = {
   'redirectTo-not-allowed': { status: 400, message: 'The value of "options.redirectTo" is not allowed' },
   'role-not-allowed': { status: 400, message: 'Role not allowed' },
   'default-role-must-be-in-allowed-roles': { status: 400, message: 'Default role must be in allowed roles' },
-  'email-already-verified': { status: 400, message: "User's email is already verified" },
   'user-not-anonymous': { status: 400, message: 'Logged in user is not anonymous' },
   'no-totp-secret': { status: 400, message: 'OTP secret is not set for user' },
   'totp-already-active': { status: 400, message: 'TOTP MFA already active' },
