@@ -7,6 +7,7 @@ import { customServicesFromEnv, type CustomService } from './custom-services';
 import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
+import { ADMIN_ROLE } from '../http/session';
 import { owaspMinimumMemoryKib, type PasswordHashSettings } from './password-hash';
 
 export type { JwtSecretConfig } from './jwt-secret';
@@ -949,6 +950,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     values.AUTH_ACCESS_TOKEN_EXPIRES_IN !== values.AUTH_TOKEN_EXPIRY_SECONDS
   ) {
     problems.push('AUTH_ACCESS_TOKEN_EXPIRES_IN and AUTH_TOKEN_EXPIRY_SECONDS (its alias) must not differ; set one');
+  }
+  // A sign-up may ask for any role of the list, and admin passes every permission check.
+  if (values.AUTH_ALLOWED_ROLES.includes(ADMIN_ROLE)) {
+    problems.push(`AUTH_ALLOWED_ROLES must not contain ${ADMIN_ROLE}: any sign-up could ask for it; grant it with plinth auth user role add`);
   }
   if (!values.AUTH_ALLOWED_ROLES.includes(values.AUTH_DEFAULT_ROLE)) {
     problems.push(`AUTH_DEFAULT_ROLE (${values.AUTH_DEFAULT_ROLE}) must be one of AUTH_ALLOWED_ROLES`);
