@@ -233,6 +233,7 @@ const environmentSchema = z.object({
   AUTH_TOKEN_EXPIRY_SECONDS: integer(10, 7 * 86_400).optional(),
   AUTH_REFRESH_TOKEN_EXPIRES_IN: integer(1, 10 * 525_600).default(43_200),
   AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS: integer(0, 300).default(5),
+  AUTH_RECENT_SIGN_IN_SECONDS: integer(0, 365 * 86_400).default(86_400),
   AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: boolean.default(true),
   AUTH_DISABLE_SIGNUP: boolean.default(false),
   AUTH_PASSWORD_HIBP_ENABLED: boolean.default(false),
@@ -558,6 +559,8 @@ export interface Config {
     refreshTokenExpiresInMinutes: number;
     /** A rotated refresh token presented again within this many seconds is a client's retry, not a theft. */
     refreshTokenReuseGraceSeconds: number;
+    /** A change of password or address needs a session signed in this recently (0: any live session). */
+    recentSignInSeconds: number;
     emailVerifiedRequired: boolean;
     signupDisabled: boolean;
     hibp: { enabled: boolean; apiUrl: string; timeoutMs: number };
@@ -1034,6 +1037,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       accessTokenExpiresInSeconds: values.AUTH_ACCESS_TOKEN_EXPIRES_IN ?? values.AUTH_TOKEN_EXPIRY_SECONDS ?? 900,
       refreshTokenExpiresInMinutes: values.AUTH_REFRESH_TOKEN_EXPIRES_IN,
       refreshTokenReuseGraceSeconds: values.AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS,
+      recentSignInSeconds: values.AUTH_RECENT_SIGN_IN_SECONDS,
       emailVerifiedRequired: values.AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED,
       signupDisabled: values.AUTH_DISABLE_SIGNUP,
       hibp: { enabled: values.AUTH_PASSWORD_HIBP_ENABLED, apiUrl: values.AUTH_PASSWORD_HIBP_API_URL, timeoutMs: values.AUTH_PASSWORD_HIBP_TIMEOUT_MS },

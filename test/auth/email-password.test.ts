@@ -5,9 +5,9 @@ import { PasswordHasher } from '../../src/common/passwords';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
 import { startBreachList, type BreachList } from '../support/breach-list';
-import { startTestServer, type TestServer } from '../support/server';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver, smtpSettings, nextMailTo } from '../support/smtp';
-import { bearer } from '../support/tokens';
+import { bearer, signToken } from '../support/tokens';
 
 interface Session {
   accessToken: string;
@@ -436,6 +436,40 @@ describe('password reset and change', () => {
     expect(await authPost(server.url, '/user/password/reset', { email: 'nobody-here@example.com' })).toMatchObject({ status: 200, body: 'OK' });
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(receiver.received.slice(before).filter((mail) => mail.recipients.includes('nobody-here@example.com'))).toHaveLength(0);
+  });
+
+  it('ends every other session of the user at a change with the bearer token, which needs a sign-in within AUTH_RECENT_SIGN_IN_SECONDS', async () => {
+    const session = await verifiedAccount();
+    const other = (await signIn(session.user.email)).body.session!;
+    expect(await authPost(server.url, '/user/password', { newPassword: 'changed while signed in' }, bearer(session.accessToken))).toMatchObject({ status: 200, body: 'OK' });
+    expectAuthError(await refresh(other.refreshToken), 'invalid-refresh-token');
+    const kept = await refresh(session.refreshToken);
+    expect(kept.status).toBe(200);
+
+    // A day and a second after the sign-in (the default AUTH_RECENT_SIGN_IN_SECONDS), refreshes notwithstanding: sign in again first.
+    await server.database.query("UPDATE auth_refresh_tokens SET created_at = created_at - interval '86401 seconds' WHERE user_id = $1", [session.user.id]);
+    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'changed a day later' }, bearer(kept.body.accessToken)), 'reauthentication-required');
+    expectAuthError(await authPost(server.url, '/user/email/change', { newEmail: nextEmail() }, bearer(kept.body.accessToken)), 'reauthentication-required');
+    expectAuthError(await signIn(session.user.email, 'changed a day later'), 'invalid-email-password');
+    const again = (await signIn(session.user.email, 'changed while signed in')).body.session!;
+    expect(await authPost(server.url, '/user/password', { newPassword: 'changed after signing in again' }, bearer(again.accessToken))).toMatchObject({ status: 200 });
+    expect((await signIn(session.user.email, 'changed after signing in again')).status).toBe(200);
+  });
+
+  it('takes no change from a token that names no session or an unknown one; the admin secret acts for any user', async () => {
+    const session = await verifiedAccount();
+    const userId = session.user.id;
+    const roles = { userId, roles: ['user', 'me'] };
+    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'from a foreign token' }, bearer(signToken(roles))), 'reauthentication-required');
+    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'from a made-up session' }, bearer(signToken({ ...roles, sessionId: 'not-a-session' }))), 'unauthenticated-user');
+    const unknown = signToken({ ...roles, sessionId: '6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' });
+    expectAuthError(await authPost(server.url, '/user/email/change', { newEmail: nextEmail() }, bearer(unknown)), 'unauthenticated-user');
+    expect((await signIn(session.user.email)).status).toBe(200);
+
+    const asAdmin = { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': userId };
+    expect(await authPost(server.url, '/user/password', { newPassword: 'set by the operator' }, asAdmin)).toMatchObject({ status: 200, body: 'OK' });
+    expectAuthError(await refresh(session.refreshToken), 'invalid-refresh-token');
+    expect((await signIn(session.user.email, 'set by the operator')).status).toBe(200);
   });
 
   it('refuses a change without a bearer token or ticket, and a short password', async () => {

@@ -360,6 +360,10 @@ describe('token settings', () => {
     // Any sign-up may ask for a role of the list: admin, which passes every permission, is granted by an operator only.
     expect(() => config({ AUTH_ALLOWED_ROLES: 'user,me,admin,moderator' })).toThrow(/- AUTH_ALLOWED_ROLES must not contain admin: any sign-up could ask for it; grant it with plinth auth user role add$/m);
     expect(config({ AUTH_ALLOWED_ROLES: 'user,me,Admin' }).auth.allowedRoles).toEqual(['user', 'me', 'Admin']);
+    expect(config({}).auth.recentSignInSeconds).toBe(86_400);
+    expect(config({ AUTH_RECENT_SIGN_IN_SECONDS: '0' }).auth.recentSignInSeconds).toBe(0);
+    expect(() => config({ AUTH_RECENT_SIGN_IN_SECONDS: 'a day' })).toThrow(/AUTH_RECENT_SIGN_IN_SECONDS/);
+    expect(() => config({ AUTH_RECENT_SIGN_IN_SECONDS: '-1' })).toThrow(/AUTH_RECENT_SIGN_IN_SECONDS/);
     expect(() => config({ AUTH_CUSTOM_CLAIMS_WEBHOOK: 'ftp://hook.example.com' })).toThrow(/AUTH_CUSTOM_CLAIMS_WEBHOOK must be an http\(s\) URL/);
     expect(() => config({ AUTH_PORT: '70000' })).toThrow(/AUTH_PORT must be at most 65535/);
     expect(() => config({ AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'maybe' })).toThrow(/AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED must be true or false/);

@@ -11,6 +11,8 @@ export interface TokenOptions {
   expiresIn?: number;
   key?: string;
   algorithm?: jwt.Algorithm;
+  /** The session the token names (`sid`); none by default, as a token another holder of the secret signs. */
+  sessionId?: string;
 }
 
 /** An access token as the auth service issues it (spec 2 §2.2). */
@@ -20,6 +22,7 @@ export function signToken(options: TokenOptions = {}): string {
   return jwt.sign(
     {
       sub: userId,
+      ...(options.sessionId === undefined ? {} : { sid: options.sessionId }),
       iat: now,
       exp: now + (options.expiresIn ?? 900),
       [CLAIMS_NAMESPACE]: {

@@ -432,15 +432,17 @@ export class AuthAccounts {
    * POST /auth/user/password: the signed-in user's new password, or the holder of a ticket's: a
    * password-reset ticket, or an invitation's (bulkCreateUsers); either also verifies the address
    * it was mailed to (and takes an account nobody had verified over). A ticket ends every session
-   * of the account: whoever had the old password is signed out.
+   * of the account, the signed-in user's change every other one (`sessionId` the one kept, null
+   * for none): whoever had the old password is signed out.
    */
-  async changePassword(newPassword: string, by: { userId: string } | { ticket: string }): Promise<void> {
+  async changePassword(newPassword: string, by: { userId: string; sessionId: string | null } | { ticket: string }): Promise<void> {
     await this.signUps.checkPassword(newPassword);
     const passwordHash = await this.passwords.hash(newPassword);
     await this.dataSource.transaction(async (manager) => {
       if ('userId' in by) {
         if ((await this.activeUser(manager, by.userId)).is_anonymous) throw new AuthError('forbidden-anonymous');
         await manager.query('UPDATE users SET password_hash = $2 WHERE id = $1', [by.userId, passwordHash]);
+        await this.tokens.revokeAll(by.userId, manager, by.sessionId);
         return;
       }
       const userId = by.ticket.includes(':')

@@ -22,6 +22,7 @@ export const AUTH_ERRORS = {
   'invalid-otp': { status: 401, message: 'Invalid or expired OTP' },
   'unauthenticated-user': { status: 401, message: 'User is not authenticated' },
   'forbidden-anonymous': { status: 403, message: 'Forbidden, user is anonymous' },
+  'reauthentication-required': { status: 403, message: 'Sign in again to do this: the session is not recent enough' },
   'signup-disabled': { status: 403, message: 'Sign up is disabled' },
   'disabled-endpoint': { status: 409, message: 'This endpoint is disabled' },
   'email-already-in-use': { status: 409, message: 'Email already in use' },

@@ -338,7 +338,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       tags: TAGS,
       summary: 'Set a new password',
       description:
-        'With the bearer token of the signed-in user, or with a `ticket`: a password-reset ticket, or the ticket of an invitation (which also verifies the address). A ticket ends every session of the account.',
+        'With the bearer token of the signed-in user, or with a `ticket`: a password-reset ticket, or the ticket of an invitation (which also verifies the address). A ticket ends every session of the account; the bearer token every other session, and its own session must have signed in within AUTH_RECENT_SIGN_IN_SECONDS (403 reauthentication-required otherwise).',
       security: [...requires('bearerAuth'), {}],
       body: { type: 'object', required: ['newPassword'], properties: { newPassword: PASSWORD, ticket: TICKET } },
       response: { 200: OK, ...ERRORS },
@@ -346,7 +346,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
-        await accounts.changePassword(newPassword, ticket ? { ticket } : { userId: (await accountOwner(request, services)).userId });
+        await accounts.changePassword(newPassword, ticket ? { ticket } : await accountOwner(request, services, { recentSignIn: true }));
         return 'OK';
       }),
   });
@@ -358,7 +358,8 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     schema: {
       tags: TAGS,
       summary: "Change the signed-in user's e-mail address",
-      description: 'Mails a confirmation link to the new address; the address changes when it is followed.',
+      description:
+        'Mails a confirmation link to the new address; the address changes when it is followed. The session must have signed in within AUTH_RECENT_SIGN_IN_SECONDS (403 reauthentication-required otherwise).',
       security: requires('bearerAuth'),
       body: { type: 'object', required: ['newEmail'], properties: { newEmail: EMAIL, options: OPTIONS_REDIRECT } },
       response: { 200: OK, ...ERRORS },
@@ -366,7 +367,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
-        await accounts.changeEmail((await accountOwner(request, services)).userId, newEmail, options?.redirectTo);
+        await accounts.changeEmail((await accountOwner(request, services, { recentSignIn: true })).userId, newEmail, options?.redirectTo);
         return 'OK';
       }),
   });
@@ -396,14 +397,19 @@ function tooManyRequests(reply: FastifyReply, error: RateLimitExceeded): Fastify
 /**
  * The bearer who may change its account (password, address, second factors): its user id, and
  * the session its token names (`sid`; null for the admin secret, which may act for any user, and
- * for a token naming none). A token of a session that has ended (signed out, taken over) may not.
+ * for a token naming none). A token of a session that has ended (signed out, taken over) may not;
+ * with `recentSignIn` the session must also have signed in within AUTH_RECENT_SIGN_IN_SECONDS.
  */
-export async function accountOwner(request: FastifyRequest, services: AuthServices): Promise<{ userId: string; sessionId: string | null }> {
+export async function accountOwner(
+  request: FastifyRequest,
+  services: AuthServices,
+  { recentSignIn = false }: { recentSignIn?: boolean } = {},
+): Promise<{ userId: string; sessionId: string | null }> {
   const userId = bearerUser(request, services);
   const claims = bearerClaims(request.headers, services.bearer);
   if (claims === null) return { userId, sessionId: null };
   const sessionId = typeof claims.sid === 'string' ? claims.sid : null;
-  await services.tokens.assertMayChangeAccount(userId, sessionId);
+  await services.tokens.assertMayChangeAccount(userId, sessionId, recentSignIn);
   return { userId, sessionId };
 }
 

@@ -79,6 +79,7 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
       accessTokenExpiresInSeconds: config.auth.accessTokenExpiresInSeconds,
       refreshTokenExpiresInMinutes: config.auth.refreshTokenExpiresInMinutes,
       reuseGraceSeconds: config.auth.refreshTokenReuseGraceSeconds,
+      recentSignInSeconds: config.auth.recentSignInSeconds,
       mfaRequiredRoles: config.auth.mfa.requiredRoles,
     },
     new CustomClaims(http, config.auth.customClaimsWebhook, log),

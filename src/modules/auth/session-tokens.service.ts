@@ -26,6 +26,8 @@ export interface TokenSettings {
   accessTokenExpiresInSeconds: number;
   refreshTokenExpiresInMinutes: number;
   reuseGraceSeconds: number;
+  /** AUTH_RECENT_SIGN_IN_SECONDS: how recent a sign-in a change of password or address needs (0: any). */
+  recentSignInSeconds: number;
   /** AUTH_MFA_REQUIRED_ROLES: left out of the token of a user without a second factor. */
   mfaRequiredRoles: string[];
 }
@@ -251,20 +253,37 @@ export class SessionTokens {
     return rows.length > 0;
   }
 
-  /** Revokes every session of the user. */
-  async revokeAll(userId: string, manager: EntityManager = this.dataSource.manager): Promise<void> {
-    await manager.query('UPDATE auth_refresh_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [userId]);
+  /** Revokes every session of the user (but `except`, when given); answers how many sessions it ended. */
+  async revokeAll(userId: string, manager: EntityManager = this.dataSource.manager, except: string | null = null): Promise<number> {
+    const [row] = await queryRows<{ sessions: number }>(
+      manager,
+      `WITH revoked AS (
+         UPDATE auth_refresh_tokens SET revoked_at = now()
+         WHERE user_id = $1 AND revoked_at IS NULL AND family_id IS DISTINCT FROM $2::uuid RETURNING family_id
+       ) SELECT count(DISTINCT family_id)::int AS sessions FROM revoked`,
+      [userId, except],
+    );
+    return row.sessions;
   }
 
   /**
    * Whether a bearer token's session may change the account (its password, address, second
-   * factors): the session must not have ended (signed out, taken over, revoked as stolen). A token
-   * that names no session (`sessionId` null: signed by another holder of the secret) passes.
+   * factors): the session must not have ended (signed out, taken over, revoked as stolen), and for
+   * a change of password or address (`recentSignIn`) must have signed in within
+   * AUTH_RECENT_SIGN_IN_SECONDS. A token that names no session (`sessionId` null: signed by another
+   * holder of the secret) passes unless a recent sign-in is asked for, which it cannot show.
    */
-  async assertMayChangeAccount(userId: string, sessionId: string | null): Promise<void> {
-    if (sessionId === null) return;
+  async assertMayChangeAccount(userId: string, sessionId: string | null, recentSignIn: boolean): Promise<void> {
+    const window = recentSignIn ? this.settings.recentSignInSeconds : 0;
+    if (sessionId === null) {
+      if (window > 0) throw new AuthError('reauthentication-required', 'Sign in again to do this: the token names no session');
+      return;
+    }
     const session = UUID.test(sessionId) ? await this.liveSession(userId, sessionId) : null;
     if (!session) throw new AuthError('unauthenticated-user', 'The session of this token has ended: sign in again');
+    if (window > 0 && Date.now() - session.startedAt.getTime() > window * 1000) {
+      throw new AuthError('reauthentication-required', `Sign in again to do this: the session signed in more than ${window} seconds ago`);
+    }
   }
 
   /**
