@@ -213,6 +213,22 @@ describe('with verified addresses required (the default)', () => {
     expect((await signIn(strict, email, VICTIM_PASSWORD)).status).toBe(200);
   });
 
+  it('a disabled account is refused as before, nothing cleared and nothing logged as taken over', async () => {
+    const email = victimAddress();
+    const signedUp = await attackerSignsUp(strict, email);
+    expect(signedUp.session).toBeNull();
+    await strict.database.query('UPDATE users SET disabled = true WHERE lower(email) = $1', [email]);
+    idp.newConsent({ email, verified: true, name: 'The Owner' });
+    const browser = browserOf(strict);
+    expect((await browser.dance('github', REDIRECT_TO)).final.searchParams.get('error')).toBe('disabled-user');
+    const [row] = await strict.database.query<{ id: string; password_hash: string | null; email_verified: boolean }>(
+      'SELECT id, password_hash, email_verified FROM users WHERE lower(email) = $1',
+      [email],
+    );
+    expect(row).toMatchObject({ password_hash: expect.stringMatching(/^\$argon2id\$/), email_verified: false });
+    expect(strictLog.some((entry) => entry.includes(row.id))).toBe(false);
+  });
+
   it('a verified account is linked as before: its password stays', async () => {
     const email = victimAddress();
     await authPost(strict.url, '/signup/email-password', { email, password: VICTIM_PASSWORD });

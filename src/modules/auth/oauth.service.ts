@@ -351,8 +351,10 @@ export class OAuthSignIn {
       }
       if (existing.is_anonymous) throw new AuthError('email-already-in-use');
       // The provider proved the mailbox: an account nobody had verified becomes its owner's,
-      // without the password, sessions, factors and links whoever made it had set.
-      user = existing.email_verified ? existing : await this.accounts.takeOver(manager, existing, `provider:${provider}`);
+      // without the password, sessions, factors and links whoever made it had set (a disabled or
+      // deleted one is left for the sign-in to refuse).
+      const refused = existing.disabled || existing.deleted_at !== null;
+      user = existing.email_verified || refused ? existing : await this.accounts.takeOver(manager, existing, `provider:${provider}`);
     } else {
       user = await this.accounts.createExternalUser(manager, { ...profile, email: profile.email });
     }
