@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { documentationApp } from '../src/apidocs/build';
 import { loadConfig } from '../src/config';
+import { STORAGE_URL_SIGNING_SECRET } from './shared';
 import { median } from './statistics';
 
 /**
@@ -33,7 +34,13 @@ async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
 async function main(): Promise<void> {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-bench-apidocs-'));
   try {
-    const config = loadConfig({ NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'bench', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }), PLINTH_DIST_DIR: folder });
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      GQL_GRAPHQL_ADMIN_SECRET: 'bench-admin-secret-0123456789abcdef',
+      GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }),
+      STORAGE_URL_SIGNING_SECRET,
+      PLINTH_DIST_DIR: folder,
+    });
     const [app, registering] = await timed(() => documentationApp(config, pino({ level: 'silent' })));
     const [first, firstMs] = await timed(() => app.apiReference.generate());
     const rounds: number[] = [];

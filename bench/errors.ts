@@ -11,7 +11,7 @@ import { normalizeEvent } from '../src/modules/errortracking/event';
 import { EVENT_ITEM_TYPE, keyFromSentryAuth, parseEnvelope } from '../src/modules/errortracking/sentry-protocol';
 import { DEFAULT_DATABASE_URL } from './database';
 import { positiveInteger } from './settings';
-import type { ChildMessage, ParentMessage } from './shared';
+import { STORAGE_URL_SIGNING_SECRET, type ChildMessage, type ParentMessage } from './shared';
 
 /**
  * Error ingestion and the `errors` query, against baselines measured in the same run:
@@ -46,6 +46,7 @@ function environment(databaseUrl: string): Record<string, string> {
     DATABASE_URL: databaseUrl,
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'bench-jwt-signing-key-of-at-least-32-bytes!' }),
+    STORAGE_URL_SIGNING_SECRET,
     PLINTH_PROCESS_ROLES: 'api',
     ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: '100000000',
   };

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { positiveInteger } from './settings';
+import { STORAGE_URL_SIGNING_SECRET } from './shared';
 
 /**
  * Event trigger benchmark: from the commit of a row change to the webhook receiving it, and
@@ -29,7 +30,7 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'events-latest.json');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/plinth_bench_events';
-const ADMIN_SECRET = 'bench-admin-secret-0123456789';
+const ADMIN_SECRET = 'bench-admin-secret-0123456789abcdef';
 const POLL_INTERVAL_MS = 1000;
 const POLL_BATCH = 100;
 
@@ -94,6 +95,7 @@ async function startPlinth(url: string): Promise<{ child: ChildProcess; base: st
       DATABASE_POOL_SIZE: '20',
       GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
       GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'bench-jwt-key-of-at-least-32-bytes-long!' }),
+      STORAGE_URL_SIGNING_SECRET,
       EVENTS_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? '100',
       EVENTS_TRIGGER_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? '100',
       OUTBOUND_HTTP_MAX_CONNECTIONS_PER_ORIGIN: process.env.BENCH_CONCURRENCY ?? '100',

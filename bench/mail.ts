@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config';
 import { createMailDelivery, type MailMessage } from '../src/platform/mail/mailer';
 import { connectSmtpSocket } from '../src/platform/mail/transport';
 import { positiveInteger } from './settings';
+import { STORAGE_URL_SIGNING_SECRET } from './shared';
 import { median } from './statistics';
 
 /**
@@ -93,8 +94,9 @@ async function runBenchmark(): Promise<void> {
 
   const config = loadConfig({
     NODE_ENV: 'production',
-    GQL_GRAPHQL_ADMIN_SECRET: 'bench-admin-secret',
+    GQL_GRAPHQL_ADMIN_SECRET: 'bench-admin-secret-0123456789abcdef',
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'bench-jwt-signing-key-of-at-least-32-bytes!' }),
+    STORAGE_URL_SIGNING_SECRET,
     SMTP_HOST: '127.0.0.1',
     SMTP_PORT: String(receiver.port),
     SMTP_SECURE: 'none',

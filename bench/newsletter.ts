@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config';
 import { startServer } from '../src/main';
 import { createMailDelivery, type MailMessage } from '../src/platform/mail/mailer';
 import { positiveInteger } from './settings';
+import { STORAGE_URL_SIGNING_SECRET } from './shared';
 
 /**
  * The bi-weekly issue to N subscribers (10,000) through a local SMTP receiver, in recipients per
@@ -109,6 +110,7 @@ async function runBenchmark(): Promise<void> {
     DATABASE_URL: databaseUrl,
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'bench-jwt-signing-key-of-at-least-32-bytes!' }),
+    STORAGE_URL_SIGNING_SECRET,
     SMTP_HOST: '127.0.0.1',
     SMTP_PORT: String(receiver.port),
     SMTP_SECURE: 'none',

@@ -49,6 +49,8 @@ export const ERROR_PAGE_SIZE = 50;
 // Benchmark-only credentials; every server is given the same ones.
 export const ADMIN_SECRET = 'bench-admin-secret-0123456789abcdef';
 const JWT_KEY = 'bench-jwt-signing-key-of-at-least-32-bytes!';
+/** The key of signed links, which production requires. */
+export const STORAGE_URL_SIGNING_SECRET = 'bench-storage-url-signing-secret-0123456789';
 const CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
 
 /** The environment each server's configuration is loaded from (loadConfig in src/config). */
@@ -61,6 +63,7 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
     GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE }),
+    STORAGE_URL_SIGNING_SECRET: STORAGE_URL_SIGNING_SECRET,
     // GQL_GRAPHQL_COMPILED_EXECUTION=false npm run bench: Plinth without compiled execution, to see what it gains.
     ...(process.env.GQL_GRAPHQL_COMPILED_EXECUTION ? { GQL_GRAPHQL_COMPILED_EXECUTION: process.env.GQL_GRAPHQL_COMPILED_EXECUTION } : {}),
     // bench/subscriptions.ts runs Plinth with subscription multiplexing off, then on.

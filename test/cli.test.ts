@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { ADMIN_SECRET, testEnvironment } from './support/server';
+import { ADMIN_SECRET, PRODUCTION, testEnvironment } from './support/server';
 import { spawn } from 'node:child_process';
 import { childEnvironment, CLI, runCli, spawnServer } from './support/spawn';
 
@@ -55,6 +55,24 @@ describe('plinth', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production');
     expect(result.stderr).toContain('GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production');
+    expect(result.stderr).toContain('STORAGE_URL_SIGNING_SECRET is required when NODE_ENV=production');
+  });
+
+  it('refuses to start in production with a weak admin secret or no key of its own for signed links, never printing a secret', async () => {
+    const weak = 'weak-but-not-empty-admin-secret';
+    const jwtKey = 'j'.repeat(40);
+    const result = await runCli(['start'], {
+      NODE_ENV: 'production',
+      DATABASE_URL: database.url,
+      GQL_GRAPHQL_ADMIN_SECRET: weak,
+      GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: jwtKey }),
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('GQL_GRAPHQL_ADMIN_SECRET must be at least 32 characters when NODE_ENV=production');
+    expect(result.stderr).toContain('STORAGE_URL_SIGNING_SECRET is required when NODE_ENV=production');
+    expect(result.stderr).not.toContain(weak);
+    expect(result.stderr).not.toContain(jwtKey);
+    expect(result.stderr).not.toMatch(STACK_TRACE);
   });
 
   it('rejects a bad --port option', async () => {
@@ -170,7 +188,7 @@ describe('plinth', () => {
     });
 
     it('are JSON at a terminal outside development, and wherever LOG_FORMAT=json says so', async () => {
-      for (const extra of [{ NODE_ENV: 'production' }, { NODE_ENV: 'development', LOG_FORMAT: 'json' }] as Record<string, string>[]) {
+      for (const extra of [PRODUCTION, { NODE_ENV: 'development', LOG_FORMAT: 'json' }] as Record<string, string>[]) {
         const output = await startUntilReady({ ...env(), ...extra }, 'terminal');
         const ready = output.split(/\r?\n/).find((line) => line.includes('Plinth is ready'));
         expect(JSON.parse(ready!)).toMatchObject({ level: 30, msg: 'Plinth is ready' });

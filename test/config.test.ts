@@ -6,6 +6,13 @@ import { withDevelopmentSecrets } from '../src/config/dev-secrets';
 import { environmentWithEnvFile } from '../src/config/env-file';
 
 const VALID_JWT = JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) });
+/** The least a production start needs. */
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  GQL_GRAPHQL_ADMIN_SECRET: 'a'.repeat(32),
+  GQL_GRAPHQL_JWT_SECRET: VALID_JWT,
+  STORAGE_URL_SIGNING_SECRET: 's'.repeat(32),
+};
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -357,12 +364,38 @@ describe('loadConfig', () => {
     expect(problemsOf({ SMTP_PASSWORD: 'hunter2' })).toEqual(['SMTP_USER and SMTP_PASSWORD must be set together']);
   });
 
-  it('refuses to run in production without the admin secret and the JWT secret', () => {
+  it('refuses to run in production without the admin secret, the JWT secret and the key of signed links', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production',
       'GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production',
+      'STORAGE_URL_SIGNING_SECRET is required when NODE_ENV=production (the key of signed file and report links)',
     ]);
-    expect(loadConfig({ NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'a-secret', GQL_GRAPHQL_JWT_SECRET: VALID_JWT }).env).toBe('production');
+    const { STORAGE_URL_SIGNING_SECRET: _key, ...withoutLinkKey } = PRODUCTION;
+    expect(problemsOf(withoutLinkKey)).toEqual(['STORAGE_URL_SIGNING_SECRET is required when NODE_ENV=production (the key of signed file and report links)']);
+    expect(loadConfig(PRODUCTION)).toMatchObject({ env: 'production', storage: { signingSecret: 's'.repeat(32) } });
+    // Outside production the key may be left to derivation from the admin secret.
+    expect(loadConfig({ ...withoutLinkKey, NODE_ENV: 'development' }).storage.signingSecret).toBeUndefined();
+  });
+
+  it.each([
+    ['GQL_GRAPHQL_ADMIN_SECRET', {}],
+    ['ADMIN_KEY', {}],
+    ['PLINTH_METRICS_TOKEN', { PLINTH_METRICS: 'token' }],
+    ['BACKUP_PROVIDER_WEBHOOK_SECRET', {}],
+    ['EXTERNAL_WEBHOOK_GITHUB_SECRET', {}],
+  ])('refuses %s below 32 characters in production, naming it and never its value', (variable, extra) => {
+    const short = `weak-${'x'.repeat(26)}`;
+    const problems = problemsOf({ ...PRODUCTION, ...extra, [variable]: short });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(new RegExp(`^${variable} must be (at least 32 characters when NODE_ENV=production|set to the provider's signing secret \\(32 characters or more\\))`));
+    expect(problems[0]).not.toContain(short);
+    expect(() => loadConfig({ ...PRODUCTION, ...extra, [variable]: `${short}x` })).not.toThrow();
+    // Outside production the earlier minimums stay (so development set-ups keep working).
+    expect(() => loadConfig({ ...PRODUCTION, ...extra, NODE_ENV: 'development', [variable]: short })).not.toThrow();
+  });
+
+  it('leaves the length of a webhook secret a provider issues to the provider, in production too', () => {
+    expect(() => loadConfig({ ...PRODUCTION, EXTERNAL_WEBHOOK_SLACK_SCHEME: 'slack', EXTERNAL_WEBHOOK_SLACK_SECRET: 'issued-by-slack-0123' })).not.toThrow();
   });
 });
 

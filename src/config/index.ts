@@ -503,6 +503,17 @@ const environmentSchema = z.object({
     .optional(),
 });
 
+/**
+ * The secrets Plinth's operator chooses, which must be PRODUCTION_SECRET_LENGTH characters or more
+ * in production: whoever holds what one signs (a signed link, a webhook delivery) can guess at it
+ * offline. The others are 32 bytes or more everywhere (the JWT keys, STORAGE_URL_SIGNING_SECRET,
+ * the 64-hex-digit keys), are EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (checked where they are read, by scheme), or
+ * are issued by someone else in their own format (provider API keys, Stripe's whsec_ webhook
+ * secret, the SMS gateway's token, identity providers' client secrets, the SMTP password).
+ */
+const OPERATOR_SECRETS = ['GQL_GRAPHQL_ADMIN_SECRET', 'ADMIN_KEY', 'PLINTH_METRICS_TOKEN', 'BACKUP_PROVIDER_WEBHOOK_SECRET'] as const;
+const PRODUCTION_SECRET_LENGTH = 32;
+
 /** Variables whose values are never repeated in a message. */
 const SECRET_NAME = /SECRET|TOKEN|PASSWORD|KEY/;
 
@@ -628,7 +639,7 @@ export interface Config {
     /** postgres: in the database, so every instance serves every file; local: a folder of this machine. */
     driver: 'postgres' | 'local';
     localDir: string;
-    /** Key of signed links: STORAGE_URL_SIGNING_SECRET, or unset to derive one from the admin secret. */
+    /** Key of signed links: STORAGE_URL_SIGNING_SECRET (required in production); unset outside production, one is derived from the admin secret. */
     signingSecret: string | undefined;
   };
   /** `CS_<N>` declarations; `actionsRoute` is the route of the built-in one (template `plinth`). */
@@ -926,7 +937,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   problems.push(...services.problems);
   const queues = queueSettingsFromEnv(present, problems);
   const products = productIdsFromEnv(present, problems);
-  const externalProviders = externalProvidersFromEnv(present, problems);
+  const externalProviders = externalProvidersFromEnv(present, problems, present.NODE_ENV === 'production' ? PRODUCTION_SECRET_LENGTH : 8);
   const oauthProviders = oauthProvidersFromEnv(present, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
@@ -934,6 +945,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.NODE_ENV === 'production') {
     if (!values.GQL_GRAPHQL_ADMIN_SECRET) problems.push('GQL_GRAPHQL_ADMIN_SECRET is required when NODE_ENV=production');
     if (!values.GQL_GRAPHQL_JWT_SECRET) problems.push('GQL_GRAPHQL_JWT_SECRET is required when NODE_ENV=production');
+    if (!values.STORAGE_URL_SIGNING_SECRET) {
+      problems.push('STORAGE_URL_SIGNING_SECRET is required when NODE_ENV=production (the key of signed file and report links)');
+    }
+    for (const variable of OPERATOR_SECRETS) {
+      const value = values[variable];
+      // The value is a secret: the message names the variable only.
+      if (value !== undefined && value.length < PRODUCTION_SECRET_LENGTH) {
+        problems.push(`${variable} must be at least ${PRODUCTION_SECRET_LENGTH} characters when NODE_ENV=production (openssl rand -hex 32 makes one)`);
+      }
+    }
   }
   if (values.PLINTH_METRICS === 'token' && !values.PLINTH_METRICS_TOKEN) {
     problems.push('PLINTH_METRICS_TOKEN is required when PLINTH_METRICS=token');
@@ -1313,11 +1334,12 @@ const HMAC_SCHEME_SETTINGS = ['SIGNATURE_HEADER', 'SIGNATURE_PREFIX', 'DELIVERY_
 const MAX_TOLERANCE_SECONDS = 3600;
 
 /**
- * EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (required per provider), _SCHEME, _TOLERANCE_SECONDS, and for
- * the hmac-sha256 scheme _SIGNATURE_HEADER, _SIGNATURE_PREFIX and _DELIVERY_HEADER, by provider
- * name in lower case with dashes (`GIT_HUB` -> `git-hub`).
+ * EXTERNAL_WEBHOOK_<PROVIDER>_SECRET (required per provider; with the hmac-sha256 scheme, whose
+ * secret the operator makes up in GitHub's form, 32 characters or more in production), _SCHEME,
+ * _TOLERANCE_SECONDS, and for the hmac-sha256 scheme _SIGNATURE_HEADER, _SIGNATURE_PREFIX and
+ * _DELIVERY_HEADER, by provider name in lower case with dashes (`GIT_HUB` -> `git-hub`).
  */
-function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, ExternalProvider> {
+function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[], minimumSecretLength: number): Record<string, ExternalProvider> {
   const settings: Record<string, Record<string, string>> = {};
   for (const [variable, value] of Object.entries(env)) {
     const match = EXTERNAL_WEBHOOK_VARIABLE.exec(variable);
@@ -1334,8 +1356,10 @@ function externalProvidersFromEnv(env: NodeJS.ProcessEnv, problems: string[]): R
       problems.push(`${prefix}_SCHEME must be one of ${EXTERNAL_WEBHOOK_SCHEMES.join(', ')} (got ${JSON.stringify(values.SCHEME)})`);
       continue;
     }
-    if (!values.SECRET || values.SECRET.length < 8) {
-      problems.push(`${prefix}_SECRET must be set to the provider's signing secret (8 characters or more)`);
+    // The other schemes' secrets are issued by their providers, in their own formats.
+    const minimumLength = scheme === 'hmac-sha256' ? minimumSecretLength : 8;
+    if (!values.SECRET || values.SECRET.length < minimumLength) {
+      problems.push(`${prefix}_SECRET must be set to the provider's signing secret (${minimumLength} characters or more)`);
       continue;
     }
     let secret: string | Buffer = values.SECRET;

@@ -13,13 +13,15 @@ export type SignatureProblem = 'missing' | 'expired' | 'invalid';
 /**
  * Links to Plinth's own paths that work without a session until they expire, as S3's presigned
  * URLs do: `?expires=<unix seconds>&signature=<HMAC-SHA256 of the path and expiry, base64url>`.
- * The key is STORAGE_URL_SIGNING_SECRET, or one derived from the admin secret (which every
- * instance shares), so any instance verifies what another signed.
+ * The key is STORAGE_URL_SIGNING_SECRET, which every instance shares, so any instance verifies
+ * what another signed. Outside production it may be unset: the key is then derived from the admin
+ * secret (an HMAC under a label of its own). Not in production, where every link handed out would
+ * let its holder test guesses at the admin secret offline.
  */
 export class UrlSigner {
   private keyBytes: Buffer | undefined;
 
-  constructor(private readonly config: Pick<Config, 'publicUrl' | 'storage' | 'graphql'>) {}
+  constructor(private readonly config: Pick<Config, 'env' | 'publicUrl' | 'storage' | 'graphql'>) {}
 
   /** Made on first use: `plinth build` creates the services without secrets and never signs. */
   private get key(): Buffer {
@@ -27,8 +29,9 @@ export class UrlSigner {
       const secret = this.config.storage.signingSecret;
       const adminSecret = this.config.graphql.adminSecret;
       if (secret) this.keyBytes = Buffer.from(secret, 'utf8');
-      else if (adminSecret) this.keyBytes = createHmac('sha256', adminSecret).update('plinth signed links v1').digest();
-      else throw new Error('signed links need STORAGE_URL_SIGNING_SECRET or GQL_GRAPHQL_ADMIN_SECRET');
+      else if (adminSecret && this.config.env !== 'production') {
+        this.keyBytes = createHmac('sha256', adminSecret).update('plinth signed links v1').digest();
+      } else throw new Error('signed links need STORAGE_URL_SIGNING_SECRET (or, outside production, GQL_GRAPHQL_ADMIN_SECRET)');
     }
     return this.keyBytes;
   }

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, type AuthErrorBody } from '../support/auth';
-import { startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { PRODUCTION, startTestServer, testEnvironment, type TestServer } from '../support/server';
 
 /** Each test counts from an address of its own (X-Forwarded-For, trusted here). */
 const from = (ip: string) => ({ 'x-forwarded-for': ip });
@@ -111,7 +111,7 @@ describe('sign-up settings', () => {
   it('in production without SMTP_HOST: routes that mail answer disabled-endpoint, and passwordless sign-in stops start-up', async () => {
     const production = {
       ...GENEROUS_AUTH_LIMITS,
-      NODE_ENV: 'production',
+      ...PRODUCTION,
       PLINTH_PUBLIC_URL: 'https://api.example.com',
     };
     const noMail = await startTestServer(production, { database: server.database });

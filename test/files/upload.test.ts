@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import sharp from 'sharp';
 import {
@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config';
 import { UrlSigner } from '../../src/platform/signed-urls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { graphql, postGraphQL } from '../support/graphql';
-import { ADMIN_SECRET, startTestServer, testEnvironment, type TestServer } from '../support/server';
+import { ADMIN_SECRET, PRODUCTION, startTestServer, STORAGE_URL_SIGNING_SECRET, testEnvironment, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 import { subscribe, subscriptionClient } from '../support/ws';
 
@@ -432,5 +432,36 @@ describe('fileProcessingUpdated', () => {
       await ownerClient.dispose();
       await strangerClient.dispose();
     }
+  });
+});
+
+describe('signed links in production', () => {
+  let production: TestServer;
+  beforeAll(async () => {
+    production = await startTestServer({ ...SETTINGS, ...PRODUCTION }, { database: server.database });
+  });
+  afterAll(async () => {
+    await production.close();
+  });
+
+  it('are signed with STORAGE_URL_SIGNING_SECRET alone, nothing derived from the admin secret, and work', async () => {
+    const content = Buffer.from('signed in production');
+    const output = (await graphql(production.graphqlUrl, UploadAndProcessFileDocument, { input: fileInput(content, 'text/plain') }, OWNER)).body.data!
+      .uploadAndProcessFile;
+    const link = new URL(output.file_url!);
+    const signed = `${link.pathname}\n${link.searchParams.get('expires')}`;
+    expect(link.searchParams.get('signature')).toBe(createHmac('sha256', STORAGE_URL_SIGNING_SECRET).update(signed).digest('base64url'));
+    const derived = createHmac('sha256', ADMIN_SECRET).update('plinth signed links v1').digest();
+    expect(link.searchParams.get('signature')).not.toBe(createHmac('sha256', derived).update(signed).digest('base64url'));
+    const fetched = await fetch(link.href.replace(/^http:\/\/localhost:\d+/, production.url));
+    expect(fetched.status).toBe(200);
+    expect(Buffer.from(await fetched.arrayBuffer()).equals(content)).toBe(true);
+  });
+
+  it('are never signed with a key derived from the admin secret, even when the configuration lacks their own', () => {
+    const unkeyed = { ...loadConfig(testEnvironment(server.database.url)), env: 'production' as const };
+    expect(() => new UrlSigner(unkeyed).sign('/files/x/content', 60)).toThrow(/STORAGE_URL_SIGNING_SECRET/);
+    // Outside production the derived key signs.
+    expect(new UrlSigner({ ...unkeyed, env: 'development' }).sign('/files/x/content', 60).url).toMatch(/signature=/);
   });
 });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 import { withDevelopmentSecrets } from '../../src/config/dev-secrets';
+import { ADMIN_SECRET, PRODUCTION } from '../support/server';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -88,7 +89,7 @@ describe('newsletter and mail-delivery settings', () => {
 
   it('let production run on the delivery API without SMTP', () => {
     expect(() =>
-      loadConfig({ NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 's', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }), EMAIL_DELIVERY_API_KEY: 'k' }),
+      loadConfig({ ...PRODUCTION, GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET, GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }), EMAIL_DELIVERY_API_KEY: 'k' }),
     ).not.toThrow();
   });
 

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newsletterEnvironment, until } from '../support/newsletter';
-import { startTestServer, type TestServer } from '../support/server';
+import { PRODUCTION, startTestServer, type TestServer } from '../support/server';
 
 /**
  * The HTTP delivery of the platform mailer against a local server speaking Resend's documented
@@ -61,7 +61,7 @@ beforeAll(async () => {
   const { SMTP_HOST: _host, SMTP_PORT: _port, SMTP_USER: _user, SMTP_PASSWORD: _password, SMTP_SECURE: _secure, ...environment } = newsletterEnvironment(1);
   server = await startTestServer({
     ...environment,
-    NODE_ENV: 'production',
+    ...PRODUCTION,
     EMAIL_DELIVERY_API_KEY: API_KEY,
     EMAIL_DELIVERY_API_URL: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
     EMAIL_DELIVERY_FROM: 'news@plinth.test',

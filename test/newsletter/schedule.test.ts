@@ -4,7 +4,7 @@ import path from 'node:path';
 import { freePort } from '../support/global-setup';
 import { postGraphQL } from '../support/graphql';
 import { newsletterEnvironment, until } from '../support/newsletter';
-import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { ADMIN_SECRET, PRODUCTION, startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 
 const VARIABLES = {
@@ -71,7 +71,7 @@ describe('without its secrets in production', () => {
   let unconfigured: TestServer;
   beforeAll(async () => {
     const { NEWSLETTER_CONFIRM_SECRET: _confirm, NEWSLETTER_UNSUBSCRIBE_SECRET: _unsubscribe, ...environment } = newsletterEnvironment(receiver.port);
-    unconfigured = await startTestServer({ ...environment, NODE_ENV: 'production' });
+    unconfigured = await startTestServer({ ...environment, ...PRODUCTION });
   });
   afterAll(async () => {
     await unconfigured.close();

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/global-setup';
+import { ADMIN_SECRET, PRODUCTION } from '../support/server';
 import { selfSignedCertificate, startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 import { runCli } from '../support/spawn';
 
@@ -131,7 +132,7 @@ describe('plinth mail send-test', () => {
   });
 
   it('in production without SMTP_HOST, refuses', async () => {
-    const env = { NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'admin-secret', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
+    const env = { ...PRODUCTION, GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET, GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
     const result = await runCli(['mail', 'send-test', 'ops@example.com'], env, folder);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('plinth: SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production\n');

@@ -9,6 +9,7 @@ import { createLogger } from '../../src/main';
 import type { JobDefinition, JobSender, SendOptions } from '../../src/platform/jobs';
 import { createMailer, MAIL_QUEUE, MailError, type MailMessage, type MailService } from '../../src/platform/mail/mailer';
 import { freePort } from '../support/global-setup';
+import { ADMIN_SECRET, PRODUCTION } from '../support/server';
 import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/smtp';
 
 const LINK = 'http://localhost:8080/auth/verify?ticket=otp:0b1c&type=signinPasswordless&redirectTo=http%3A%2F%2Fapp.test%2F';
@@ -363,7 +364,7 @@ describe('without SMTP_HOST', () => {
   });
 
   it('in production: start-up refuses a feature that sends mail, and nothing is sent', async () => {
-    const production = { NODE_ENV: 'production', GQL_GRAPHQL_ADMIN_SECRET: 'admin-secret', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
+    const production = { ...PRODUCTION, GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET, GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
     const { mailer, queue } = mailerWith(production);
     expect(() => mailer.requireDelivery('password reset')).toThrow(ConfigError);
     expect(() => mailer.requireDelivery('password reset')).toThrow('SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production (password reset sends mail)');

@@ -5,10 +5,13 @@ import { MODULES } from '../../src/modules';
 import type { AnyModule } from '../../src/platform/module';
 import { createTestDatabase, type TestDatabase } from './database';
 
-export const ADMIN_SECRET = 'test-admin-secret-a1b2c3d4e5f6';
+export const ADMIN_SECRET = 'test-admin-secret-a1b2c3d4e5f6a7b8c9d0';
 export const JWT_KEY = 'test-jwt-signing-key-of-at-least-32-bytes!';
 export const CLAIMS_NAMESPACE = 'https://plinth.dev/jwt/claims';
 export const JWT_SECRET = JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE });
+export const STORAGE_URL_SIGNING_SECRET = 'test-storage-url-signing-secret-0123456789';
+/** What a test server needs besides testEnvironment to run as in production (the key of signed links). */
+export const PRODUCTION = { NODE_ENV: 'production', STORAGE_URL_SIGNING_SECRET };
 
 /** The environment a test server runs with, on the given database. */
 export function testEnvironment(databaseUrl: string, overrides: Record<string, string> = {}): Record<string, string> {
