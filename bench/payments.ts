@@ -60,8 +60,10 @@ async function main(): Promise<void> {
     PRIMARY_PROVIDER_API_KEY: provider.apiKey,
     PRIMARY_PROVIDER_WEBHOOK_SECRET: 'whsec_bench',
     PAYMENT_PROVIDER: 'primary',
-    // The handler routes' reference limiter (5 calls per minute per user) would stop the run.
+    // The handler routes' reference limiter (5 calls per minute per user) would stop the run, as
+    // would the checkouts quota (60 an hour per user).
     RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
+    RATE_LIMIT_CHECKOUTS_POINTS: '1000000',
   });
   const server = await startServer(config, createLogger(config));
   const run = Date.now().toString(36);

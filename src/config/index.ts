@@ -356,6 +356,13 @@ const environmentSchema = z.object({
   // What each limit allows an engine's address for callers it names neither by user nor by address (docs/decisions.md).
   RATE_LIMIT_ENGINE_POINTS: integer(1, 100_000_000).default(1_000),
   RATE_LIMIT_ENGINE_DURATION_SECONDS: integer(1, 86_400).default(60),
+  // Quotas per user (else client address) and window on what callers create; the admin role is not limited.
+  RATE_LIMIT_UPLOADS_POINTS: integer(1, 1_000_000).default(100),
+  RATE_LIMIT_UPLOADS_DURATION_SECONDS: integer(1, 86_400).default(3600),
+  RATE_LIMIT_REPORTS_POINTS: integer(1, 1_000_000).default(20),
+  RATE_LIMIT_REPORTS_DURATION_SECONDS: integer(1, 86_400).default(3600),
+  RATE_LIMIT_CHECKOUTS_POINTS: integer(1, 1_000_000).default(60),
+  RATE_LIMIT_CHECKOUTS_DURATION_SECONDS: integer(1, 86_400).default(3600),
   OUTBOUND_HTTP_CONNECT_TIMEOUT_MS: integer(1, 600_000).default(5_000),
   OUTBOUND_HTTP_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
   OUTBOUND_HTTP_MAX_RESPONSE_BYTES: integer(1, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
@@ -664,6 +671,10 @@ export interface Config {
      * the admin secret naming neither the user (X-Gql-User-Id) nor the user's address (X-Gql-Client-Address).
      */
     engine: { points: number; durationSeconds: number };
+    /** Quotas per user (else client address) and window: uploadAndProcessFile, generateReport, checkouts and processPayment. */
+    uploads: { points: number; durationSeconds: number };
+    reports: { points: number; durationSeconds: number };
+    checkouts: { points: number; durationSeconds: number };
   };
   outboundHttp: {
     connectTimeoutMs: number;
@@ -1176,6 +1187,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         durationSeconds: values.RATE_LIMIT_REGISTRATION_DURATION_SECONDS,
       },
       engine: { points: values.RATE_LIMIT_ENGINE_POINTS, durationSeconds: values.RATE_LIMIT_ENGINE_DURATION_SECONDS },
+      uploads: { points: values.RATE_LIMIT_UPLOADS_POINTS, durationSeconds: values.RATE_LIMIT_UPLOADS_DURATION_SECONDS },
+      reports: { points: values.RATE_LIMIT_REPORTS_POINTS, durationSeconds: values.RATE_LIMIT_REPORTS_DURATION_SECONDS },
+      checkouts: { points: values.RATE_LIMIT_CHECKOUTS_POINTS, durationSeconds: values.RATE_LIMIT_CHECKOUTS_DURATION_SECONDS },
     },
     outboundHttp: {
       connectTimeoutMs: values.OUTBOUND_HTTP_CONNECT_TIMEOUT_MS,

@@ -3,9 +3,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
 import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
+import { admitQuota, type QuotaName } from '../platform/quotas';
 import { admitRequest, rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from './session';
-import { ENVELOPE_ERROR_SCHEMA, sendError } from './errors';
+import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from './errors';
 import { requires } from './security-schemes';
 
 /** The path segment of an action: its name in kebab case (spec 1 §2.1: registerUser gives register-user). */
@@ -31,6 +32,8 @@ export interface ActionDefinition {
   argumentsSchema: Record<string, unknown>;
   /** Named limits the route applies once the session is known, besides actionHandlers (rateLimitCaller says who counts). */
   rateLimits?: RateLimitName[];
+  /** A quota (platform/quotas.ts) the route applies once the session is known, after the rate limits. */
+  quota?: QuotaName;
   /** The request carries a file: its body may be as large as the upload body limit. */
   carriesUpload?: boolean;
   /**
@@ -74,7 +77,7 @@ export function registerActionRoute(
         `Roles: ${action.roles.join(', ')} (X-Gql-Role; admin when none is given).` +
         ` Rate limits: ${limiters.map((limiter) => limiter.name).join(', ')}, each counted by the user (X-Gql-User-Id) or the user's` +
         ` address (X-Gql-Client-Address) as it is keyed; what would count by the engine's own address counts in the engine budget` +
-        ` (RATE_LIMIT_ENGINE_*).`,
+        ` (RATE_LIMIT_ENGINE_*).${action.quota ? ` Quota: ${action.quota} (RATE_LIMIT_${action.quota.toUpperCase()}_*, counted alike; not for admin).` : ''}`,
       security: requires('adminSecret'),
       body: {
         type: 'object',
@@ -110,17 +113,7 @@ export function registerActionRoute(
           required: ['status', 'message'],
         },
         403: { ...ENVELOPE_ERROR_SCHEMA, description: 'The session role may not call this action (FORBIDDEN)' },
-        429: {
-          description: 'Too many calls from this user (or address, or engine); Retry-After says when to try again',
-          type: 'object',
-          properties: {
-            success: { type: 'boolean', const: false },
-            error: { type: 'string', const: 'rate-limited' },
-            message: { type: 'string' },
-            error_code: { type: 'string', const: 'RATE_LIMITED' },
-          },
-          required: ['success', 'error', 'message', 'error_code'],
-        },
+        429: { ...RATE_LIMITED_ENVELOPE_SCHEMA, description: 'Too many calls from this user (or address, or engine); Retry-After says when to try again' },
       },
     },
     // Authentication comes before the body is even validated.
@@ -141,6 +134,7 @@ export function registerActionRoute(
       const caller = rateLimitCaller(session, request.ip, request.headers);
       if ('error' in caller) return sendError(reply, 400, 'VALIDATION_ERROR', caller.error);
       for (const limiter of limiters) if (!(await admitRequest(reply, limiter, caller))) return reply;
+      if (action.quota && !(await admitQuota(reply, settings.rateLimits, action.quota, session, caller))) return reply;
       const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);
     },

@@ -68,6 +68,18 @@ export const ENVELOPE_ERROR_SCHEMA = {
   required: ['success', 'message', 'error_code'],
 } as const;
 
+/** The 429 of a rate limit on an envelope route (sendRateLimited in platform/rate-limits.ts), for route schemas. */
+export const RATE_LIMITED_ENVELOPE_SCHEMA = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean', const: false },
+    error: { type: 'string', const: 'rate-limited' },
+    message: { type: 'string' },
+    error_code: { type: 'string', const: 'RATE_LIMITED' },
+  },
+  required: ['success', 'error', 'message', 'error_code'],
+} as const;
+
 /** Answers with an error in the route's format; never with a stack trace. */
 export function sendError(
   reply: FastifyReply,

@@ -48,7 +48,10 @@ export type RateLimitName =
   | 'authSmsNumber'
   | 'authSmsAddress'
   | 'errorIngest'
-  | 'errorApi';
+  | 'errorApi'
+  | 'uploads'
+  | 'reports'
+  | 'checkouts';
 
 export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitRule> {
   return {
@@ -71,6 +74,10 @@ export function rateLimitRules(config: Config): Record<RateLimitName, RateLimitR
     // Spec 2 §8: events per DSN key, and management calls per secret key, per minute.
     errorIngest: { points: config.errors.ingestPerMinute, durationSeconds: 60, key: 'token' },
     errorApi: { points: config.errors.apiPerMinute, durationSeconds: 60, key: 'token' },
+    // Quotas on what users create (platform/quotas.ts).
+    uploads: { ...config.rateLimit.uploads, key: 'user' },
+    reports: { ...config.rateLimit.reports, key: 'user' },
+    checkouts: { ...config.rateLimit.checkouts, key: 'user' },
   };
 }
 
@@ -226,7 +233,7 @@ export function createRateLimits(config: Config, dataSource: DataSource, logger:
  * Answers 429 with Retry-After and `{error: "rate-limited", message}`; on the handler routes
  * (envelope format) the body is also the envelope of spec 1 §2.3.
  */
-function sendRateLimited(reply: FastifyReply, exceeded: RateLimitExceeded): FastifyReply {
+export function sendRateLimited(reply: FastifyReply, exceeded: RateLimitExceeded): FastifyReply {
   const envelope = reply.request.routeOptions.config?.errorFormat === 'envelope';
   return reply
     .code(429)

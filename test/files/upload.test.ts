@@ -435,6 +435,51 @@ describe('fileProcessingUpdated', () => {
   });
 });
 
+describe('the uploads quota (RATE_LIMIT_UPLOADS_*, at its default of 100 an hour for each user)', () => {
+  const route = (headers: Record<string, string>, input: FileUploadInput) =>
+    fetch(`${server.url}/actions/upload-and-process-file`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ADMIN, ...headers },
+      body: JSON.stringify({ action: { name: 'uploadAndProcessFile' }, input: { input } }),
+    });
+
+  it("refuses a user's 101st upload of the hour with RATE_LIMITED on GraphQL and 429 on the handler route, storing nothing; others go on", async () => {
+    const userId = randomUUID();
+    const user = bearer(signToken({ userId }));
+    const tiny = fileInput(Buffer.from('q'), 'text/plain', 'quota.txt');
+    for (let count = 0; count < 50; count++) expect((await upload(tiny, user)).body.data!.uploadAndProcessFile.success).toBe(true);
+    // The handler route counts against the same quota, by the user the engine names.
+    for (let count = 0; count < 50; count++) expect(await (await route({ 'x-gql-role': 'user', 'x-gql-user-id': userId }, tiny)).json()).toMatchObject({ success: true });
+    const before = await storedCounts();
+
+    const refused = await upload(tiny, user);
+    expect(refused.body.data).toBeNull();
+    expect(refused.body.errors).toEqual([
+      {
+        message: expect.stringMatching(/^Too many uploads: at most 100 per hour for each user; try again in \d+ s$/),
+        locations: expect.any(Array),
+        path: ['uploadAndProcessFile'],
+        extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) },
+      },
+    ]);
+    const viaRoute = await route({ 'x-gql-role': 'user', 'x-gql-user-id': userId }, tiny);
+    expect(viaRoute.status).toBe(429);
+    const retryAfter = viaRoute.headers.get('retry-after');
+    expect(Number(retryAfter)).toBeGreaterThan(3500);
+    expect(await viaRoute.json()).toEqual({
+      success: false,
+      error: 'rate-limited',
+      message: `Too many uploads: at most 100 per hour for each user; try again in ${retryAfter} s`,
+      error_code: 'RATE_LIMITED',
+    });
+    expect(await storedCounts()).toEqual(before);
+
+    // Another user, and the admin role (which quotas never count), still upload.
+    expect((await upload(tiny, STRANGER)).body.data!.uploadAndProcessFile.success).toBe(true);
+    expect((await upload(tiny, ADMIN)).body.data!.uploadAndProcessFile.success).toBe(true);
+  });
+});
+
 describe('signed links in production', () => {
   let production: TestServer;
   beforeAll(async () => {

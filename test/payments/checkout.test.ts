@@ -1,4 +1,6 @@
+import { ProcessPaymentDocument } from '../generated/graphql';
 import { startBackupProvider, type BackupProviderServer } from '../support/backup-provider';
+import { graphql } from '../support/graphql';
 import { startPrimaryProvider, type PrimaryProviderServer } from '../support/primary-provider';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
@@ -125,5 +127,46 @@ describe('GET /billing/health', () => {
   it('shows the active provider and the BILLING_PROVIDER alias', async () => {
     const response = await fetch(`${server.url}/billing/health`);
     expect(await response.json()).toEqual({ status: 'ok', active: 'primary', billing_provider: 'primary' });
+  });
+});
+
+describe('the checkouts quota (RATE_LIMIT_CHECKOUTS_*, at its default of 60 an hour for each user, shared with processPayment)', () => {
+  it("refuses a user's 61st checkout or payment of the hour with RATE_LIMITED, asking no provider and recording nothing; others go on", async () => {
+    const bob = await createUser(server.database, 'bob-quota@example.com');
+    const bobToken = bearer(signToken({ userId: bob }));
+    const pay = (headers: Record<string, string>) =>
+      graphql(server.graphqlUrl, ProcessPaymentDocument, { input: { amount: 100, currency: 'usd', payment_method_id: 'pm_card_visa', customer_id: bob } }, headers);
+    for (let count = 0; count < 40; count++) expect((await checkout({ product: 'pro' }, bobToken)).status).toBe(200);
+    for (let count = 0; count < 20; count++) expect((await pay(bobToken)).body.data!.processPayment.success).toBe(true);
+    const providerRequests = primary.requests.length;
+    const paymentRows = async () => Number((await server.database.query<{ count: string }>('SELECT count(*) FROM payments'))[0].count);
+    const payments = await paymentRows();
+
+    const refused = await fetch(`${server.url}/billing/checkout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bobToken },
+      body: JSON.stringify({ product: 'pro' }),
+    });
+    expect(refused.status).toBe(429);
+    const retryAfter = refused.headers.get('retry-after');
+    expect(Number(retryAfter)).toBeGreaterThan(3500);
+    expect(await refused.json()).toEqual({
+      success: false,
+      error: 'rate-limited',
+      message: `Too many checkouts and payments: at most 60 per hour for each user; try again in ${retryAfter} s`,
+      error_code: 'RATE_LIMITED',
+    });
+    const refusedPayment = await pay(bobToken);
+    expect(refusedPayment.body.data).toBeNull();
+    expect(refusedPayment.body.errors![0]).toMatchObject({
+      message: expect.stringMatching(/^Too many checkouts and payments: at most 60 per hour for each user; try again in \d+ s$/),
+      extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) },
+    });
+    expect(primary.requests.length).toBe(providerRequests);
+    expect(await paymentRows()).toBe(payments);
+
+    expect((await checkout({ product: 'pro' })).status).toBe(200);
+    // The admin role is never counted: an admin session charging Bob goes through.
+    expect((await pay({ 'x-gql-admin-secret': ADMIN_SECRET })).body.data!.processPayment.success).toBe(true);
   });
 });

@@ -322,3 +322,40 @@ describe('the handler route /actions/generate-report', () => {
     expect((await call({ kind: 'FILES' }, {})).status).toBe(401);
   });
 });
+
+describe('the reports quota (RATE_LIMIT_REPORTS_*, at its default of 20 an hour for each user)', () => {
+  const route = (userId: string) =>
+    fetch(`${server.url}/actions/generate-report`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ADMIN, 'x-gql-role': 'user', 'x-gql-user-id': userId },
+      body: JSON.stringify({ action: { name: 'generateReport' }, input: { input: { kind: 'FILES', format: 'JSON' } } }),
+    });
+  const jobCount = async () => Number((await server.database.query<{ count: string }>('SELECT count(*) FROM report_jobs'))[0].count);
+
+  it("refuses a user's 21st request of the hour with RATE_LIMITED on GraphQL and 429 on the handler route, queuing nothing; others go on", async () => {
+    const userId = randomUUID();
+    const user = bearer(signToken({ userId }));
+    for (let count = 0; count < 10; count++) expect((await generate({ kind: 'FILES', format: 'JSON' }, user)).body.data!.generateReport.success).toBe(true);
+    for (let count = 0; count < 10; count++) expect(await (await route(userId)).json()).toMatchObject({ success: true });
+    const before = await jobCount();
+
+    const refused = await generate({ kind: 'FILES', format: 'JSON' }, user);
+    expect(refused.body.data).toBeNull();
+    expect(refused.body.errors).toEqual([
+      {
+        message: expect.stringMatching(/^Too many report requests: at most 20 per hour for each user; try again in \d+ s$/),
+        locations: expect.any(Array),
+        path: ['generateReport'],
+        extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) },
+      },
+    ]);
+    const viaRoute = await route(userId);
+    expect(viaRoute.status).toBe(429);
+    expect(viaRoute.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await viaRoute.json()).toMatchObject({ success: false, error_code: 'RATE_LIMITED', message: expect.stringMatching(/^Too many report requests/) });
+    expect(await jobCount()).toBe(before);
+
+    expect((await generate({ kind: 'FILES', format: 'JSON' }, STRANGER)).body.data!.generateReport.success).toBe(true);
+    expect((await generate({ kind: 'FILES', format: 'JSON' }, ADMIN)).body.data!.generateReport.success).toBe(true);
+  });
+});

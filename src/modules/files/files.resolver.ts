@@ -4,6 +4,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { AcceptsUploadBody } from '../../graphql/upload-body';
 import type { FilesServices } from '.';
+import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import { FILE_PROCESSING_UPDATED, FILES_TABLE } from './files.service';
 import { FileInfo, FileUploadInput, FileUploadOutput, UPLOAD_FILE_ROLES } from './files.types';
@@ -19,10 +20,11 @@ export class FilesResolver {
     description:
       'Stores a file (base64 in file_data, sent as a variable) and queues its processing; invalid input comes back as success=false with errors',
   })
-  uploadAndProcessFile(
+  async uploadAndProcessFile(
     @Arg('input', () => FileUploadInput) input: FileUploadInput,
     @Ctx() context: GraphQLContext,
   ): Promise<FileUploadOutput> {
+    await enforceQuota(context, 'uploads');
     return this.services.files.upload(input, context.session);
   }
 

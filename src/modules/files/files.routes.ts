@@ -15,6 +15,7 @@ export function filesActions({ files }: FilesServices): ActionDefinition[] {
       name: 'uploadAndProcessFile',
       roles: UPLOAD_FILE_ROLES,
       carriesUpload: true,
+      quota: 'uploads',
       // The fields are checked by the service, which answers success=false per field.
       argumentsSchema: { type: 'object', required: ['input'], properties: { input: { type: 'object' } } },
       handle: (args, session) => files.upload(args.input, session),

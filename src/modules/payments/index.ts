@@ -1,5 +1,6 @@
 import type { PlinthModule } from '../../platform/module';
 import type { SessionSettings } from '../../http/session';
+import type { RateLimits } from '../../platform/rate-limits';
 import { BackupProvider } from './backup.provider';
 import { BillingService } from './billing.service';
 import { CheckoutService } from './checkout.service';
@@ -22,13 +23,15 @@ export interface PaymentsServices {
   billingProviderAlias: string | undefined;
   /** How the REST routes read a bearer token (POST /billing/checkout). */
   session: SessionSettings;
+  /** For the checkouts quota of POST /billing/checkout. */
+  rateLimits: RateLimits;
 }
 
 /** Payments (processPayment), the primary/backup provider switch, the providers' webhooks, subscriptions, licenses and checkout. */
 export const paymentsModule: PlinthModule<PaymentsServices> = {
   name: 'payments',
   resolvers: [PaymentsResolver],
-  create: async ({ config, dataSource, pubSub, http }) => {
+  create: async ({ config, dataSource, pubSub, http, rateLimits }) => {
     const settings = config.payments;
     const providers = new ProviderSwitch(dataSource, settings);
     await providers.seed();
@@ -49,6 +52,7 @@ export const paymentsModule: PlinthModule<PaymentsServices> = {
         jwtSecret: config.graphql.jwtSecret!,
         unauthorizedRole: config.graphql.unauthorizedRole,
       },
+      rateLimits,
     };
   },
   routes: (app, services) => paymentsRoutes(app, services),

@@ -4,6 +4,7 @@ import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver, Root, Subscriptio
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { EVERY_ROLE } from '../../http/session';
+import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import { CUSTOMER_ROWS } from './billing.service';
 import type { PaymentsServices } from '.';
@@ -35,7 +36,8 @@ export class PaymentsResolver {
       'Charges a saved payment method at the active provider. Send an Idempotency-Key header to make retries safe: ' +
       'a retried call with the same key charges once and answers the same payment. Failures come back as success=false',
   })
-  processPayment(@Arg('input', () => PaymentInput) input: PaymentInput, @Ctx() context: GraphQLContext): Promise<PaymentOutput> {
+  async processPayment(@Arg('input', () => PaymentInput) input: PaymentInput, @Ctx() context: GraphQLContext): Promise<PaymentOutput> {
+    await enforceQuota(context, 'checkouts');
     return this.services.payments.processPayment(input, context.session, context.idempotencyKey);
   }
 

@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../common/secrets';
 import type { ActionDefinition } from '../../http/actions';
-import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
+import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { resolveSession, SessionError } from '../../http/session';
+import { resolveSession, SessionError, type Session } from '../../http/session';
+import { admitQuota } from '../../platform/quotas';
+import { rateLimitCaller } from '../../platform/rate-limits';
 import { PAYMENT_PROVIDERS, type PaymentProviderName } from '../../config';
 import type { PaymentsServices } from '.';
 import { PROCESS_PAYMENT_ROLES } from './payments.types';
@@ -14,6 +16,7 @@ export function paymentsActions({ payments }: PaymentsServices): ActionDefinitio
     {
       name: 'processPayment',
       roles: PROCESS_PAYMENT_ROLES,
+      quota: 'checkouts',
       // The fields themselves are checked by the service, which answers success=false per field.
       argumentsSchema: { type: 'object', required: ['input'], properties: { input: { type: 'object' } } },
       handle: (args, session, headers) => payments.processPayment(args.input, session, headers['idempotency-key']),
@@ -194,12 +197,15 @@ function registerWebhookRoutes(app: FastifyInstance, services: PaymentsServices)
 
 function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices): void {
   app.post<{ Body: { product: string; email?: string } }>('/billing/checkout', {
+    // The quota's 429 is the envelope of the route's other errors.
+    config: { errorFormat: 'envelope' },
     schema: {
       tags: ['billing'],
       summary: 'Hosted checkout of the active provider',
       description:
         'The address of a hosted checkout (a Stripe Checkout session, or a Lemon Squeezy checkout) for a subscription to `product`, ' +
-        'at the provider active now. Answered with `Cache-Control: no-store`, so a cached pricing page cannot keep the old provider.',
+        'at the provider active now. Answered with `Cache-Control: no-store`, so a cached pricing page cannot keep the old provider. ' +
+        'Quota: RATE_LIMIT_CHECKOUTS_* per user, shared with processPayment (not for admin).',
       security: requires('bearerAuth', 'adminSecret'),
       body: {
         type: 'object',
@@ -219,6 +225,7 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
         400: error('An unknown product, or a malformed body'),
         401: error('No valid bearer token (or no user id in it)'),
         403: error('The token does not allow the requested role'),
+        429: { ...RATE_LIMITED_ENVELOPE_SCHEMA, description: "Past the user's checkouts quota (RATE_LIMITED); Retry-After says when to try again" },
         502: error('The provider refused or failed'),
         503: error('The active provider has no API key configured'),
         504: error('The provider did not answer in time'),
@@ -226,15 +233,18 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
     },
     handler: async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      let userId: string | null;
+      let session: Session;
       try {
-        userId = resolveSession(request.headers, services.session).userId;
+        session = resolveSession(request.headers, services.session);
       } catch (failure) {
         if (!(failure instanceof SessionError)) throw failure;
         return sendError(reply, failure.status, failure.code, failure.message);
       }
-      if (!userId) return sendError(reply, 401, 'UNAUTHENTICATED', 'A bearer token of a user is required');
-      const result = await services.checkout.checkout(userId, request.body.product, request.body.email ?? null);
+      if (!session.userId) return sendError(reply, 401, 'UNAUTHENTICATED', 'A bearer token of a user is required');
+      const caller = rateLimitCaller(session, request.ip, request.headers);
+      if ('error' in caller) return sendError(reply, 400, 'VALIDATION_ERROR', caller.error);
+      if (!(await admitQuota(reply, services.rateLimits, 'checkouts', session, caller))) return reply;
+      const result = await services.checkout.checkout(session.userId, request.body.product, request.body.email ?? null);
       if ('url' in result) return result;
       const status = { UNKNOWN_PRODUCT: 400, PROVIDER_NOT_CONFIGURED: 503, PROVIDER_TIMEOUT: 504 }[result.error] ?? 502;
       return sendError(reply, status, result.error, result.message);

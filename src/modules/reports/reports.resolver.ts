@@ -2,6 +2,7 @@ import { GraphQLError } from 'graphql';
 import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, type SubscriptionHandlerData } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
+import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import type { ReportsServices } from '.';
 import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE, ReportError } from './reports.service';
@@ -15,7 +16,8 @@ export class ReportsResolver {
   @Mutation(() => GenerateReportOutput, {
     description: 'Queues a report and answers at once with its job_id, status and estimated_duration; follow it with reportJob or reportJobUpdated',
   })
-  generateReport(@Arg('input', () => ReportInput) input: ReportInput, @Ctx() context: GraphQLContext): Promise<GenerateReportOutput> {
+  async generateReport(@Arg('input', () => ReportInput) input: ReportInput, @Ctx() context: GraphQLContext): Promise<GenerateReportOutput> {
+    await enforceQuota(context, 'reports');
     return this.services.reports.generate(input, context.session);
   }
 

@@ -14,6 +14,7 @@ export function reportsActions({ reports }: ReportsServices): ActionDefinition[]
     {
       name: 'generateReport',
       roles: GENERATE_REPORT_ROLES,
+      quota: 'reports',
       // The fields are checked by the service, which answers success=false per field.
       argumentsSchema: {
         type: 'object',
