@@ -270,6 +270,7 @@ export function buildApiApp(
     subscriptions: {
       ...sessionSettings,
       initTimeoutMs: graphql.wsInitTimeoutMs,
+      limits: graphql.wsLimits,
       maxPayload: graphql.bodyLimit,
       multiplexing: graphql.subscriptionMultiplexing,
       compiledExecution: graphql.compiledExecution,

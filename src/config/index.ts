@@ -200,6 +200,10 @@ const environmentSchema = z.object({
   GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
   GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024).default(1024 * 1024),
   GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: integer(100, 600_000).default(3000),
+  // What one user (else one client address) may hold at once on this instance; the admin role is not limited.
+  GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER: integer(1, 1_000_000).default(20),
+  GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: integer(1, 1_000_000).default(100),
+  GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER: integer(1, 1_000_000).default(200),
   GQL_GRAPHQL_CORS_DOMAIN: z
     .string()
     .trim()
@@ -554,6 +558,8 @@ export interface Config {
     documentCacheBytes: number;
     bodyLimit: number;
     wsInitTimeoutMs: number;
+    /** What one user (else one client address) may hold at once on this instance's graphql-ws endpoint. */
+    wsLimits: WebSocketLimits;
     corsOrigins: string[] | '*';
     /** Queries and mutations run as graphql-jit compiled them (graphql-js for what it cannot compile). */
     compiledExecution: { enabled: boolean; cacheEntries: number };
@@ -728,6 +734,12 @@ export interface Config {
   };
   /** The newsletter (spec 3 §1.2, §2.2–2.4): double opt-in, the welcome series, the bi-weekly issue. */
   newsletter: NewsletterConfig;
+}
+
+export interface WebSocketLimits {
+  connectionsPerUser: number;
+  subscriptionsPerConnection: number;
+  subscriptionsPerUser: number;
 }
 
 export interface NewsletterConfig {
@@ -1050,6 +1062,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       documentCacheBytes: values.GQL_GRAPHQL_DOCUMENT_CACHE_BYTES,
       bodyLimit: values.GQL_GRAPHQL_BODY_LIMIT,
       wsInitTimeoutMs: values.GQL_GRAPHQL_WS_INIT_TIMEOUT_MS,
+      wsLimits: {
+        connectionsPerUser: values.GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER,
+        subscriptionsPerConnection: values.GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION,
+        subscriptionsPerUser: values.GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER,
+      },
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
       compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheEntries: values.GQL_GRAPHQL_COMPILED_CACHE_ENTRIES },
       subscriptionMultiplexing: values.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING,

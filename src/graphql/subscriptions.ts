@@ -2,18 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { CloseCode } from 'graphql-ws';
+import { CloseCode, type Context } from 'graphql-ws';
 import { LRUCache } from 'lru-cache';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
-import { resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
+import { ADMIN_ROLE, resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
+import type { WebSocketLimits } from '../config';
+import { ConcurrentCounts } from '../platform/quotas';
 import type { RateLimits } from '../platform/rate-limits';
 import type { GraphQLContext } from './context';
 import { documentHeapBytes } from './apollo';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { documentSizeError, type QueryLimits } from './limits';
 import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
-import { serveGraphQLWs } from './ws-server';
+import { serveGraphQLWs, type SocketExtra } from './ws-server';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 
@@ -23,6 +25,8 @@ export interface SubscriptionSettings extends SessionSettings {
   /** Subscribers with the same document, variables and session share one execution per event (subscription-groups.ts). */
   multiplexing: boolean;
   compiledExecution: CompiledExecutionSettings;
+  /** Connections and subscriptions one user (else one client address) may hold at once here; the admin role is not limited. */
+  limits: WebSocketLimits;
 }
 
 /** What the context of every operation on a connection takes from the HTTP server. */
@@ -37,7 +41,21 @@ interface ConnectionState {
   headers?: Record<string, string>;
   requestId?: string;
   expiryTimer?: NodeJS.Timeout;
+  /** What the connection counts against (its user, else its address); unset for the admin role and until connection_init. */
+  holder?: string;
+  /**
+   * Its subscriptions from onSubscribe to onComplete, by id: the subscribe message's payload (the
+   * object graphql-ws hands both hooks) and whether it still counts against the limits.
+   */
+  held?: Map<string, { payload: object; counted: boolean }>;
+  counted?: number;
 }
+
+/**
+ * graphql-ws's own close code for "too many" (its client does not retry it), for a connection
+ * past GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER.
+ */
+export const TOO_MANY_CONNECTIONS = CloseCode.TooManyInitialisationRequests;
 
 /** Longest delay setTimeout accepts (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -87,6 +105,43 @@ export function attachSubscriptions(
     if (!state) states.set(extra, (state = {}));
     return state;
   };
+  const wsLimits = settings.limits;
+  const connectionsHeld = new ConcurrentCounts(wsLimits.connectionsPerUser);
+  const subscriptionsHeld = new ConcurrentCounts(wsLimits.subscriptionsPerUser);
+  const uncount = (state: ConnectionState, entry: { counted: boolean }) => {
+    if (!entry.counted || state.holder === undefined) return;
+    entry.counted = false;
+    state.counted! -= 1;
+    subscriptionsHeld.release(state.holder);
+  };
+  /** Counts the connection's new subscription, or says why it may not have one. */
+  const holdSubscription = (ctx: Context<Record<string, unknown> | undefined, SocketExtra>, id: string, payload: object): GraphQLError | undefined => {
+    const state = stateOf(ctx.extra);
+    const holder = state.holder;
+    if (holder === undefined) return undefined;
+    const held = (state.held ??= new Map());
+    // graphql-ws takes an id again once the client completed it, but the ending subscription's last
+    // step would then drop the new one from the connection (which would outlive it, uncounted).
+    if (held.has(id)) {
+      return new GraphQLError(`Subscription ${id} is still ending; subscribe with another id`, { extensions: { code: 'SUBSCRIBER_ALREADY_EXISTS' } });
+    }
+    state.counted ??= 0;
+    if (state.counted >= wsLimits.subscriptionsPerConnection || !subscriptionsHeld.acquire(holder)) {
+      // A complete message ends its subscription for graphql-ws at once, but onComplete comes some
+      // turns later: those the client completed already stop counting now, so that a subscribe
+      // sent right after a complete is not refused.
+      for (const [heldId, entry] of held) if (!(heldId in ctx.subscriptions)) uncount(state, entry);
+      if (state.counted >= wsLimits.subscriptionsPerConnection) {
+        return quotaError(`Too many subscriptions on this connection: at most ${wsLimits.subscriptionsPerConnection} at once; complete one first`);
+      }
+      if (!subscriptionsHeld.acquire(holder)) {
+        return quotaError(`Too many subscriptions for this user: at most ${wsLimits.subscriptionsPerUser} at once across connections; complete one first`);
+      }
+    }
+    held.set(id, { payload, counted: true });
+    state.counted += 1;
+    return undefined;
+  };
 
   const disposable = serveGraphQLWs<Record<string, unknown> | undefined>(
     {
@@ -108,9 +163,19 @@ export function attachSubscriptions(
         }
         const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined, schema);
         if (tooComplex) return [tooComplex];
+        // Counted last: graphql-ws reports completion (onComplete) only of what onSubscribe let through.
+        const refused = holdSubscription(ctx, id, payload);
+        if (refused) return [refused];
         const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: payload.variables };
         subscribers.set(args, { id, source: payload.query, socket: ctx.extra.socket });
         return args;
+      },
+      onComplete: (ctx, id, payload) => {
+        const state = stateOf(ctx.extra);
+        const entry = state.held?.get(id);
+        if (entry?.payload !== payload) return;
+        state.held!.delete(id);
+        uncount(state, entry);
       },
       ...(groups && {
         subscribe: (args: ExecutionArgs) => {
@@ -137,6 +202,14 @@ export function attachSubscriptions(
           ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.code}`);
           return false;
         }
+        if (state.session.role !== ADMIN_ROLE) {
+          const holder = state.session.userId ? `user:${state.session.userId}` : `ip:${ctx.extra.clientIp}`;
+          if (!connectionsHeld.acquire(holder)) {
+            ctx.extra.socket.close(TOO_MANY_CONNECTIONS, `Too many connections: at most ${wsLimits.connectionsPerUser} for each user`);
+            return false;
+          }
+          state.holder = holder;
+        }
         const expiresAt = state.session.expiresAt;
         if (expiresAt !== null) {
           const delay = Math.min(Math.max(expiresAt * 1000 - Date.now(), 0), MAX_TIMER_MS);
@@ -144,7 +217,17 @@ export function attachSubscriptions(
         }
         return true;
       },
-      onClose: (ctx) => clearTimeout(stateOf(ctx.extra).expiryTimer),
+      onClose: (ctx) => {
+        const state = stateOf(ctx.extra);
+        clearTimeout(state.expiryTimer);
+        if (state.holder === undefined) return;
+        // Subscriptions whose completion comes after this find nothing left to release.
+        connectionsHeld.release(state.holder);
+        subscriptionsHeld.release(state.holder, state.counted ?? 0);
+        state.held = undefined;
+        state.counted = 0;
+        state.holder = undefined;
+      },
       context: (ctx): GraphQLContext => {
         const state = stateOf(ctx.extra);
         return new ConnectionOperationContext(state.session!, state.requestId!, ctx.extra.clientIp, connection.rateLimits, state.headers, logger);
@@ -221,6 +304,11 @@ function prepareDocument(query: string, schema: GraphQLSchema, limits: QueryLimi
   const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
   if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
   return document;
+}
+
+/** A subscription refused for a limit on what is held at once: nothing to wait for but the end of another. */
+function quotaError(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'QUOTA_EXCEEDED' } });
 }
 
 function withCode(error: GraphQLError, code: string): GraphQLError {

@@ -73,3 +73,28 @@ export async function admitQuota(reply: FastifyReply, rateLimits: RateLimits, na
     return false;
   }
 }
+
+/**
+ * Things held at once per key (connections or subscriptions per user), counted in this process,
+ * for what this process itself holds. A key whose count falls to zero is forgotten, so the map
+ * holds only the keys with something open.
+ */
+export class ConcurrentCounts {
+  private readonly counts = new Map<string, number>();
+
+  constructor(readonly max: number) {}
+
+  /** Takes one for `key`; false, taking nothing, when it already holds `max`. */
+  acquire(key: string): boolean {
+    const held = this.counts.get(key) ?? 0;
+    if (held >= this.max) return false;
+    this.counts.set(key, held + 1);
+    return true;
+  }
+
+  release(key: string, count = 1): void {
+    const left = (this.counts.get(key) ?? 0) - count;
+    if (left > 0) this.counts.set(key, left);
+    else this.counts.delete(key);
+  }
+}

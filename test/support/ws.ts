@@ -5,6 +5,7 @@ import { print, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { createClient, type Client } from 'graphql-ws';
 import pino, { type Logger } from 'pino';
 import WebSocket from 'ws';
+import { loadConfig } from '../../src/config';
 import { createQueryLimits, type QueryLimitSettings } from '../../src/graphql/limits';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
 import { RateLimits } from '../../src/platform/rate-limits';
@@ -24,6 +25,7 @@ export async function startSubscriptionServer(
       jwtSecret: { type: 'HS256', key: JWT_KEY, claims_namespace: CLAIMS_NAMESPACE, claims_format: 'json', allowed_skew: 0 },
       unauthorizedRole: 'anonymous',
       initTimeoutMs: 3000,
+      limits: loadConfig({}).graphql.wsLimits,
       maxPayload: 1024 * 1024,
       multiplexing: options.multiplexing ?? true,
       compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
