@@ -3,14 +3,15 @@ import path from 'node:path';
 import type { CustomService } from '../../../config';
 import { actionPath } from '../../../http/actions';
 import { ENV_TEMPLATE, namedType, type ActionEntry, type ActionsMetadata, type CustomTypes } from '../actions.metadata';
-import { TEMPLATES, type ScaffoldAction, type ScaffoldContext } from './templates';
+import type { ScaffoldAction, ScaffoldContext } from './template-values';
+import { renderTemplate, TEMPLATES } from './templates';
 
 /** Templates `plinth start` runs (Node); the others are written as files to run as the project sees fit. */
 export const NODE_TEMPLATES = new Set(['express-ts', 'fastify-ts', 'nest-ts']);
 /** Templates that run under `plinth start`: compiled here from their TypeScript and started with node. */
 export const RUNNABLE_TEMPLATES = new Set(['express-ts', 'fastify-ts']);
 
-/** What a template generates its files from. */
+/** What scaffolding one service did. */
 export interface ScaffoldResult {
   service: CustomService;
   folder: string;
@@ -104,8 +105,7 @@ export function scaffoldServices(
   const results: ScaffoldResult[] = [];
   for (const service of services) {
     if (service.template === 'plinth') continue;
-    const template = TEMPLATES[service.template];
-    if (!template) {
+    if (!Object.hasOwn(TEMPLATES, service.template)) {
       throw new Error(`${service.variable} names the template "${service.template}"; the templates are ${Object.keys(TEMPLATES).join(', ')} (and plinth for Plinth itself)`);
     }
     const folder = path.join(servicesDir, service.name);
@@ -124,7 +124,7 @@ export function scaffoldServices(
       placeholder: placeholder(action.definition.output_type.replace(/!?$/, '!'), metadata.customTypes),
     }));
     const context: ScaffoldContext = { service, actions, typeDeclarations: typeDeclarations(metadata.customTypes) };
-    const files = template(context);
+    const files = renderTemplate(service.template, context);
     for (const [file, text] of Object.entries(files)) {
       const full = path.join(folder, ...file.split('/'));
       fs.mkdirSync(path.dirname(full), { recursive: true });
