@@ -6,7 +6,7 @@ import { environmentWithEnvFile, writeEnvSettings } from '../config/env-file';
 import { OAUTH_PROVIDER_NAMES, OAUTH_PROVIDERS, type OAuthProviderName } from '../config/oauth-providers';
 import { withMigrationLock } from '../db/data-source';
 import { createLogger } from '../main';
-import { createAuthServices, type AuthServices } from '../modules/auth';
+import { createAuthServices, type AuthServices } from '../modules/auth/auth.services';
 import type { AdministeredUser } from '../modules/auth/user-administration.service';
 import { JobQueue } from '../platform/job-queue';
 import { createMailer } from '../platform/mail/mailer';

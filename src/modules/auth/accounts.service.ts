@@ -10,7 +10,7 @@ import { AuthError, invalidRequest } from './auth-errors';
 import { gravatarUrl, toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
 import { RedirectPolicy, withQuery } from './redirects';
-import type { AuthSession, SessionTokens } from './session-tokens.service';
+import type { AuthSession, SessionTokens, SignInResult } from './session-tokens.service';
 import type { SignUpPolicy } from './sign-up-policy.service';
 import type { SmsFactor } from './sms.service';
 import type { TicketKind, Tickets } from './tickets.service';
@@ -41,11 +41,6 @@ export interface DeanonymizeInput {
 
 /** The role of anonymous users (spec 2 §2.3), their only one until they are upgraded. */
 export const ANONYMOUS_ROLE = 'anonymous';
-
-export interface SignInResult {
-  session: AuthSession | null;
-  mfa: { ticket: string } | null;
-}
 
 /** The verification links' `type`, and the ticket kind each redeems. */
 export const VERIFY_TYPES = {

@@ -1,8 +1,8 @@
 import { Authorized, Ctx, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { EVERY_ROLE } from '../../http/session';
+import type { AuthServices } from './auth.services';
 import { SessionInfo } from './auth.types';
-import type { AuthServices } from '.';
 
 @Resolver()
 export class AuthResolver {

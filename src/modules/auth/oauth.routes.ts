@@ -5,10 +5,10 @@ import { isDatabaseUnavailable } from '../../db/unavailable';
 import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { dropUnreadBody } from '../../http/unread-body';
-import { answer, bearerUser, type AuthRoute } from './auth.routes';
+import { answer, bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, REDIRECT, REDIRECT_TO, TAGS, text } from './auth.schemas';
+import type { AuthServices } from './auth.services';
 import type { CallbackFailure, ProviderCallback } from './oauth.service';
-import type { AuthServices } from '.';
 
 const PROVIDER_PARAMS = {
   type: 'object',

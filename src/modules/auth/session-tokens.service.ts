@@ -20,6 +20,12 @@ export interface AuthSession {
   user: AuthUser;
 }
 
+/** What a sign-in answers: a session, or the ticket of the second factor the user has on. */
+export interface SignInResult {
+  session: AuthSession | null;
+  mfa: { ticket: string } | null;
+}
+
 export interface TokenSettings {
   /** The signing secret and the engine's claim namespace (HS256/384/512). */
   secret: JwtSecretConfig;

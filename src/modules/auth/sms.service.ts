@@ -5,11 +5,10 @@ import { sha256 } from '../../common/sha256';
 import type { MfaSettings, SmsGatewaySettings } from '../../config';
 import type { OutboundHttp } from '../../platform/outbound-http';
 import type { RateLimits } from '../../platform/rate-limits';
-import type { SignInResult } from './accounts.service';
 import { AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
-import type { SessionTokens } from './session-tokens.service';
+import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
 
 /** E.164: a plus, then up to 15 digits, the first not zero. */

@@ -1,7 +1,7 @@
 import { requires } from '../../http/security-schemes';
-import { accountOwner, answer, bearerUser, type AuthRoute } from './auth.routes';
+import { accountOwner, answer, bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text, TICKET } from './auth.schemas';
-import type { AuthServices } from '.';
+import type { AuthServices } from './auth.services';
 
 const CODE = text(16);
 

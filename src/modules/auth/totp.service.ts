@@ -3,11 +3,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../../common/encryption';
 import type { MfaSettings } from '../../config';
 import type { RateLimits } from '../../platform/rate-limits';
-import type { SignInResult } from './accounts.service';
 import { AuthError } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
-import type { SessionTokens } from './session-tokens.service';
+import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
 
 /** otplib and its hash and base32 plugins are required at the first enrolment or code checked, not at start. */
