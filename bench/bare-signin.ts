@@ -4,8 +4,8 @@ import { verify } from '@node-rs/argon2';
 import { createSigner } from 'fast-jwt';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { USER_WITH_PASSWORD_BY_EMAIL } from '../src/modules/auth/accounts.service';
 import { toAuthUser, type UserRow } from '../src/modules/auth/auth-user';
+import { USER_WITH_PASSWORD_BY_EMAIL } from '../src/modules/auth/email-sign-in.service';
 import { START_SESSION } from '../src/modules/auth/session-tokens.service';
 
 /** AUTH_REFRESH_TOKEN_EXPIRES_IN's default. */

@@ -113,7 +113,7 @@ export function authCommand(configuration: () => Config): Command {
         async (services) => {
           const found = await services.admin.get(email);
           if (found.state !== 'active') throw new Error(`${found.email} is ${found.state}: no reset link is sent`);
-          await services.accounts.sendPasswordReset(email);
+          await services.account.sendPasswordReset(email);
         },
         { mail: true },
       );

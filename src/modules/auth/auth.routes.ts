@@ -1,6 +1,6 @@
 import { errorCodes, type FastifyInstance } from 'fastify';
 import { requires } from '../../http/security-schemes';
-import type { DeanonymizeInput, SignUpInput } from './accounts.service';
+import type { DeanonymizeInput, SignUpInput } from './account-input';
 import { AuthError, invalidRequest } from './auth-errors';
 import { serveOnAuthPort } from './auth-port';
 import { accountOwner, answer, authRouteIn, bearerUser, limit } from './auth.route-helpers';
@@ -52,7 +52,7 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
 }
 
 function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
-  const { accounts, tokens } = services;
+  const { emailSignIn, anonymous, links, account, tokens } = services;
   const route = authRouteIn(scope, services);
   totpRoutes(route, services);
   oauthRoutes(route, services);
@@ -77,7 +77,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       },
       response: { 200: { type: 'object', properties: { session: NULLABLE_SESSION }, required: ['session'] }, ...ERRORS },
     },
-    handler: (request, reply) => answer(reply, () => accounts.signUpEmailPassword(request.body as SignUpInput)),
+    handler: (request, reply) => answer(reply, () => emailSignIn.signUpEmailPassword(request.body as SignUpInput)),
   });
 
   route({
@@ -103,7 +103,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     },
     handler: (request, reply) => {
       const { email, password } = request.body as { email: string; password: string };
-      return answer(reply, () => accounts.signInEmailPassword(email, password, request.ip));
+      return answer(reply, () => emailSignIn.signInEmailPassword(email, password, request.ip));
     },
   });
 
@@ -125,7 +125,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       schema: { ...passwordless, summary },
       handler: (request, reply) =>
         answer(reply, async () => {
-          await accounts.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
+          await emailSignIn.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
           return 'OK';
         }),
     });
@@ -146,7 +146,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     preValidation: async (request) => {
       request.body ??= {};
     },
-    handler: (request, reply) => answer(reply, () => accounts.signInAnonymous((request.body ?? {}) as { displayName?: string })),
+    handler: (request, reply) => answer(reply, () => anonymous.signInAnonymous((request.body ?? {}) as { displayName?: string })),
   });
 
   route({
@@ -174,7 +174,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     },
     handler: (request, reply) =>
       answer(reply, async () => {
-        await accounts.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
+        await anonymous.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
         return 'OK';
       }),
   });
@@ -229,7 +229,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     method: 'GET',
     url: '/user',
     schema: { tags: TAGS, summary: 'The signed-in user', security: requires('bearerAuth'), response: { 200: USER_SCHEMA, ...ERRORS } },
-    handler: (request, reply) => answer(reply, () => accounts.user(bearerUser(request, services))),
+    handler: (request, reply) => answer(reply, () => account.user(bearerUser(request, services))),
   });
 
   route({
@@ -253,7 +253,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       response: { 302: REDIRECT, ...ERRORS },
     },
     handler: (request, reply) =>
-      answer(reply, async () => reply.redirect(await accounts.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302)),
+      answer(reply, async () => reply.redirect(await links.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302)),
   });
 
   route({
@@ -269,7 +269,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
       response: { 302: REDIRECT, ...ERRORS },
     },
     handler: (request, reply) =>
-      answer(reply, async () => reply.redirect(await accounts.invitationLanding((request.query as { ticket: string }).ticket), 302)),
+      answer(reply, async () => reply.redirect(await links.invitationLanding((request.query as { ticket: string }).ticket), 302)),
   });
 
   route({
@@ -285,7 +285,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
-        await accounts.sendVerificationEmail(email, options?.redirectTo);
+        await links.sendVerificationEmail(email, options?.redirectTo);
         return 'OK';
       }),
   });
@@ -304,7 +304,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
-        await accounts.sendPasswordReset(email, options?.redirectTo);
+        await account.sendPasswordReset(email, options?.redirectTo);
         return 'OK';
       }),
   });
@@ -325,7 +325,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
-        await accounts.changePassword(newPassword, ticket ? { ticket } : await accountOwner(request, services, { recentSignIn: true }));
+        await account.changePassword(newPassword, ticket ? { ticket } : await accountOwner(request, services, { recentSignIn: true }));
         return 'OK';
       }),
   });
@@ -346,7 +346,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     handler: (request, reply) =>
       answer(reply, async () => {
         const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
-        await accounts.changeEmail((await accountOwner(request, services, { recentSignIn: true })).userId, newEmail, options?.redirectTo);
+        await account.changeEmail((await accountOwner(request, services, { recentSignIn: true })).userId, newEmail, options?.redirectTo);
         return 'OK';
       }),
   });

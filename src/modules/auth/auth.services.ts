@@ -1,23 +1,39 @@
+import { PasswordHasher } from '../../common/passwords';
 import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
 import type { SessionSettings } from '../../http/session';
 import { mailDeliveryProblem } from '../../platform/mail/transport';
 import type { Platform } from '../../platform/module';
 import type { RateLimits } from '../../platform/rate-limits';
-import { AuthAccounts } from './accounts.service';
+import { AccountMail } from './account-mail.service';
+import { AccountTakeover } from './account-takeover.service';
+import { AnonymousUsers } from './anonymous-users.service';
 import { AuthService } from './auth.service';
 import { BreachedPasswords } from './breached-passwords.service';
 import { CustomClaims } from './custom-claims.service';
-import { SessionTokens } from './session-tokens.service';
-import { SignUpPolicy } from './sign-up-policy.service';
-import { Tickets } from './tickets.service';
-import { SmsFactor } from './sms.service';
-import { TotpFactor } from './totp.service';
+import { EmailSignIn } from './email-sign-in.service';
+import { LinkVerification } from './link-verification.service';
+import { NewAccounts } from './new-accounts.service';
 import { OAuthSignIn } from './oauth.service';
+import { RedirectPolicy } from './redirects';
+import { SessionTokens } from './session-tokens.service';
+import { SignIn } from './sign-in.service';
+import { SignUpPolicy } from './sign-up-policy.service';
+import { SmsFactor } from './sms.service';
+import { Tickets } from './tickets.service';
+import { TotpFactor } from './totp.service';
+import { UserAccount } from './user-account.service';
 import { UserAdministration } from './user-administration.service';
 
 export interface AuthServices {
   auth: AuthService;
-  accounts: AuthAccounts;
+  /** Sign-up and sign-in with an e-mail address: a password, or a mailed link. */
+  emailSignIn: EmailSignIn;
+  /** Anonymous users (AUTH_ANONYMOUS_USERS_ENABLED) and their upgrade to an e-mail account. */
+  anonymous: AnonymousUsers;
+  /** The mailed links, followed (GET /auth/verify, invitations), and a verification link sent again. */
+  links: LinkVerification;
+  /** The user's own account: read, its password reset or changed, its address changed. */
+  account: UserAccount;
   /** What every path that makes an account from outside follows (registerUser too). */
   signUps: SignUpPolicy;
   tokens: SessionTokens;
@@ -86,13 +102,21 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
   const tickets = new Tickets();
   const signUps = new SignUpPolicy(config.auth, new BreachedPasswords(http, config.auth.hibp, log));
   const sms = new SmsFactor(dataSource, tokens, tickets, rateLimits, http, config.auth.mfa, log);
-  const accounts = new AuthAccounts(dataSource, tokens, tickets, signUps, mailer, config, canMail, sms, log);
+  const redirects = new RedirectPolicy(config.auth.allowedRedirectUrls, config.auth.clientUrl);
+  const passwords = new PasswordHasher(config.auth.passwordHash);
+  const mail = new AccountMail(tickets, mailer, config, canMail);
+  const newAccounts = new NewAccounts(config.auth, signUps);
+  const takeover = new AccountTakeover(log);
+  const signIn = new SignIn(dataSource, tokens, tickets, sms, config.auth);
   return {
     sms,
     auth: new AuthService(),
-    accounts,
+    emailSignIn: new EmailSignIn(dataSource, tokens, signUps, newAccounts, signIn, mail, passwords, redirects, config.auth),
+    anonymous: new AnonymousUsers(dataSource, tokens, signUps, newAccounts, mail, passwords, redirects, config.auth),
+    links: new LinkVerification(dataSource, tickets, takeover, signIn, mail, redirects, config.auth),
+    account: new UserAccount(dataSource, tokens, tickets, signUps, takeover, mail, passwords, redirects),
     signUps,
-    oauth: new OAuthSignIn(dataSource, accounts, http, config, secret.key, log),
+    oauth: new OAuthSignIn(dataSource, signIn, newAccounts, takeover, redirects, http, config, secret.key, log),
     tokens,
     tickets,
     totp: new TotpFactor(dataSource, tokens, tickets, rateLimits, config.auth.mfa, log),

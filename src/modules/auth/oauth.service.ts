@@ -7,14 +7,16 @@ import { OAUTH_PROVIDER_NAMES, type OAuthProviderName, type OAuthProviderSetting
 import { isDatabaseUnavailable } from '../../db/unavailable';
 import type { OutboundHttp } from '../../platform/outbound-http';
 import { RateLimitExceeded } from '../../platform/rate-limits';
-import type { AuthAccounts } from './accounts.service';
+import type { AccountTakeover } from './account-takeover.service';
 import { AUTH_ERRORS, AuthError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, userColumnsOf, type UserRow } from './auth-user';
+import type { NewAccounts } from './new-accounts.service';
 import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { clearedStateCookie, cookieHoldsState, stateCookie, type StateCookieScope } from './oauth-state-cookie';
 import { queryRows } from './query-rows';
-import { withQuery } from './redirects';
+import { withQuery, type RedirectPolicy } from './redirects';
+import type { SignIn } from './sign-in.service';
 
 /**
  * Twitter's OAuth 1.0a endpoints (its consumer key and secret, spec §2.4). AUTH_PROVIDER_TWITTER_
@@ -98,7 +100,11 @@ export interface LinkedProvider {
 export class OAuthSignIn {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly accounts: AuthAccounts,
+    private readonly signIn: SignIn,
+    /** A provider's user with an address no account has gets a new account. */
+    private readonly newAccounts: NewAccounts,
+    private readonly takeover: AccountTakeover,
+    private readonly redirects: RedirectPolicy,
     private readonly http: OutboundHttp,
     private readonly config: Pick<Config, 'auth'>,
     private readonly stateKey: string,
@@ -107,9 +113,9 @@ export class OAuthSignIn {
 
   /** GET /auth/signin/provider/{provider}: where to send the browser. A bad redirectTo is an AuthError (no redirect to it). */
   async start(name: OAuthProviderName, redirectToInput: string | undefined): Promise<StartedSignIn> {
-    if (name === 'twitter') return this.startTwitter(this.settings(name), this.accounts.redirectTo(redirectToInput));
+    if (name === 'twitter') return this.startTwitter(this.settings(name), this.redirects.target(redirectToInput));
     const { provider, settings } = this.provider(name);
-    const redirectTo = this.accounts.redirectTo(redirectToInput);
+    const redirectTo = this.redirects.target(redirectToInput);
     const state = this.newState();
     // RFC 7636: 32 random bytes as the verifier; the challenge is its SHA-256 (S256).
     const verifier = randomBytes(32).toString('base64url');
@@ -164,7 +170,7 @@ export class OAuthSignIn {
       }
       if (query.denied !== undefined) throw new ProviderFailure('access_denied', 'The user denied the sign-in');
       const profile = provider === 'twitter' ? await this.twitterProfile(query, pending) : await this.oauth2Profile(provider, query, pending);
-      const result = await this.dataSource.transaction(async (manager) => this.accounts.signIn(await this.userFor(manager, provider, profile), manager, ip));
+      const result = await this.dataSource.transaction(async (manager) => this.signIn.complete(await this.userFor(manager, provider, profile), manager, ip));
       if (result.mfa) return finish(withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type: SIGNIN_TYPE }));
       return finish(withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type: SIGNIN_TYPE }));
     } catch (error) {
@@ -214,7 +220,7 @@ export class OAuthSignIn {
   /** The state's redirectTo while the settings still allow it; the error for AUTH_CLIENT_URL otherwise. */
   private allowedRedirect(redirectTo: string): string | { error: string; errorDescription: string } {
     try {
-      return this.accounts.redirectTo(redirectTo);
+      return this.redirects.target(redirectTo);
     } catch (error) {
       if (!(error instanceof AuthError)) throw error;
       return { error: error.code, errorDescription: error.message };
@@ -331,7 +337,7 @@ export class OAuthSignIn {
 
   /**
    * The user the provider's account belongs to: linked before, linked now through a verified
-   * address (an account nobody had verified is taken over: AuthAccounts.takeOver), or new.
+   * address (an account nobody had verified is taken over: AccountTakeover.takeOver), or new.
    */
   private async userFor(manager: EntityManager, provider: OAuthProviderName, profile: ProviderProfile): Promise<UserRow> {
     const [linked] = await queryRows<UserRow>(
@@ -354,9 +360,9 @@ export class OAuthSignIn {
       // without the password, sessions, factors and links whoever made it had set (a disabled or
       // deleted one is left for the sign-in to refuse).
       const refused = existing.disabled || existing.deleted_at !== null;
-      user = existing.email_verified || refused ? existing : await this.accounts.takeOver(manager, existing, `provider:${provider}`);
+      user = existing.email_verified || refused ? existing : await this.takeover.takeOver(manager, existing, `provider:${provider}`);
     } else {
-      user = await this.accounts.createExternalUser(manager, { ...profile, email: profile.email });
+      user = await this.newAccounts.insertExternal(manager, { ...profile, email: profile.email });
     }
     await manager.query(
       `INSERT INTO auth_user_providers (user_id, provider, provider_user_id) VALUES ($1, $2, $3)

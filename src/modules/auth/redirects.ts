@@ -1,3 +1,5 @@
+import { AuthError } from './auth-errors';
+
 /**
  * Where `redirectTo` may point: AUTH_CLIENT_URL or an entry of AUTH_ALLOWED_REDIRECT_URLS. Scheme,
  * host and port must match exactly (`*` stands for exactly one host label), and the path must be
@@ -7,8 +9,19 @@
 export class RedirectPolicy {
   private readonly entries: AllowedRedirect[];
 
-  constructor(allowed: readonly string[]) {
+  constructor(
+    allowed: readonly string[],
+    /** AUTH_CLIENT_URL: where a flow given no redirectTo sends the browser. */
+    private readonly clientUrl: string,
+  ) {
     this.entries = allowed.map(parseEntry);
+  }
+
+  /** A redirectTo, or AUTH_CLIENT_URL when none is given; 400 redirectTo-not-allowed when it may not be used. */
+  target(requested: string | undefined): string {
+    if (requested === undefined || requested === '') return this.clientUrl;
+    if (!this.allows(requested)) throw new AuthError('redirectTo-not-allowed');
+    return requested;
   }
 
   allows(target: string): boolean {
