@@ -155,7 +155,7 @@ export function graphqlPaths(endpoint: string, schema: GraphQLSchema): Record<st
           401: graphqlError('A wrong admin secret, or an invalid or expired token'),
           403: graphqlError('The token does not allow the requested role'),
           413: graphqlError('A body over GQL_GRAPHQL_BODY_LIMIT'),
-          415: graphqlError('A body that is not JSON'),
+          415: graphqlError('A body that is not application/json in UTF-8'),
           429: graphqlError('Too many requests'),
         },
       },

@@ -24,6 +24,27 @@ export function chooseGraphQLMediaType(accept: string | undefined): string | nul
   return chosen;
 }
 
+/**
+ * Whether the GraphQL routes read a POST body of this Content-Type: application/json in UTF-8 (no
+ * charset, or charset=utf-8), the one media type the GraphQL-over-HTTP specification requires.
+ * Anything else is refused with 415 before the body is read; Fastify's own parsers would read
+ * text/plain, and Apollo then answer 400 as if the body were missing. No header at all is left to
+ * Fastify (415 for a body) and Apollo (400 for none).
+ */
+export function isGraphQLRequestMediaType(contentType: string | undefined): boolean {
+  if (contentType === undefined || contentType === 'application/json') return true;
+  const [type, ...parameters] = contentType.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  return parameters.every((parameter) => {
+    const [name, value = ''] = parameter.split('=');
+    return name.trim().toLowerCase() !== 'charset' || /^"?utf-?8"?$/i.test(value.trim());
+  });
+}
+
+/** The message of the 415 for a body the GraphQL routes do not read. */
+export function unsupportedGraphQLMediaTypeMessage(contentType: string): string {
+  return `GraphQL requests are read as application/json in UTF-8, not as ${contentType.slice(0, 100)}`;
+}
 
 /**
  * Whether a request comes from a browser opening the URL: its Accept ranks text/html above both

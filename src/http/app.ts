@@ -14,7 +14,7 @@ import { OperationExecutor } from '../graphql/compiled-execution';
 import { graphqlMetricsPlugin, httpMetricsObserver, registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
-import { prefersHtml } from '../graphql/media-type';
+import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../graphql/media-type';
 import { isUploadRequest } from '../graphql/upload-body';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
@@ -340,6 +340,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // limit; one hook, before the body is read, and with a callback (an async hook costs every
     // request a promise, and each hook type a trip through Fastify's hook runner).
     preParsing: (request, reply, payload, done) => {
+      const contentType = request.headers['content-type'];
+      if (request.method === 'POST' && !isGraphQLRequestMediaType(contentType)) {
+        sendError(reply, 415, 'UNSUPPORTED_MEDIA_TYPE', unsupportedGraphQLMediaTypeMessage(contentType!));
+        return;
+      }
       const declared = request.headers['content-length'];
       const declaredBytes = Number(declared ?? 0);
       const withinLimit = declaredBytes <= options.bodyLimit;

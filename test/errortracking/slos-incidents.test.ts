@@ -420,6 +420,21 @@ describe('the management API', () => {
     expect((await postGraphQL(`${server.url}/api/graphql`, { variables: {} }, { authorization: `Bearer ${secret}` })).status).toBe(400);
   });
 
+  it('/api/graphql answers a body that is not application/json with 415, as /v1/graphql does', async () => {
+    const owner = await project('media-types');
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1']) {
+      const response = await fetch(`${server.url}/api/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': contentType, authorization: `Bearer ${owner.secret}` },
+        body: '{"query":"{ incidents { edges { node { id } } } }"}',
+      });
+      expect([contentType, response.status]).toEqual([contentType, 415]);
+      expect(await response.json()).toEqual({
+        errors: [{ message: `GraphQL requests are read as application/json in UTF-8, not as ${contentType}`, extensions: { code: 'UNSUPPORTED_MEDIA_TYPE' } }],
+      });
+    }
+  });
+
   it('limits each secret key to ERRORS_API_RATE_LIMIT_PER_MINUTE calls, REST and GraphQL together, with 429 and Retry-After', async () => {
     const owner = await project('limited-api');
     const other = await project('other-api');

@@ -110,6 +110,33 @@ describe('GraphQL over HTTP', () => {
     expect(text).not.toMatch(STACK_TRACE);
   });
 
+  it.each([
+    ['text/plain', '{"query":"mutation { registerUser(input: {email: \\"plain@x.io\\", password: \\"password123\\", name: \\"P\\"}) { success } }"}'],
+    ['text/plain; charset=utf-8', '{"query":"{ __typename }"}'],
+    ['application/x-www-form-urlencoded', 'query=%7B__typename%7D'],
+    ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{"query":"{ __typename }"}\r\n--x--\r\n'],
+    ['application/graphql', '{ __typename }'],
+    ['application/graphql-response+json', '{"query":"{ __typename }"}'],
+    ['application/json; charset=latin1', '{"query":"{ __typename }"}'],
+    ['application/json; charset=utf-16', '{"query":"{ __typename }"}'],
+  ])('answers a body of a media type it does not read (%s) with 415 UNSUPPORTED_MEDIA_TYPE, and runs nothing', async (contentType, body) => {
+    const response = await fetch(server.graphqlUrl, { method: 'POST', headers: { 'content-type': contentType }, body });
+    expect(response.status).toBe(415);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await response.json()).toEqual({
+      errors: [{ message: `GraphQL requests are read as application/json in UTF-8, not as ${contentType}`, extensions: { code: 'UNSUPPORTED_MEDIA_TYPE' } }],
+    });
+    expect(await server.database.query("SELECT 1 FROM users WHERE email = 'plain@x.io'")).toHaveLength(0);
+  });
+
+  it.each(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset="UTF-8"', 'application/json; charset=utf8'])(
+    'reads application/json in UTF-8 however it is written (%s)',
+    async (contentType) => {
+      const response = await postGraphQL(server.graphqlUrl, JSON.stringify({ query: SESSION_QUERY }), { 'content-type': contentType });
+      expect([response.status, response.body]).toEqual([200, { data: { session: { role: 'anonymous' } } }]);
+    },
+  );
+
   it('runs the introspection query explorers send (GraphiQL, Altair, Insomnia)', async () => {
     const query = getIntrospectionQuery({
       descriptions: true,

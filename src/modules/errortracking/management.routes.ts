@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { prefersHtml } from '../../graphql/media-type';
+import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../../graphql/media-type';
 import { RateLimitExceeded } from '../../platform/rate-limits';
 import { actorOf, secretKeySession } from './access';
 import type { ErrorTrackingServices } from '.';
@@ -174,8 +174,15 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
         400: GRAPHQL_ERROR('A request that is not GraphQL'),
         401: GRAPHQL_ERROR('No secret key, or one that is unknown or revoked'),
         403: GRAPHQL_ERROR('A DSN key: it authorises ingestion only'),
+        415: GRAPHQL_ERROR('A body that is not application/json in UTF-8'),
         429: GRAPHQL_ERROR('More than ERRORS_API_RATE_LIMIT_PER_MINUTE calls this minute for the key; see Retry-After'),
       },
+    },
+    // As at /v1/graphql: a body of another media type is refused before it is read.
+    preParsing: (request, reply, payload, done) => {
+      const contentType = request.headers['content-type'];
+      if (isGraphQLRequestMediaType(contentType)) return done(null, payload);
+      sendError(reply, 415, 'UNSUPPORTED_MEDIA_TYPE', unsupportedGraphQLMediaTypeMessage(contentType!));
     },
     handler: async (request, reply) => {
       const identity = await secretKeyOf(request, reply);
