@@ -266,6 +266,7 @@ export function buildApiApp(
       maxDocumentBytes: graphql.maxDocumentBytes,
       maxAliases: graphql.maxAliases,
       maxRootFields: graphql.maxRootFields,
+      maxVariablesDepth: config.requestMaxJsonDepth,
     },
     subscriptions: {
       ...sessionSettings,
@@ -283,6 +284,7 @@ export function buildApiApp(
     metricsAccess: config.metrics,
     trustProxy: config.trustProxy,
     requestTimeoutMs: config.requestTimeoutMs,
+    maxJsonDepth: config.requestMaxJsonDepth,
     rateLimits,
     requestOutcomes,
     apiDocs,

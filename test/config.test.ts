@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       port: 8080,
       actionsRoute: '/actions',
       requestTimeoutMs: 300_000,
+      requestMaxJsonDepth: 64,
       database: { url: undefined, poolSize: 10, embeddedPort: 5433, dataDir: path.resolve('.data') },
       graphql: {
         unauthorizedRole: 'anonymous',
@@ -285,6 +286,9 @@ describe('loadConfig', () => {
     ['TRUST_PROXY', { TRUST_PROXY: '101' }],
     ['HTTP_REQUEST_TIMEOUT_SECONDS', { HTTP_REQUEST_TIMEOUT_SECONDS: '-1' }],
     ['HTTP_REQUEST_TIMEOUT_SECONDS', { HTTP_REQUEST_TIMEOUT_SECONDS: '5 minutes' }],
+    ['REQUEST_MAX_JSON_DEPTH', { REQUEST_MAX_JSON_DEPTH: '1' }],
+    ['REQUEST_MAX_JSON_DEPTH', { REQUEST_MAX_JSON_DEPTH: '1001' }],
+    ['REQUEST_MAX_JSON_DEPTH', { REQUEST_MAX_JSON_DEPTH: 'deep' }],
     ['RATE_LIMIT_STORE', { RATE_LIMIT_STORE: 'redis' }],
     ['RATE_LIMIT_REGISTRATION_POINTS', { RATE_LIMIT_REGISTRATION_POINTS: '0' }],
     ['RATE_LIMIT_REGISTRATION_DURATION_SECONDS', { RATE_LIMIT_REGISTRATION_DURATION_SECONDS: '1.5' }],

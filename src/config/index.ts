@@ -354,6 +354,8 @@ const environmentSchema = z.object({
   TRUST_PROXY: trustProxy.default(false),
   // Node's own default, which Fastify turns off (0): a request must arrive whole within it (docs/decisions.md).
   HTTP_REQUEST_TIMEOUT_SECONDS: integer(0, 86_400).default(300),
+  // Code that walks a request's JSON recursively (its variables' cost, text checks) overflows the stack on deep nesting.
+  REQUEST_MAX_JSON_DEPTH: integer(2, 1000).default(64),
   RATE_LIMIT_STORE: z.enum(['memory', 'postgres'], { error: 'must be memory or postgres' }).default('memory'),
   RATE_LIMIT_REGISTRATION_POINTS: integer(1, 1_000_000).default(5),
   RATE_LIMIT_REGISTRATION_DURATION_SECONDS: integer(1, 86_400).default(60),
@@ -668,6 +670,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** HTTP_REQUEST_TIMEOUT_SECONDS in milliseconds: the time a caller has to send a whole request, headers and body (0: no bound). */
   requestTimeoutMs: number;
+  /** REQUEST_MAX_JSON_DEPTH: how deep objects and arrays may nest in a REST body or GraphQL variables (HTTP and WebSocket). */
+  requestMaxJsonDepth: number;
   rateLimit: {
     /** memory: each process counts alone; postgres: processes on one database share the counts. */
     store: 'memory' | 'postgres';
@@ -1197,6 +1201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       values.PLINTH_METRICS === 'token' ? { mode: 'token', token: values.PLINTH_METRICS_TOKEN! } : { mode: values.PLINTH_METRICS },
     trustProxy: values.TRUST_PROXY,
     requestTimeoutMs: values.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,
+    requestMaxJsonDepth: values.REQUEST_MAX_JSON_DEPTH,
     rateLimit: {
       store: values.RATE_LIMIT_STORE,
       registration: {

@@ -12,6 +12,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+import { jsonDeeperThan } from '../common/json-depth';
 
 export interface QueryLimitSettings {
   maxDepth: number;
@@ -22,6 +23,8 @@ export interface QueryLimitSettings {
   maxDocumentBytes: number;
   maxAliases: number;
   maxRootFields: number;
+  /** How deep objects and arrays may nest in an operation's variables (REQUEST_MAX_JSON_DEPTH). */
+  maxVariablesDepth: number;
 }
 
 /**
@@ -34,8 +37,11 @@ export interface QueryLimits {
   maxDocumentBytes: number;
   /** Validation rules added to graphql-js's own: depth, aliases, root fields. */
   rules: ValidationRule[];
-  /** The error for an operation costlier than the limit, or undefined when it is within it. */
-  /** `schema`: the one the operation runs on, when it is not the one the limits were made with. */
+  /**
+   * The error for an operation whose variables nest deeper than the limit (checked first: the cost
+   * is computed from them, recursively) or that is costlier than the limit; undefined when it is
+   * within both. `schema`: the one the operation runs on, when it is not the one the limits were made with.
+   */
   complexityError(
     document: DocumentNode,
     operationName: string | null | undefined,
@@ -95,6 +101,11 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
     maxDocumentBytes: settings.maxDocumentBytes,
     rules: [depthRule as ValidationRule, aliasesRule as ValidationRule, maxRootFieldsRule(settings.maxRootFields)],
     complexityError(document, operationName, variables, operationSchema = schema) {
+      if (jsonDeeperThan(variables, settings.maxVariablesDepth)) {
+        return new GraphQLError(`The variables nest more than ${settings.maxVariablesDepth} levels deep (REQUEST_MAX_JSON_DEPTH)`, {
+          extensions: { code: JSON_TOO_DEEP, http: { status: 400 } },
+        });
+      }
       let complexity: number;
       try {
         complexity = cost(document, operationName ?? '', variables, operationSchema);
@@ -112,6 +123,8 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
 }
 
 export const DOCUMENT_TOO_LARGE = 'DOCUMENT_TOO_LARGE';
+/** The code of a request whose JSON (GraphQL variables, a REST body) nests deeper than REQUEST_MAX_JSON_DEPTH. */
+export const JSON_TOO_DEEP = 'JSON_TOO_DEEP';
 
 /** The error for query text longer than the limit, before any of it is parsed. */
 export function documentSizeError(query: string, limits: QueryLimits): GraphQLError | undefined {

@@ -28,18 +28,16 @@ import { answerClientError, installErrorHandling, sendError } from './errors';
 import { registerHealthRoutes } from './health';
 import { createHttpServer, identify, requestIdOf, type ServerTimeouts } from './incoming';
 import { installInputTextCheck } from './input-text';
+import { installJsonDepthCheck } from './json-depth';
 import { requestLogger } from './request-logger';
 import { observeResponses } from './response-observers';
-import { addRouteHook } from './route-hooks';
+import { addRouteHook, isRestRouteWithBody, READ_METHODS } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, SessionError, type Session } from './session';
 import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';
-
-/** Methods whose REST routes only read. */
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -68,6 +66,8 @@ export interface HttpAppOptions {
   uploadBodyLimit: number;
   /** The time a caller has to send a whole request (0: no bound). */
   requestTimeoutMs: number;
+  /** How deep objects and arrays may nest in a REST body (REQUEST_MAX_JSON_DEPTH; GraphQL variables: `limits`). */
+  maxJsonDepth: number;
   corsOrigins: string[] | '*';
   actionsRoute: string;
   actions: ActionDefinition[];
@@ -235,15 +235,15 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   const routeTable: RouteOptions[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => void routeTable.push(route));
-  // Route hooks (added as routes register, so before any route is).
+  // Route hooks (added as routes register, so before any route is). Each goes ahead of those added
+  // before it: the depth check runs first, since the text check walks the body recursively.
   installInputTextCheck(app);
+  installJsonDepthCheck(app, options.maxJsonDepth);
   // The caller's session variables reach the statements a request that may write runs (event
   // triggers record them): REST calls here, GraphQL mutations in the executor (graphql/apollo.ts),
   // with the session the GraphQL context resolved. A preHandler: the body's stream events
   // (parsing) run outside an earlier hook's context.
-  const mayWrite = (route: RouteOptions) =>
-    route.config?.errorFormat !== 'graphql' && (Array.isArray(route.method) ? route.method : [route.method]).some((method) => !READ_METHODS.has(method));
-  addRouteHook(app, 'preHandler', mayWrite, (request, reply, done) => {
+  addRouteHook(app, 'preHandler', isRestRouteWithBody, (request, reply, done) => {
     if (READ_METHODS.has(request.method)) return done();
     const { release } = runWithSessionVariables(() => {
       try {

@@ -19,3 +19,11 @@ export function addRouteHook<P extends RoutedPhase>(app: FastifyInstance, phase:
     (route as Record<RoutedPhase, unknown>)[phase] = own === undefined ? hook : [hook, ...(Array.isArray(own) ? own : [own])];
   });
 }
+
+/** Methods whose REST routes only read (their requests carry no body). */
+export const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Whether a route is a REST one (not GraphQL) taking a method that may carry a body and write. */
+export function isRestRouteWithBody(route: RouteOptions): boolean {
+  return route.config?.errorFormat !== 'graphql' && (Array.isArray(route.method) ? route.method : [route.method]).some((method) => !READ_METHODS.has(method));
+}

@@ -51,7 +51,7 @@ beforeAll(async () => {
   const pubSub = { publish: () => undefined, subscribe: () => once(undefined) };
   const schema = await buildSchema({ resolvers: [TickResolver], validate: false, authChecker, pubSub });
   ({ server, subscriptions, url } = await startSubscriptionServer(schema, {
-    limits: { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2 },
+    limits: { maxDepth: 3, maxComplexity: 4, maxTokens: 200, maxDocumentBytes: 2000, maxAliases: 3, maxRootFields: 2, maxVariablesDepth: 64 },
     logger: pino({ level: 'error' }, { write: (line: string) => void logLines.push(line) }),
   }));
 });

@@ -65,7 +65,7 @@ async function startServer(multiplexing: boolean) {
   markSharedEventFields(schema);
   const started = await startSubscriptionServer(schema, {
     multiplexing,
-    limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 },
+    limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5, maxVariablesDepth: 64 },
   });
   servers.push(started);
   return started;
@@ -244,7 +244,7 @@ describe('a group whose source ends', () => {
   /** Two subscribers of one group on raw sockets: the types of the messages each received, in order. */
   async function countdown(fail: boolean) {
     const started = await startSubscriptionServer(countdownSchema, {
-      limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5 },
+      limits: { maxDepth: 5, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 5, maxVariablesDepth: 64 },
     });
     servers.push(started);
     const { url, subscriptions } = started;
