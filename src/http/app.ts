@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline, Readable, Transform } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { GraphQLError } from 'graphql';
@@ -337,8 +337,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Uploads may be larger than ordinary requests; the handler holds the others to bodyLimit.
     bodyLimit: uploadBodyLimit,
     // A large body is read only from a caller who may upload (signed in), and never past the upload
-    // limit; one hook, before the body is read, and with a callback (an async hook costs every
-    // request a promise, and each hook type a trip through Fastify's hook runner).
+    // limit, whether it declares its length or comes in chunks; one hook, before the body is read,
+    // and with a callback (an async hook costs every request a promise, and each hook type a trip
+    // through Fastify's hook runner).
     preParsing: (request, reply, payload, done) => {
       const contentType = request.headers['content-type'];
       if (request.method === 'POST' && !isGraphQLRequestMediaType(contentType)) {
@@ -355,16 +356,25 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
       // A declared length within the limit needs no counting (a stream pipeline per request cost
       // an eighth of the request's CPU): Fastify answers 400 when the body differs from it.
       if (request.method !== 'POST' || (declared !== undefined && withinLimit)) return done(null, payload);
-      // Counts the bytes received (chunked bodies have no Content-Length to go by).
+      // Counts the bytes received (chunked bodies have no Content-Length to go by), and stops
+      // reading at the limit for a caller who may not upload: the parser then fails with the 413.
       let received = 0;
+      let mayUpload: boolean | undefined;
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
           received += chunk.length;
           bodyBytes.set(request, received);
+          if (received > options.bodyLimit && !(mayUpload ??= isSignedIn(request.headers, sessionSettings))) {
+            payload.unpipe(counter);
+            callback(Object.assign(new Error(tooLargeMessage), { statusCode: 413 }));
+            return;
+          }
           callback(null, chunk);
         },
       });
-      pipeline(payload, counter, () => undefined);
+      // Not pipeline(): a failing counter would destroy the request, and its socket with the answer.
+      payload.on('error', (error) => counter.destroy(error));
+      payload.pipe(counter);
       done(null, counter);
     },
     handler: async (request, reply) => {
