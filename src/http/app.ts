@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, parse, type DocumentNode } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { OPENAPI_PATH } from '../apidocs/openapi';
@@ -15,6 +15,7 @@ import { graphqlMetricsPlugin, httpMetricsObserver, registerMetricsRoute, type M
 import type { GraphQLContext } from '../graphql/context';
 import { createQueryLimits, DOCUMENT_TOO_LARGE, documentSizeError, type QueryLimitSettings } from '../graphql/limits';
 import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../graphql/media-type';
+import { refusedRootFields, type RootFieldRule } from '../graphql/root-fields';
 import { isUploadRequest } from '../graphql/upload-body';
 import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subscriptions';
 import { clientAddress, trustFunction } from '../platform/client-address';
@@ -47,9 +48,10 @@ declare module 'fastify' {
     routeTable: readonly RouteOptions[];
     /**
      * Answers a GraphQL request with the one schema, as the caller's headers say or as `session`
-     * (for routes that authenticate callers their own way, such as error tracking's secret keys).
+     * (for routes that authenticate callers their own way, such as error tracking's secret keys),
+     * refusing with 403 a document that selects a root field `rootFields` does not allow.
      */
-    serveGraphQL(request: FastifyRequest, reply: FastifyReply, session?: Session): Promise<FastifyReply>;
+    serveGraphQL(request: FastifyRequest, reply: FastifyReply, session?: Session, rootFields?: RootFieldRule): Promise<FastifyReply>;
   }
 }
 
@@ -285,11 +287,26 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     `GraphQL requests are limited to ${options.bodyLimit} bytes (GQL_GRAPHQL_BODY_LIMIT); ` +
     `only an upload mutation from a signed-in caller may send up to ${uploadBodyLimit} bytes (FILES_MAX_BYTES in base64)`;
 
-  /** Answers a GraphQL request, as the caller's headers say or as `session` (a route that authenticated the caller itself). */
-  const serveGraphQL = async (request: FastifyRequest, reply: FastifyReply, session?: Session) => {
+  /**
+   * Answers a GraphQL request, as the caller's headers say or as `session` (a route that
+   * authenticated the caller itself), and only when its root fields are all ones `rootFields` allows.
+   */
+  const serveGraphQL = async (request: FastifyRequest, reply: FastifyReply, session?: Session, rootFields?: RootFieldRule) => {
     const query = request.method === 'GET' ? (request.query as { query?: unknown }).query : (request.body as { query?: unknown } | null)?.query;
     const tooLarge = typeof query === 'string' ? documentSizeError(query, limits) : undefined;
     if (tooLarge) return sendError(reply, 400, DOCUMENT_TOO_LARGE, tooLarge.message);
+    if (rootFields) {
+      // Checked on the text itself: a persisted query's hash alone would be looked up past the rule.
+      if (typeof query !== 'string') return sendError(reply, 400, 'BAD_REQUEST', 'The request must carry its query text');
+      let document: DocumentNode | undefined;
+      try {
+        document = parse(query, limits.parseOptions);
+      } catch {
+        // Apollo parses it again and answers the syntax error; nothing runs.
+      }
+      const refused = document ? refusedRootFields(options.schema.current, document, rootFields) : [];
+      if (refused.length > 0) return sendError(reply, 403, 'FORBIDDEN', `${rootFields.caller} may not use ${refused.join(', ')}`);
+    }
     let context: LaneContext | undefined;
     const contextOnce = () =>
       (context ??= {

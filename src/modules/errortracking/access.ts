@@ -1,4 +1,6 @@
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLField } from 'graphql';
+import { Authorized, Extensions } from 'type-graphql';
+import type { RootFieldRule } from '../../graphql/root-fields';
 import type { Session } from '../../http/session';
 import { ADMIN_ROLE } from '../../http/session';
 import { ErrorTrackingProblem } from './problems';
@@ -8,7 +10,33 @@ export const ERROR_API_ROLE = 'error_api';
 /** The session variable that holds the secret key's project. */
 export const PROJECT_VARIABLE = 'x-plinth-error-project-id';
 /** Who may read and manage errors, SLOs and incidents. */
-export const ERROR_MANAGERS = [ADMIN_ROLE, ERROR_API_ROLE];
+const ERROR_MANAGERS = [ADMIN_ROLE, ERROR_API_ROLE];
+/** Field extension of error tracking's management fields, the only root fields a secret key may use. */
+const ERROR_MANAGEMENT_FIELD = 'errorManagement';
+
+/**
+ * A root field of error tracking's management API (spec 2 §4.2): administrators and secret keys
+ * may use it (the resolver keeps a key to its project, through projectScope). A secret key's
+ * session reaches these fields and no other (SECRET_KEY_FIELDS).
+ */
+export function ErrorManagement(): MethodDecorator {
+  const authorized = Authorized(ERROR_MANAGERS);
+  const marked = Extensions({ [ERROR_MANAGEMENT_FIELD]: true });
+  return (target, key, descriptor) => {
+    authorized(target, key, descriptor);
+    marked(target, key, descriptor);
+  };
+}
+
+/**
+ * What a secret key's GraphQL request at /api/graphql may select: error tracking's management
+ * fields. Any other root field, though its roles would admit the key's authenticated session
+ * (uploads, reports, sign-up), refuses the whole request before anything runs.
+ */
+export const SECRET_KEY_FIELDS: RootFieldRule = {
+  allows: (field: GraphQLField<unknown, unknown>) => field.extensions[ERROR_MANAGEMENT_FIELD] === true,
+  caller: "A project's secret key (error tracking's errors, SLOs and incidents only)",
+};
 
 /** The session of a secret key's management call. */
 export function secretKeySession(projectId: number, tokenId: string): Session {

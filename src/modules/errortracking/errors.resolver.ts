@@ -1,6 +1,6 @@
-import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { ERROR_MANAGERS, projectScope, withCodes } from './access';
+import { ErrorManagement, projectScope, withCodes } from './access';
 import type { ErrorRecord } from './errors.service';
 import { ErrorConnection, ErrorFilter, ErrorNode, ErrorReceivedFilter, ErrorSeverity, ErrorStatusValue, SourceMap, StackFrame } from './errors.types';
 import type { ErrorTrackingServices } from '.';
@@ -40,7 +40,7 @@ export function errorNode(record: ErrorRecord): ErrorNode {
 export class ErrorsResolver {
   constructor(private readonly services: ErrorTrackingServices) {}
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => ErrorConnection, { description: 'Grouped errors, newest first (a secret key sees its project’s only)' })
   errors(
     @Arg('filter', () => ErrorFilter) filter: ErrorFilter,
@@ -57,13 +57,13 @@ export class ErrorsResolver {
     });
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => ErrorNode, { description: 'One error by id' })
   error(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
     return withCodes(async () => errorNode(await this.services.errors.get(projectScope(context.session), id)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => ErrorNode, {
     description: 'Resolves an error in a release (given, else the latest its events named): only events of a newer release reopen it; without any release, any new event does',
   })
@@ -75,19 +75,19 @@ export class ErrorsResolver {
     return withCodes(async () => errorNode(await this.services.errors.resolve(projectScope(context.session), id, inRelease)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => ErrorNode, { description: 'Ignores an error: it keeps counting events but stays IGNORED until reopened' })
   ignoreError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
     return withCodes(async () => errorNode(await this.services.errors.ignore(projectScope(context.session), id)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => ErrorNode, { description: 'Makes a resolved or ignored error UNRESOLVED again' })
   reopenError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
     return withCodes(async () => errorNode(await this.services.errors.reopen(projectScope(context.session), id)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => ErrorNode, {
     description: 'Merges errors of one project into `into`: their events and counts move to it, and their fingerprints lead new events to it',
   })
@@ -99,7 +99,7 @@ export class ErrorsResolver {
     return withCodes(async () => errorNode(await this.services.errors.merge(projectScope(context.session), into, sources)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Subscription(() => ErrorNode, {
     topics: ERROR_RECEIVED,
     filter: ({ payload, args }: { payload: ReceivedError; args: { filter?: ErrorReceivedFilter | null } }) => {

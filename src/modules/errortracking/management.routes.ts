@@ -3,7 +3,7 @@ import { sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../../graphql/media-type';
 import { RateLimitExceeded } from '../../platform/rate-limits';
-import { actorOf, secretKeySession } from './access';
+import { actorOf, SECRET_KEY_FIELDS, secretKeySession } from './access';
 import type { ErrorTrackingServices } from '.';
 import { ErrorTrackingProblem } from './problems';
 import type { TokenIdentity } from './projects.service';
@@ -162,7 +162,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
       tags: ['errors'],
       summary: 'GraphQL for a secret key',
       description:
-        'The one schema (as at /v1/graphql), as the key’s project sees it: `errors`, `slos`, `incidents` and their mutations for that project only. Counted against ERRORS_API_RATE_LIMIT_PER_MINUTE.',
+        'The one schema (as at /v1/graphql), as the key’s project sees it: `errors`, `slos`, `incidents` and their mutations for that project only; a request selecting any other root field is refused whole (403). Counted against ERRORS_API_RATE_LIMIT_PER_MINUTE.',
       security: requires('secretKey'),
       body: {
         type: 'object',
@@ -173,7 +173,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
         200: { description: 'A GraphQL response', type: 'object', properties: { data: {}, errors: { type: 'array' } }, additionalProperties: true },
         400: GRAPHQL_ERROR('A request that is not GraphQL'),
         401: GRAPHQL_ERROR('No secret key, or one that is unknown or revoked'),
-        403: GRAPHQL_ERROR('A DSN key: it authorises ingestion only'),
+        403: GRAPHQL_ERROR('A DSN key (it authorises ingestion only), or a root field outside error tracking’s management fields (FORBIDDEN)'),
         415: GRAPHQL_ERROR('A body that is not application/json in UTF-8'),
         429: GRAPHQL_ERROR('More than ERRORS_API_RATE_LIMIT_PER_MINUTE calls this minute for the key; see Retry-After'),
       },
@@ -187,7 +187,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
     handler: async (request, reply) => {
       const identity = await secretKeyOf(request, reply);
       if (!identity) return reply;
-      return app.serveGraphQL(request, reply, secretKeySession(identity.projectId, identity.tokenId));
+      return app.serveGraphQL(request, reply, secretKeySession(identity.projectId, identity.tokenId), SECRET_KEY_FIELDS);
     },
   });
 

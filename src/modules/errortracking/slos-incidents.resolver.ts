@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
-import { Arg, Authorized, Ctx, FieldResolver, Float, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, Float, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { actorOf, ERROR_MANAGERS, projectScope, withCodes } from './access';
+import { actorOf, ErrorManagement, projectScope, withCodes } from './access';
 import type { ErrorTrackingServices } from '.';
 import { INCIDENT_UPDATED, revivedIncident, type Incident } from './incidents.service';
 import { notFound } from './problems';
@@ -54,7 +54,7 @@ export class SlosResolver {
     return loader.load(slo);
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => SloConnection, { description: 'SLOs in creation order (a secret key sees its project’s only)' })
   slos(
     @Arg('first', () => Int, { nullable: true, description: '1 to 100; 20 by default' }) first: number | null,
@@ -68,25 +68,25 @@ export class SlosResolver {
     });
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => SloNode)
   slo(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<SloNode> {
     return withCodes(() => this.services.slos.get(projectScope(context.session), id));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => SloNode, { description: 'Creates an SLO over a service’s good and bad events (the requests Plinth serves for it, and what it reports)' })
   createSlo(@Arg('input', () => CreateSloInput) input: CreateSloInput, @Ctx() context: GraphQLContext): Promise<SloNode> {
     return withCodes(async () => this.services.slos.create(await projectFor(this.services, context, input.project), input));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => SloNode, { description: 'Changes an SLO’s name, target or alert threshold (as PATCH /api/slos/{id})' })
   updateSlo(@Arg('id', () => ID) id: string, @Arg('input', () => UpdateSloInput) input: UpdateSloInput, @Ctx() context: GraphQLContext): Promise<SloNode> {
     return withCodes(() => this.services.slos.update(projectScope(context.session), id, input));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => SloNode)
   deleteSlo(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<SloNode> {
     return withCodes(() => this.services.slos.delete(projectScope(context.session), id));
@@ -128,7 +128,7 @@ export class SlosResolver {
 export class IncidentsResolver {
   constructor(private readonly services: ErrorTrackingServices) {}
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => IncidentConnection, { description: 'Incidents, newest first (a secret key sees its project’s only)' })
   incidents(
     @Arg('status', () => IncidentStatusValue, { nullable: true }) status: IncidentStatusValue | null,
@@ -145,13 +145,13 @@ export class IncidentsResolver {
     });
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Query(() => IncidentNode)
   incident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
     return withCodes(async () => incidentNode(await this.services.incidents.get(projectScope(context.session), id)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'Opens an incident (TRIGGERED), as POST /api/incidents does' })
   createIncident(@Arg('input', () => CreateIncidentInput) input: CreateIncidentInput, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
     return withCodes(async () =>
@@ -159,19 +159,19 @@ export class IncidentsResolver {
     );
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'TRIGGERED → ACKNOWLEDGED, stamped with the time and the caller' })
   acknowledgeIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
     return withCodes(async () => incidentNode(await this.services.incidents.acknowledge(projectScope(context.session), id, actorOf(context.session))));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'TRIGGERED or ACKNOWLEDGED → RESOLVED, stamped with the time and the caller' })
   resolveIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
     return withCodes(async () => incidentNode(await this.services.incidents.resolve(projectScope(context.session), id, actorOf(context.session))));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'Assigns an open incident (null: nobody)' })
   assignIncident(
     @Arg('id', () => ID) id: string,
@@ -181,7 +181,7 @@ export class IncidentsResolver {
     return withCodes(async () => incidentNode(await this.services.incidents.assign(projectScope(context.session), id, assignee)));
   }
 
-  @Authorized(ERROR_MANAGERS)
+  @ErrorManagement()
   @Subscription(() => IncidentNode, { topics: INCIDENT_UPDATED, description: 'Incidents as they are opened, alerted, moved or assigned' })
   incidentUpdated(@Root() payload: Incident): IncidentNode {
     return incidentNode(revivedIncident(payload));
