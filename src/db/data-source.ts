@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DataSource } from 'typeorm';
+import { LOCK_KEYS } from './lock-keys';
 import { SessionVariablesSubscriber } from './session-variables';
 
 /** Compiled entities and migrations, found next to this file in dist/. */
@@ -22,9 +23,6 @@ export function createDataSource(url: string, poolSize: number): DataSource {
   });
 }
 
-/** Serialises concurrent start-ups on one database: only one process migrates at a time. */
-const MIGRATION_LOCK = 7_313_850_201;
-
 /**
  * Runs `work` while holding the migration lock: schema changes at start-up (ours, and the
  * tables pg-boss creates for itself) happen one process at a time.
@@ -33,10 +31,10 @@ export async function withMigrationLock<T>(dataSource: DataSource, work: () => P
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await runner.query('SELECT pg_advisory_lock($1)', [LOCK_KEYS.migrations]);
     return await work();
   } finally {
-    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await runner.query('SELECT pg_advisory_unlock($1)', [LOCK_KEYS.migrations]).catch(() => undefined);
     await runner.release();
   }
 }

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { LOCK_KEYS } from '../db/lock-keys';
 
 /**
  * The whole metadata, in Hasura's v3 shape (what `export_metadata` answers and `replace_metadata`
@@ -129,8 +130,6 @@ export interface MetadataRequest {
 /** Request types the metadata API itself answers, over every module's section. */
 const BUILT_IN_TYPES = ['bulk', 'export_metadata', 'replace_metadata', 'clear_metadata', 'reload_metadata', 'get_inconsistent_metadata'] as const;
 
-/** Serialises metadata changes across instances: two `replace_metadata` calls never interleave. */
-const METADATA_LOCK_KEY = 7_346_101;
 
 const SUCCESS = { message: 'success' } as const;
 
@@ -168,7 +167,7 @@ export class MetadataApi {
   async run(request: MetadataRequest): Promise<unknown> {
     const callbacks: (() => void | Promise<void>)[] = [];
     const result = await this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
+      await manager.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.metadata]);
       const context: MetadataRequestContext = { manager, afterCommit: (callback) => void callbacks.push(callback) };
       return this.dispatch(request, context, '$');
     });

@@ -1,12 +1,11 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { ErrorTrackingConfig } from '../../config';
+import { LOCK_KEYS } from '../../db/lock-keys';
 import type { IncidentsService } from './incidents.service';
 import { rows } from './sql';
 import type { SlosService } from './slos.service';
 
-/** One process at a time runs a round, whichever instances run the check. */
-const MAINTENANCE_LOCK = 7_313_850_212;
 /** Events removed per statement, so that a large clean-up never holds long locks. */
 const DELETE_BATCH = 10_000;
 /** Request outcomes older than the longest SLO window are of no use. */
@@ -52,12 +51,12 @@ export class MaintenanceService {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     try {
-      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [MAINTENANCE_LOCK])) as { locked: boolean }[];
+      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [LOCK_KEYS.errorTrackingMaintenance])) as { locked: boolean }[];
       if (!locked) return null;
       try {
         return { sloAlerts: await this.checkSlos(), spikes: await this.checkSpikes(), eventsRemoved: await this.removeOldEvents() };
       } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]);
+        await runner.query('SELECT pg_advisory_unlock($1)', [LOCK_KEYS.errorTrackingMaintenance]);
       }
     } finally {
       await runner.release();

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { EventsConfig } from '../../config';
+import { LOCK_KEYS } from '../../db/lock-keys';
 import type { CronTriggerConfig, CronRetryConf, HeaderConf, RetryConf } from './definitions';
 import type { AttemptRecord, ClaimedDelivery, DeliveryGroup, DeliveryLane } from './dispatcher';
 import { loggedRequest, loggedResponse } from './event-delivery';
@@ -24,9 +25,6 @@ interface ClaimedRow {
   retry_conf: RetryConf | null;
   comment: string | null;
 }
-
-/** Serialises the clean-up of old events across instances. */
-const CLEANUP_LOCK = 7_346_102;
 
 /**
  * Scheduled events' deliveries, due by their time (or their retry's), with Hasura's body
@@ -163,7 +161,7 @@ export async function cleanUpOldEvents(
   config: Pick<EventsConfig, 'cleanupAfterHours' | 'externalDedupWindowHours'>,
 ): Promise<{ events: number; scheduledEvents: number; receipts: number }> {
   return dataSource.transaction(async (manager) => {
-    const [{ locked }] = await manager.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [CLEANUP_LOCK]);
+    const [{ locked }] = await manager.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [LOCK_KEYS.eventsCleanup]);
     if (!locked) return { events: 0, scheduledEvents: 0, receipts: 0 };
     const count = async (sql: string, hours: number): Promise<number> => (await manager.query(`WITH deleted AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM deleted`, [hours]))[0].n;
     const hours = config.cleanupAfterHours;

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { Config, NewsletterConfig } from '../../config';
 import { MAIL_ADDRESS } from '../../common/mail-address';
+import { LOCK_KEYS } from '../../db/lock-keys';
 import { JOBS_SCHEMA, type JobQueue } from '../../platform/job-queue';
 import { MailError, type Mailer, type MailMessage, type MailVariables } from '../../platform/mail/mailer';
 import type { MailTemplates } from '../../platform/mail/templates';
@@ -483,7 +484,7 @@ export class NewsletterService {
     }
     const outcome = await this.deps.dataSource.transaction(async (manager) => {
       // One issue number at a time, across processes, until this transaction ends.
-      await run(manager, 'SELECT pg_advisory_xact_lock(7313850301000000 + $1::bigint)', [input.issueNumber]);
+      await run(manager, 'SELECT pg_advisory_xact_lock($1::bigint + $2::bigint)', [LOCK_KEYS.newsletterIssueBase, input.issueNumber]);
       const existing = (
         await run<{ id: string; status: string; variables: MailVariables }>(manager, 'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1', [input.issueNumber])
       ).rows[0];
