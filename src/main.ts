@@ -19,6 +19,7 @@ import { IdleCollector } from './platform/idle-collection';
 import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, type AnyModule, type Platform } from './platform/module';
+import { RecurringWork } from './platform/recurring';
 import { createOutboundHttp } from './platform/outbound-http';
 import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
@@ -89,9 +90,9 @@ function prettyLogs(config: Config): boolean {
 
 /**
  * Starts Plinth: database (DATABASE_URL or the embedded one), migrations, the cross-instance
- * PubSub, the job queue, the services, then by PLINTH_PROCESS_ROLES the schema and the
- * HTTP/WebSocket server (api) and the job workers (worker). A process without the api role
- * still listens, for the health probes only.
+ * PubSub, the job queue, the services and the modules' work, then by PLINTH_PROCESS_ROLES the
+ * schema and the HTTP/WebSocket server (api) and the job workers and recurring tasks (worker).
+ * A process without the api role still listens, for the health probes only.
  *
  * `modules` is the product's list; tests add modules of their own (a queue to exercise the
  * workers with). The GraphQL schema always comes from MODULES.
@@ -198,11 +199,21 @@ export async function startServer(
       cleanup.push({ step: 'jobs', run: () => jobs.stop() });
       await jobs.declare([...mail.jobs, ...modules.flatMap((module) => module.jobs?.(services.get(module)) ?? [])]);
     });
+    if (runWorkers) await jobs.work();
+    for (const module of modules) {
+      if (module.work) cleanup.push({ step: `${module.name} workers`, run: await module.work(services.get(module), config.processRoles) });
+    }
     if (runWorkers) {
-      await jobs.work();
-      for (const module of modules) {
-        if (module.work) cleanup.push({ step: `${module.name} workers`, run: await module.work(services.get(module)) });
-      }
+      const recurring = new RecurringWork(
+        [
+          pubSub.payloadCleanup(),
+          ...modules.flatMap((module) => (module.recurring?.(services.get(module)) ?? []).map((task) => ({ ...task, name: `${module.name}.${task.name}` }))),
+        ],
+        { url: endpoint.url, logger: logger.child({ component: 'recurring' }), shutdown: shutdown.signal },
+      );
+      // Stopped (its runs finished) before the module work, the queue and the database.
+      cleanup.push({ step: 'recurring tasks', run: () => recurring.stop() });
+      await recurring.start();
     }
 
     if (serveApi) platform.schema.setBase(await buildPlinthSchema({ container, pubSub }));

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { PubSub } from 'type-graphql';
 import { PostgresListener, reportDatabaseTrouble } from '../platform/pg-listener';
+import type { RecurringTask } from '../platform/recurring';
 import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
@@ -26,6 +27,8 @@ const CHANNEL = 'plinth_pubsub';
 const INLINE_LIMIT = 7900;
 /** Spilled payloads are kept this long, enough for every listener to fetch them. */
 const SPILL_RETENTION = '5 minutes';
+/** How often spilled payloads older than that are deleted. */
+const SPILL_CLEANUP_EVERY_MS = 60_000;
 /** Events a slow subscriber may lag behind before its oldest ones are dropped. */
 const SUBSCRIBER_BUFFER = 1000;
 
@@ -42,10 +45,8 @@ export class PostgresPubSub implements PubSub, EventPublisher {
   private readonly listener: PostgresListener;
   private delivery: Promise<void> = Promise.resolve();
   private sending: Promise<void> = Promise.resolve();
-  private readonly cleanupTimer: NodeJS.Timeout;
 
   constructor(private readonly options: PubSubOptions) {
-    this.cleanupTimer = setInterval(() => void this.deleteOldPayloads(), 60_000).unref();
     // Events published while the listener reconnects are missed by this instance.
     this.listener = new PostgresListener({
       url: options.url,
@@ -67,8 +68,16 @@ export class PostgresPubSub implements PubSub, EventPublisher {
     await this.listener.start();
   }
 
+  /** The deletion of old spilled payloads, run by one process for all (start-up adds it to the recurring tasks). */
+  payloadCleanup(): RecurringTask {
+    return {
+      name: 'pubsub.payload-cleanup',
+      schedule: { everyMs: SPILL_CLEANUP_EVERY_MS },
+      run: () => this.options.query(`DELETE FROM pubsub_payloads WHERE created_at < now() - interval '${SPILL_RETENTION}'`, []),
+    };
+  }
+
   async close(): Promise<void> {
-    clearInterval(this.cleanupTimer);
     await this.sending;
     await this.listener.close();
     await this.delivery;
@@ -158,11 +167,5 @@ export class PostgresPubSub implements PubSub, EventPublisher {
       payload = envelope.payload;
     }
     for (const subscriber of subscribers) subscriber(payload);
-  }
-
-  private async deleteOldPayloads(): Promise<void> {
-    await this.options
-      .query(`DELETE FROM pubsub_payloads WHERE created_at < now() - interval '${SPILL_RETENTION}'`, [])
-      .catch((error: unknown) => this.options.logger.warn({ err: error }, 'could not delete old subscription payloads'));
   }
 }

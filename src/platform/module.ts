@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { Config } from '../config';
+import type { Config, ProcessRole } from '../config';
 import type { PostgresPubSub } from '../graphql/pubsub';
 import type { ServedSchema } from '../graphql/served-schema';
 import type { ActionDefinition } from '../http/actions';
@@ -14,6 +14,7 @@ import type { JobQueue } from './job-queue';
 import type { Mailer } from './mail/mailer';
 import type { JobDefinition } from './jobs';
 import type { MetadataFiles, ModuleMetadata } from './metadata';
+import type { RecurringTask } from './recurring';
 
 /** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
 export interface Platform {
@@ -69,11 +70,19 @@ export interface PlinthModule<Services = unknown> {
    */
   jobs?(services: Services): JobDefinition[];
   /**
-   * Background work the module runs in processes with the worker role (a dispatcher, say),
-   * started once the job queue is up. The returned function stops it at shutdown, after the HTTP
-   * server closed and before the queue and the database do.
+   * Work done on a schedule (every so often, or on a cron expression) by exactly one process of
+   * all those sharing the database (platform/recurring.ts): clean-ups, checks, scheduled sends.
+   * Only processes with the worker role run them; a task's name is put after the module's.
    */
-  work?(services: Services): Promise<() => Promise<void>>;
+  recurring?(services: Services): RecurringTask[];
+  /**
+   * Loops the module runs while the process serves (a dispatcher, a follower of changes), started
+   * in every process once the job queue is up (and its workers, in a worker process): `roles` are
+   * the process's, for work that belongs to one role. Never started in `create`. The returned
+   * function stops it at shutdown, after the HTTP server closed and before the queue and the
+   * database do.
+   */
+  work?(services: Services, roles: readonly ProcessRole[]): Promise<() => Promise<void>>;
   /**
    * The module's part of the metadata API (`POST /v1/metadata`, platform/metadata.ts): the
    * Hasura request types it answers, and its section of export/replace/reload_metadata. The

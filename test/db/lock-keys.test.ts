@@ -31,9 +31,10 @@ describe('advisory lock keys', () => {
     expect(found.filter((entry) => entry.numbers.length > 0 || !entry.usesList)).toEqual([]);
   });
 
-  it('are distinct', () => {
+  it('are distinct, and the recurring tasks\' namespace fits the two-integer form', () => {
     const values = Object.values(LOCK_KEYS);
     expect(new Set(values).size).toBe(values.length);
     expect(Number.isSafeInteger(LOCK_KEYS.newsletterIssueBase + 1_000_000)).toBe(true);
+    expect(LOCK_KEYS.recurringTasks).toBeLessThan(2 ** 31);
   });
 });

@@ -68,7 +68,6 @@ export interface ActionsDependencies {
   jobs: JobSender;
   pubSub: PostgresPubSub;
   logger: Logger;
-  shutdown: AbortSignal;
 }
 
 /**
@@ -82,20 +81,32 @@ export class ActionsService implements ActionRunner {
 
   constructor(private readonly deps: ActionsDependencies) {}
 
-  /** Reads the metadata, extends the served schema with it, and follows changes made by any instance. */
-  async start(): Promise<void> {
+  /** Reads the metadata and extends the served schema with it. */
+  async load(): Promise<void> {
     await this.reload(this.deps.dataSource.manager);
     this.deps.schema.addExtension((base) => this.extension(base));
+  }
+
+  /**
+   * Follows changes made by any instance (the module's work, in every process: each serves the
+   * schema or runs the asynchronous calls); the returned function stops following.
+   */
+  async followChanges(): Promise<() => Promise<void>> {
     const changes = this.deps.pubSub.subscribe(CHANGED_TOPIC)[Symbol.asyncIterator]();
-    this.deps.shutdown.addEventListener('abort', () => void changes.return?.(), { once: true });
     const reload = () =>
       this.reload(this.deps.dataSource.manager).catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not reload the actions metadata'));
-    void (async () => {
+    const following = (async () => {
       for (let next = await changes.next(); !next.done; next = await changes.next()) await reload();
     })();
-    // A change announced while this instance's LISTEN connection was down is caught up here.
+    // A change made between the load and the subscription, or announced while this instance's
+    // LISTEN connection was down, is caught up here.
+    await reload();
     const poll = setInterval(() => void reload(), VERSION_POLL_MS).unref();
-    this.deps.shutdown.addEventListener('abort', () => clearInterval(poll), { once: true });
+    return async () => {
+      clearInterval(poll);
+      await changes.return?.();
+      await following;
+    };
   }
 
   /** The served schema's extension: the actions as declared, or none when they no longer fit (logged). */

@@ -10,7 +10,7 @@ import { ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './a
  */
 export const actionsModule: PlinthModule<ActionsService> = {
   name: 'actions',
-  create: async ({ config, dataSource, schema, http, jobs, pubSub, logger, shutdown }) => {
+  create: async ({ config, dataSource, schema, http, jobs, pubSub, logger }) => {
     const moduleLogger = logger.child({ module: 'actions' });
     const calls = new ActionCalls(
       http,
@@ -22,10 +22,11 @@ export const actionsModule: PlinthModule<ActionsService> = {
       },
       moduleLogger,
     );
-    const service = new ActionsService({ dataSource, schema, calls, jobs, pubSub, logger: moduleLogger, shutdown });
-    await service.start();
+    const service = new ActionsService({ dataSource, schema, calls, jobs, pubSub, logger: moduleLogger });
+    await service.load();
     return service;
   },
+  work: (service) => service.followChanges(),
   // Handlers reach the service only when a request comes (plinth build passes a stand-in).
   metadata: (service) => ({
     requests: {

@@ -52,6 +52,8 @@ export interface AuthServices {
   rateLimits: RateLimits;
   /** AUTH_PORT: the auth routes also listen on 127.0.0.1 at this port. */
   port: number | undefined;
+  /** AUTH_CLEANUP_INTERVAL_SECONDS: expired refresh tokens and tickets are deleted this often. */
+  cleanupIntervalSeconds: number;
 }
 
 /**
@@ -124,5 +126,6 @@ export function createAuthServices({ config, dataSource, http, mailer, logger, r
     bearer: { adminSecret: config.graphql.adminSecret!, jwtSecret: secret, unauthorizedRole: config.graphql.unauthorizedRole },
     rateLimits,
     port: config.auth.port,
+    cleanupIntervalSeconds: config.auth.cleanupIntervalSeconds,
   };
 }

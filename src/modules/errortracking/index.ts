@@ -31,14 +31,12 @@ export interface ErrorTrackingServices {
 export const errorTrackingModule: PlinthModule<ErrorTrackingServices> = {
   name: 'errortracking',
   resolvers: [ErrorProjectsResolver, ErrorsResolver, SlosResolver, IncidentsResolver],
-  create: ({ config, dataSource, pubSub, rateLimits, logger, shutdown }) => {
+  create: ({ config, dataSource, pubSub, rateLimits, logger }) => {
     const log = logger.child({ module: 'errortracking' });
     const projects = new ProjectsService(dataSource, config.publicUrl);
     const serviceOf = async (projectId: number) => (await projects.findProject(projectId)).service;
     const slos = new SlosService(dataSource, serviceOf);
     const incidents = new IncidentsService(dataSource, pubSub, serviceOf);
-    const maintenance = new MaintenanceService(dataSource, slos, incidents, config.errors, log);
-    if (config.processRoles.includes('worker')) maintenance.start(shutdown);
     return {
       projects,
       ingest: new IngestService(dataSource, pubSub, config.errors.ingestMaxBatch, log),
@@ -46,7 +44,7 @@ export const errorTrackingModule: PlinthModule<ErrorTrackingServices> = {
       slos,
       incidents,
       statusPage: new StatusPageService(dataSource, projects, slos, config.errors.statusPageCacheSeconds * 1000),
-      maintenance,
+      maintenance: new MaintenanceService(dataSource, slos, incidents, config.errors),
       rateLimits,
       maxEventBytes: config.errors.maxEventBytes,
       statusPageCacheSeconds: config.errors.statusPageCacheSeconds,
@@ -56,4 +54,5 @@ export const errorTrackingModule: PlinthModule<ErrorTrackingServices> = {
     ingestRoutes(app, services, () => services.rateLimits.get('errorIngest'));
     managementRoutes(app, services);
   },
+  recurring: ({ maintenance }) => [{ name: 'maintenance', schedule: { everyMs: maintenance.intervalMs }, run: () => maintenance.round() }],
 };

@@ -1,7 +1,5 @@
-import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { ErrorTrackingConfig } from '../../config';
-import { LOCK_KEYS } from '../../db/lock-keys';
 import type { IncidentsService } from './incidents.service';
 import { rows } from './sql';
 import type { SlosService } from './slos.service';
@@ -18,49 +16,24 @@ export interface RoundReport {
 }
 
 /**
- * Background work of error tracking, every ERRORS_MAINTENANCE_INTERVAL_SECONDS in the processes
- * with the worker role: SLO burn-rate alerts and error spikes open (or add to) incidents, and
+ * Background work of error tracking, a recurring task (every ERRORS_MAINTENANCE_INTERVAL_SECONDS,
+ * one process at a time): SLO burn-rate alerts and error spikes open (or add to) incidents, and
  * events older than ERRORS_EVENT_RETENTION_DAYS are removed (errors keep their counts).
  */
 export class MaintenanceService {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-
   constructor(
     private readonly dataSource: DataSource,
     private readonly slos: SlosService,
     private readonly incidents: IncidentsService,
     private readonly settings: ErrorTrackingConfig,
-    private readonly logger: Logger,
   ) {}
 
-  start(shutdown: AbortSignal): void {
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.round()
-        .catch((error: unknown) => {
-          if (!shutdown.aborted) this.logger.error({ err: error }, 'error-tracking maintenance failed; it runs again at the next interval');
-        })
-        .finally(() => (this.running = undefined));
-    }, this.settings.maintenanceIntervalSeconds * 1000).unref();
-    shutdown.addEventListener('abort', () => clearInterval(this.timer), { once: true });
+  get intervalMs(): number {
+    return this.settings.maintenanceIntervalSeconds * 1000;
   }
 
-  /** One round, unless another process is running one (then null). */
-  async round(): Promise<RoundReport | null> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
-    try {
-      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [LOCK_KEYS.errorTrackingMaintenance])) as { locked: boolean }[];
-      if (!locked) return null;
-      try {
-        return { sloAlerts: await this.checkSlos(), spikes: await this.checkSpikes(), eventsRemoved: await this.removeOldEvents() };
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [LOCK_KEYS.errorTrackingMaintenance]);
-      }
-    } finally {
-      await runner.release();
-    }
+  async round(): Promise<RoundReport> {
+    return { sloAlerts: await this.checkSlos(), spikes: await this.checkSpikes(), eventsRemoved: await this.removeOldEvents() };
   }
 
   private async checkSlos(): Promise<number> {

@@ -51,8 +51,6 @@ export interface DeliveryLane {
   record(records: AttemptRecord[]): Promise<void>;
   /** Gives back claimed deliveries that were not attempted (at shutdown), for any process to take at once. */
   release(deliveries: ClaimedDelivery[]): Promise<void>;
-  /** Periodic work of the lane (generating cron events, marking missed ones, cleaning up). */
-  maintain?(): Promise<void>;
   /** When the lane's next delivery falls due (a scheduled time), so a round runs then. */
   nextDue?(): Promise<Date | undefined>;
 }
@@ -121,12 +119,8 @@ export class Dispatcher {
   }
 
   start(): void {
-    this.poller = setInterval(() => {
-      this.wake();
-      this.maintain();
-    }, this.options.config.pollIntervalMs);
+    this.poller = setInterval(() => this.wake(), this.options.config.pollIntervalMs);
     this.poller.unref();
-    this.maintain();
     this.wake();
   }
 
@@ -164,10 +158,6 @@ export class Dispatcher {
         this.again = 'none';
         if (next !== 'none') this.schedule(next);
       });
-  }
-
-  private maintain(): void {
-    for (const { lane } of this.lanes) void lane.maintain?.().catch((error: unknown) => this.trouble(error, 'events maintenance failed'));
   }
 
   private wakeAt(when: Date): void {

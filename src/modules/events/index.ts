@@ -12,7 +12,7 @@ import { EventsAdminService } from './events-admin.service';
 import { EventsResolver } from './events.resolver';
 import { DELIVERY_OUTCOMES_TOPIC } from './events.types';
 import { ExternalWebhooksService } from './external-webhooks.service';
-import { ScheduledEventLane } from './scheduled-delivery';
+import { cleanUpOldEvents, ScheduledEventLane } from './scheduled-delivery';
 import { ScheduledEventsService } from './scheduled-events.service';
 
 
@@ -159,5 +159,11 @@ export const eventsModule: PlinthModule<EventsServices> = {
   routes: eventsRoutes,
   metadata: eventsMetadata,
   metadataFiles: yamlKeyFile('cron_triggers', 'cron_triggers.yaml'),
-  work: startDelivery,
+  // Delivery runs in worker processes only, as the job workers do.
+  work: async (services, roles) => (roles.includes('worker') ? startDelivery(services) : async () => undefined),
+  recurring: ({ platform: { config, dataSource }, scheduledEvents }) => [
+    // Cron events generated and missed ones marked as often as the dispatcher looks for due work.
+    { name: 'scheduled-events', schedule: { everyMs: config.events.pollIntervalMs }, firstRunInMs: async () => 0, run: () => scheduledEvents.maintain() },
+    { name: 'cleanup', schedule: { everyMs: config.events.cleanupIntervalSeconds * 1000 }, firstRunInMs: async () => 0, run: () => cleanUpOldEvents(dataSource, config.events) },
+  ],
 };

@@ -1,10 +1,9 @@
 import type { DataSource } from 'typeorm';
 import type { EventsConfig } from '../../config';
-import { LOCK_KEYS } from '../../db/lock-keys';
-import type { CronTriggerConfig, CronRetryConf, HeaderConf, RetryConf } from './definitions';
+import type { CronTriggerConfig, HeaderConf, RetryConf } from './definitions';
 import type { AttemptRecord, ClaimedDelivery, DeliveryGroup, DeliveryLane } from './dispatcher';
 import { loggedRequest, loggedResponse } from './event-delivery';
-import type { ScheduledEventsService } from './scheduled-events.service';
+import { missedToleranceSeconds, type ScheduledEventsService } from './scheduled-events.service';
 import { webhookRequest, type TemplateValues } from './webhook-request';
 
 /** The group of one-off scheduled events (cron triggers are their own groups). */
@@ -30,14 +29,11 @@ interface ClaimedRow {
  * Scheduled events' deliveries, due by their time (or their retry's), with Hasura's body
  * `{id, name, scheduled_time, payload, comment}`. An event not yet attempted and later than the
  * tolerance (the cron trigger's `tolerance_seconds`, or EVENTS_MISSED_TOLERANCE_SECONDS) is
- * marked dead, never fired late. Its maintenance generates upcoming cron events and deletes old
- * delivered, failed and dead events of both kinds (EVENTS_CLEANUP_AFTER_HOURS) and the external
- * webhooks' expired dedup records.
+ * never claimed; the scheduled events' upkeep marks it dead (ScheduledEventsService.maintain).
  */
 export class ScheduledEventLane implements DeliveryLane {
   readonly kind = 'scheduled_event';
   private triggers = new Map<string, CronTriggerConfig>();
-  private lastCleanup = 0;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -56,8 +52,7 @@ export class ScheduledEventLane implements DeliveryLane {
   }
 
   private tolerance(name: string | null): number {
-    const retry = name === null ? undefined : (this.triggers.get(name)?.retry_conf as CronRetryConf | undefined);
-    return retry?.tolerance_seconds ?? this.config.missedToleranceSeconds;
+    return missedToleranceSeconds(name === null ? undefined : this.triggers.get(name), this.config);
   }
 
   async claim(group: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
@@ -101,15 +96,6 @@ export class ScheduledEventLane implements DeliveryLane {
     });
   }
 
-  /** Events of the group never attempted and later than the tolerance: dead (the time has passed). */
-  private async markMissed(group: string): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE scheduled_events SET status = 'dead' WHERE cron_trigger_name IS NOT DISTINCT FROM $1 AND status = 'scheduled' AND tries = 0
-       AND scheduled_time < clock_timestamp() - make_interval(secs => $2)`,
-      [group === ONE_OFF_GROUP ? null : group, this.tolerance(group === ONE_OFF_GROUP ? null : group)],
-    );
-  }
-
   async release(deliveries: ClaimedDelivery[]): Promise<void> {
     await this.dataSource.query(
       `UPDATE scheduled_events e SET status = 'scheduled', locked = NULL, lease_expires_at = NULL FROM unnest($1::uuid[], $2::text[]) AS r (id, locked)
@@ -132,7 +118,6 @@ export class ScheduledEventLane implements DeliveryLane {
     }
   }
 
-
   async nextDue(): Promise<Date | undefined> {
     const [{ due }]: { due: Date | null }[] = await this.dataSource.query(
       `SELECT min(coalesce(next_retry_at, scheduled_time)) AS due FROM scheduled_events
@@ -140,29 +125,19 @@ export class ScheduledEventLane implements DeliveryLane {
     );
     return due ?? undefined;
   }
-
-  async maintain(): Promise<void> {
-    await this.scheduled.generateAll();
-    for (const group of [ONE_OFF_GROUP, ...this.triggers.keys()]) await this.markMissed(group);
-    if (Date.now() - this.lastCleanup < this.config.cleanupIntervalSeconds * 1000) return;
-    this.lastCleanup = Date.now();
-    await cleanUpOldEvents(this.dataSource, this.config);
-  }
 }
 
 /**
  * Deletes delivered, failed and dead events (and so their invocation logs) older than
  * EVENTS_CLEANUP_AFTER_HOURS (0 keeps them), of event triggers and scheduled events, and the
  * external webhooks' dedup records older than their window (no delivery can match those any
- * more), in one instance at a time. Pending events stay.
+ * more). A recurring task, every EVENTS_CLEANUP_INTERVAL_SECONDS. Pending events stay.
  */
 export async function cleanUpOldEvents(
   dataSource: DataSource,
   config: Pick<EventsConfig, 'cleanupAfterHours' | 'externalDedupWindowHours'>,
 ): Promise<{ events: number; scheduledEvents: number; receipts: number }> {
   return dataSource.transaction(async (manager) => {
-    const [{ locked }] = await manager.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [LOCK_KEYS.eventsCleanup]);
-    if (!locked) return { events: 0, scheduledEvents: 0, receipts: 0 };
     const count = async (sql: string, hours: number): Promise<number> => (await manager.query(`WITH deleted AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM deleted`, [hours]))[0].n;
     const hours = config.cleanupAfterHours;
     return {

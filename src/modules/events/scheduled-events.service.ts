@@ -9,6 +9,7 @@ import {
   parseCronTrigger,
   triggerName,
   webhookUrl,
+  type CronRetryConf,
   type CronTriggerConfig,
   type HeaderConf,
   type RetryConf,
@@ -29,6 +30,11 @@ export function cronProblem(schedule: string, timeZone: string): string | undefi
   } catch (error) {
     return (error as Error).message.replace(/^CronPattern: /, '');
   }
+}
+
+/** How late an event of `trigger` may still fire: its `tolerance_seconds`, or EVENTS_MISSED_TOLERANCE_SECONDS. */
+export function missedToleranceSeconds(trigger: CronTriggerConfig | undefined, config: Pick<EventsConfig, 'missedToleranceSeconds'>): number {
+  return (trigger?.retry_conf as CronRetryConf | undefined)?.tolerance_seconds ?? config.missedToleranceSeconds;
 }
 
 /** The next `count` times a schedule fires after `after`, in the configured time zone. */
@@ -75,7 +81,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class ScheduledEventsService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly config: Pick<EventsConfig, 'cronTimeZone' | 'cronAhead'>,
+    private readonly config: Pick<EventsConfig, 'cronTimeZone' | 'cronAhead' | 'missedToleranceSeconds'>,
   ) {}
 
   private parse(value: unknown, path: string): CronTriggerConfig {
@@ -152,9 +158,24 @@ export class ScheduledEventsService {
     return inserted.length;
   }
 
-  /** Generates the upcoming events of every cron trigger (run by the dispatcher's maintenance). */
-  async generateAll(): Promise<void> {
-    for (const config of await this.list()) await this.generate(config);
+  /**
+   * The upkeep of scheduled events (a recurring task, every EVENTS_POLL_INTERVAL_MS): each cron
+   * trigger's upcoming events generated, and events never attempted and later than their
+   * tolerance marked dead (the time has passed), never fired late.
+   */
+  async maintain(): Promise<void> {
+    const triggers = await this.list();
+    for (const config of triggers) await this.generate(config);
+    await this.markMissed(null, this.config.missedToleranceSeconds);
+    for (const config of triggers) await this.markMissed(config.name, missedToleranceSeconds(config, this.config));
+  }
+
+  private async markMissed(trigger: string | null, toleranceSeconds: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE scheduled_events SET status = 'dead' WHERE cron_trigger_name IS NOT DISTINCT FROM $1 AND status = 'scheduled' AND tries = 0
+       AND scheduled_time < clock_timestamp() - make_interval(secs => $2)`,
+      [trigger, toleranceSeconds],
+    );
   }
 
   /** `create_scheduled_event`: a one-off event; answers its id. */

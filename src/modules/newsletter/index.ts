@@ -1,14 +1,22 @@
+import type { Logger } from 'pino';
+import type { NewsletterConfig } from '../../config';
+import type { JobSender } from '../../platform/jobs';
 import { mailTemplates } from '../../platform/mail/mailer';
 import type { PlinthModule } from '../../platform/module';
 import type { RateLimiter } from '../../platform/rate-limits';
 import { paymentsModule } from '../payments';
-import { issueLeaseSeconds, newsletterJobs, startNewsletterScheduler } from './newsletter.jobs';
+import { issueLeaseSeconds, newsletterJobs, newsletterRecurring } from './newsletter.jobs';
 import { NewsletterResolver } from './newsletter.resolver';
 import { newsletterRoutes } from './newsletter.routes';
-import { NewsletterService } from './newsletter.service';
+import { NewsletterService, type LicenseRenewal } from './newsletter.service';
 
 export interface NewsletterServices {
   newsletter: NewsletterService;
+  settings: NewsletterConfig;
+  jobs: JobSender;
+  logger: Logger;
+  /** The payments module's licenses renewing within so many seconds (T3). */
+  renewingLicenses(withinSeconds: number): Promise<LicenseRenewal[]>;
   /** The subscribe limit (NEWSLETTER_SUBSCRIBE_RATE_LIMIT_*), per client address. */
   subscribeLimiter(): RateLimiter;
   /** PLINTH_PUBLIC_URL. */
@@ -24,7 +32,7 @@ export interface NewsletterServices {
 export const newsletterModule: PlinthModule<NewsletterServices> = {
   name: 'newsletter',
   resolvers: [NewsletterResolver],
-  create: ({ config, dataSource, mailer, jobs, logger, shutdown, rateLimits }, modules) => {
+  create: ({ config, dataSource, mailer, jobs, logger, rateLimits }, modules) => {
     const log = logger.child({ module: 'newsletter' });
     const newsletter = new NewsletterService({
       config,
@@ -36,27 +44,17 @@ export const newsletterModule: PlinthModule<NewsletterServices> = {
       issueLeaseSeconds: issueLeaseSeconds(config.jobs),
     });
     const problem = newsletter.configurationProblem;
-    if (problem) {
-      log.warn(`${problem}; its routes answer 503`);
-    } else {
-      mailer.requireDelivery('the newsletter');
-      if (config.processRoles.includes('worker')) {
-        // The license records are the payments module's; only its services reach them.
-        const { billing } = modules.get(paymentsModule);
-        startNewsletterScheduler({
-          dataSource,
-          jobs,
-          newsletter,
-          settings: config.newsletter,
-          logger: log,
-          shutdown,
-          renewingLicenses: (withinSeconds) => billing.licensesRenewingWithin(withinSeconds),
-        });
-      }
-    }
+    if (problem) log.warn(`${problem}; its routes answer 503`);
+    else mailer.requireDelivery('the newsletter');
+    // The license records are the payments module's; only its services reach them.
+    const { billing } = modules.get(paymentsModule);
     const origins = [new URL(config.publicUrl).origin, ...(config.graphql.corsOrigins === '*' ? [] : config.graphql.corsOrigins)];
     return {
       newsletter,
+      settings: config.newsletter,
+      jobs,
+      logger: log,
+      renewingLicenses: (withinSeconds) => billing.licensesRenewingWithin(withinSeconds),
       subscribeLimiter: () => rateLimits.get('newsletterSubscribe'),
       publicUrl: () => config.publicUrl,
       allowedOrigins: () => origins,
@@ -64,4 +62,5 @@ export const newsletterModule: PlinthModule<NewsletterServices> = {
   },
   routes: (app, services) => newsletterRoutes(app, services),
   jobs: ({ newsletter }) => newsletterJobs(newsletter),
+  recurring: newsletterRecurring,
 };

@@ -1,12 +1,10 @@
 import fs from 'node:fs/promises';
-import type pg from 'pg';
-import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
-import type { JobsConfig, NewsletterConfig } from '../../config';
+import type { JobsConfig } from '../../config';
 import { queueSettings } from '../../platform/job-queue';
-import type { JobDefinition, JobSender } from '../../platform/jobs';
-import { CLEANUP_QUEUE, ISSUE_QUEUE, NewsletterError, SERIES_QUEUE, type LicenseRenewal, type NewsletterService } from './newsletter.service';
+import type { JobDefinition } from '../../platform/jobs';
+import type { RecurringTask } from '../../platform/recurring';
+import type { NewsletterServices } from '.';
+import { CLEANUP_QUEUE, ISSUE_QUEUE, NewsletterError, SERIES_QUEUE, type NewsletterService } from './newsletter.service';
 
 /** The issue queue's defaults: a batch must finish within its timeout, which is also the lease of its claims. */
 export const ISSUE_QUEUE_SETTINGS = { timeoutSeconds: 120, retryLimit: 10, retryDelaySeconds: 5, retryBackoff: true };
@@ -36,86 +34,53 @@ export function newsletterJobs(newsletter: NewsletterService): JobDefinition[] {
   ];
 }
 
-export interface SchedulerOptions {
-  dataSource: DataSource;
-  jobs: JobSender;
-  newsletter: NewsletterService;
-  settings: NewsletterConfig;
-  logger: Logger;
-  shutdown: AbortSignal;
-  /** The payments module's licenses renewing within so many seconds (T3-license-alert). */
-  renewingLicenses: (withinSeconds: number) => Promise<LicenseRenewal[]>;
-}
-
 /**
- * The newsletter's recurring work: the clean-up once a day, the license renewal notices (T3)
- * looked for every hour and, when
- * NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE is set, the next issue every NEWSLETTER_ISSUE_INTERVAL_DAYS.
- * Each worker process looks every NEWSLETTER_SCHEDULER_INTERVAL_SECONDS; a due task is claimed
- * by moving its time on in one UPDATE, so one process alone runs it, whatever their number.
+ * The newsletter's recurring tasks, once it is configured: the clean-up once a day, the license
+ * renewal notices (T3) looked for every hour and, when NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE is set,
+ * the next issue every NEWSLETTER_ISSUE_INTERVAL_DAYS (days of NEWSLETTER_DAY_SECONDS). Worker
+ * processes look every NEWSLETTER_SCHEDULER_INTERVAL_SECONDS whether one is due.
  */
-export function startNewsletterScheduler(options: SchedulerOptions): void {
-  const { settings, logger } = options;
-  const pool = (options.dataSource.driver as PostgresDriver).master as pg.Pool;
-  const day = settings.daySeconds;
-  const tasks: { name: string; everySeconds: number; firstAfterSeconds: () => Promise<number>; run: () => Promise<void> }[] = [
+export function newsletterRecurring(services: NewsletterServices): RecurringTask[] {
+  const { newsletter, settings } = services;
+  if (newsletter.configurationProblem) return [];
+  const dayMs = settings.daySeconds * 1000;
+  const checkEveryMs = settings.schedulerIntervalSeconds * 1000;
+  const tasks: RecurringTask[] = [
     {
       name: 'cleanup',
-      everySeconds: day,
-      firstAfterSeconds: async () => 0,
-      run: async () => void (await options.jobs.send(CLEANUP_QUEUE, {})),
+      schedule: { everyMs: dayMs },
+      firstRunInMs: async () => 0,
+      checkEveryMs,
+      run: () => services.jobs.send(CLEANUP_QUEUE, {}),
     },
     {
       // Every hour (of the newsletter's day): a notice is due 7 days before, so it leaves within the hour.
       name: 'license-alerts',
-      everySeconds: day / 24,
-      firstAfterSeconds: async () => 0,
-      run: async () => void (await options.newsletter.queueLicenseAlerts(options.renewingLicenses)),
+      schedule: { everyMs: Math.max(1, Math.round(dayMs / 24)) },
+      firstRunInMs: async () => 0,
+      checkEveryMs,
+      run: () => newsletter.queueLicenseAlerts(services.renewingLicenses),
     },
   ];
   if (settings.issueScheduleVarsFile) {
-    const every = settings.issueIntervalDays * day;
+    const everyMs = settings.issueIntervalDays * dayMs;
     tasks.push({
       name: 'issue',
-      everySeconds: every,
+      schedule: { everyMs },
       // The first scheduled issue comes one interval after the last one sent (or after now).
-      firstAfterSeconds: async () => {
-        const last = await options.newsletter.lastIssue();
-        return last ? Math.max(0, every - (Date.now() - last.created_at.getTime()) / 1000) : every;
+      firstRunInMs: async () => {
+        const last = await newsletter.lastIssue();
+        return last ? Math.max(0, everyMs - (Date.now() - last.created_at.getTime())) : everyMs;
       },
-      run: () => sendScheduledIssue(options),
+      checkEveryMs,
+      run: () => sendScheduledIssue(services),
     });
   }
-
-  const tick = async () => {
-    for (const task of tasks) {
-      const first = await task.firstAfterSeconds();
-      await pool.query(
-        `INSERT INTO newsletter_schedule (task, next_run_at) VALUES ($1, now() + make_interval(secs => $2)) ON CONFLICT (task) DO NOTHING`,
-        [task.name, first],
-      );
-      const due = await pool.query(
-        `UPDATE newsletter_schedule SET next_run_at = now() + make_interval(secs => $2) WHERE task = $1 AND next_run_at <= now() RETURNING task`,
-        [task.name, task.everySeconds],
-      );
-      if (due.rowCount === 0) continue;
-      await task.run().catch((error: unknown) => logger.error({ err: error, task: task.name }, 'scheduled newsletter task failed'));
-    }
-  };
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    tick()
-      .catch((error: unknown) => logger.warn({ err: error }, 'newsletter scheduler could not look for due tasks'))
-      .finally(() => (running = false));
-  }, settings.schedulerIntervalSeconds * 1000);
-  timer.unref();
-  options.shutdown.addEventListener('abort', () => clearInterval(timer), { once: true });
+  return tasks;
 }
 
 /** The next issue number with the variables file as it is now; the same content as the last issue is not sent again. */
-async function sendScheduledIssue({ newsletter, settings, logger }: SchedulerOptions): Promise<void> {
+async function sendScheduledIssue({ newsletter, settings, logger }: NewsletterServices): Promise<void> {
   const file = settings.issueScheduleVarsFile!;
   const variables = JSON.parse(await fs.readFile(file, 'utf8')) as Record<string, unknown>;
   const last = await newsletter.lastIssue();
