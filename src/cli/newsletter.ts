@@ -4,18 +4,20 @@ import pino from 'pino';
 import { queueVariableName, type Config } from '../config';
 import { withDevelopmentSecrets } from '../config/dev-secrets';
 import { createLogger } from '../main';
-import { issueLeaseSeconds, newsletterJobs } from '../modules/newsletter/newsletter.jobs';
-import { NewsletterError, NewsletterService, type IssueProgress } from '../modules/newsletter/newsletter.service';
+import { issueLeaseSeconds } from '../modules/newsletter/issues.service';
+import { newsletterJobs } from '../modules/newsletter/newsletter.jobs';
+import { NewsletterError, type IssueProgress } from '../modules/newsletter/newsletter.model';
+import { newsletterFlows, type NewsletterFlows } from '../modules/newsletter/newsletter.services';
 import { JobQueue } from '../platform/job-queue';
 import { createMailer, mailTemplates } from '../platform/mail/mailer';
 import { createOutboundHttp } from '../platform/outbound-http';
 import { withDatabase } from './database';
 
 /**
- * Runs `use` with the newsletter service on the configured database. Jobs are only sent (the
+ * Runs `use` with the newsletter's services on the configured database. Jobs are only sent (the
  * server's workers run them); the mail and newsletter queues are declared so they can be.
  */
-async function withNewsletter<T>(baseConfig: Config, use: (newsletter: NewsletterService) => Promise<T>): Promise<T> {
+async function withNewsletter<T>(baseConfig: Config, use: (newsletter: NewsletterFlows) => Promise<T>): Promise<T> {
   const config = withDevelopmentSecrets(baseConfig, (line) => process.stderr.write(`${line}\n`));
   // Standard output is the command's answer; logs go to standard error.
   const logger = createLogger({ ...config, logLevel: 'warn' }, pino.destination(2));
@@ -24,7 +26,7 @@ async function withNewsletter<T>(baseConfig: Config, use: (newsletter: Newslette
     const jobsConfig = { ...config.jobs };
     const queue = new JobQueue({ dataSource, url: endpoint.url, config: jobsConfig, logger, supervise: false, shutdown: new AbortController().signal });
     const mail = createMailer({ config, logger, jobs: queue, http });
-    const newsletter = new NewsletterService({
+    const newsletter = newsletterFlows({
       config,
       dataSource,
       mailer: mail.mailer,
@@ -85,8 +87,8 @@ export function newsletterCommand(configuration: () => Config): Command {
     .option('--json', 'print the outcome as JSON')
     .action(async (options: { issue: number; vars: string; dryRun?: boolean; json?: boolean }) => {
       const variables = readVariables(options.vars);
-      const result = await withNewsletter(configuration(), (service) =>
-        service.sendIssue({ issueNumber: options.issue, variables, dryRun: options.dryRun ?? false, requestedBy: 'cli' }),
+      const result = await withNewsletter(configuration(), ({ issues }) =>
+        issues.sendIssue({ issueNumber: options.issue, variables, dryRun: options.dryRun ?? false, requestedBy: 'cli' }),
       );
       if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       else if (result.dryRun) process.stdout.write(`dry run: issue ${options.issue} would go to ${result.recipients} subscribers\n`);
@@ -100,7 +102,7 @@ export function newsletterCommand(configuration: () => Config): Command {
     .requiredOption('--email <address>', 'the subscriber')
     .requiredOption('--template <name>', 'W1-welcome, W2-first-plugin, W3-case-study, W4-nclaw or W5-cloud-preview')
     .action(async (options: { email: string; template: string }) => {
-      const mail = await withNewsletter(configuration(), (service) => service.sendSeriesMailByHand(options.email, options.template));
+      const mail = await withNewsletter(configuration(), ({ series }) => series.sendSeriesMailByHand(options.email, options.template));
       process.stdout.write(`${mail.template} queued for ${options.email.trim().toLowerCase()} (mail ${mail.id})\n`);
       process.exit(0);
     });
@@ -110,7 +112,7 @@ export function newsletterCommand(configuration: () => Config): Command {
     .description('delete unconfirmed subscribers whose link expired and that are older than NEWSLETTER_CLEANUP_AFTER_DAYS, now')
     .option('--json', 'print {"deleted": N}')
     .action(async (options: { json?: boolean }) => {
-      const deleted = await withNewsletter(configuration(), (service) => service.cleanup());
+      const deleted = await withNewsletter(configuration(), ({ subscriptions }) => subscriptions.cleanup());
       process.stdout.write(options.json ? `${JSON.stringify({ deleted })}\n` : `deleted ${deleted} unconfirmed subscriber${deleted === 1 ? '' : 's'}\n`);
       process.exit(0);
     });
@@ -120,7 +122,7 @@ export function newsletterCommand(configuration: () => Config): Command {
     .description('list the issues and the progress of their sends, newest first')
     .option('--json', 'print them as JSON')
     .action(async (options: { json?: boolean }) => {
-      const issues = await withNewsletter(configuration(), (service) => service.issues({ first: 100 }));
+      const issues = await withNewsletter(configuration(), ({ admin }) => admin.issues({ first: 100 }));
       process.stdout.write(options.json ? `${JSON.stringify(issues, null, 2)}\n` : `${issues.map(describeIssue).join('\n') || 'no issues yet'}\n`);
       process.exit(0);
     });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { loadConfig } from '../../src/config';
 import { BillingService } from '../../src/modules/payments/billing.service';
-import { NewsletterService } from '../../src/modules/newsletter/newsletter.service';
+import { LicenseAlerts } from '../../src/modules/newsletter/license-alerts.service';
 import { createMailer, mailTemplates } from '../../src/platform/mail/mailer';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { freePort } from '../support/global-setup';
@@ -118,7 +118,7 @@ describe('T3-license-alert', () => {
     const billing = new BillingService(dataSource, { licenseActivationLimit: 1 });
     const renewing = (withinSeconds: number) => billing.licensesRenewingWithin(withinSeconds);
     const worker = () =>
-      new NewsletterService({
+      new LicenseAlerts({
         config,
         dataSource,
         mailer: createMailer({ config, logger, jobs }).mailer,

@@ -3,8 +3,8 @@ import { JSONObjectResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { ADMIN_ROLE } from '../../http/session';
-import type { NewsletterServices } from '.';
-import { MAX_PAGE, NewsletterError, type IssueProgress, type Subscriber, type SubscriberMail } from './newsletter.service';
+import { MAX_PAGE, NewsletterError, type IssueProgress, type Subscriber, type SubscriberMail } from './newsletter.model';
+import type { NewsletterServices } from './newsletter.services';
 import {
   NewsletterIssue,
   NewsletterMail,
@@ -30,7 +30,7 @@ export class NewsletterResolver {
     @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null,
   ): Promise<NewsletterSubscriberPage> {
     return withCodes(async () => {
-      const page = await this.services.newsletter.subscribers({ status, verified, search, first, offset });
+      const page = await this.services.admin.subscribers({ status, verified, search, first, offset });
       return { total: page.total, items: page.items.map(toSubscriber) };
     });
   }
@@ -38,13 +38,13 @@ export class NewsletterResolver {
   @Authorized(ADMIN_ROLE)
   @Query(() => [NewsletterStatusCount], { description: 'Subscribers per status (every status)' })
   async newsletterSubscriberCounts(): Promise<NewsletterStatusCount[]> {
-    return (await this.services.newsletter.counts()).map((row) => ({ ...row, status: row.status as NewsletterSubscriberStatusValue }));
+    return (await this.services.admin.counts()).map((row) => ({ ...row, status: row.status as NewsletterSubscriberStatusValue }));
   }
 
   @Authorized(ADMIN_ROLE)
   @Query(() => NewsletterSubscriber, { nullable: true, description: 'The subscriber with this address, or null' })
   async newsletterSubscriber(@Arg('email', () => String) email: string): Promise<NewsletterSubscriber | null> {
-    const subscriber = await this.services.newsletter.subscriber(email);
+    const subscriber = await this.services.admin.subscriber(email);
     return subscriber && toSubscriber(subscriber);
   }
 
@@ -52,16 +52,16 @@ export class NewsletterResolver {
   @Query(() => [NewsletterMail], { description: "One subscriber's mails, newest first (NOT_FOUND for an unknown address)" })
   newsletterSubscriberMails(@Arg('email', () => String) email: string): Promise<NewsletterMail[]> {
     return withCodes(async () => {
-      const subscriber = await this.services.newsletter.subscriber(email);
+      const subscriber = await this.services.admin.subscriber(email);
       if (!subscriber) throw new NewsletterError('NOT_FOUND', 'no subscriber has this address');
-      return (await this.services.newsletter.mailsOf(subscriber.id)).map(toMail);
+      return (await this.services.admin.mailsOf(subscriber.id)).map(toMail);
     });
   }
 
   @Authorized(ADMIN_ROLE)
   @Query(() => [NewsletterIssue], { description: 'Issues with the progress of their send, newest first' })
   newsletterIssues(@Arg('first', () => Int, { nullable: true, defaultValue: 20, description: `1 to ${MAX_PAGE}` }) first: number | null): Promise<NewsletterIssue[]> {
-    return withCodes(async () => (await this.services.newsletter.issues({ first })).map(toIssue));
+    return withCodes(async () => (await this.services.admin.issues({ first })).map(toIssue));
   }
 
   @Authorized(ADMIN_ROLE)
@@ -77,7 +77,7 @@ export class NewsletterResolver {
     @Ctx() context: GraphQLContext,
   ): Promise<SendNewsletterIssueResult> {
     return withCodes(async () => {
-      const result = await this.services.newsletter.sendIssue({
+      const result = await this.services.issues.sendIssue({
         issueNumber,
         variables,
         dryRun: dryRun ?? false,
@@ -92,13 +92,13 @@ export class NewsletterResolver {
   @Authorized(ADMIN_ROLE)
   @Mutation(() => NewsletterMail, { description: 'Sends one of the welcome series (W1-welcome to W5-cloud-preview) to one active subscriber now' })
   sendNewsletterSeriesMail(@Arg('email', () => String) email: string, @Arg('template', () => String) template: string): Promise<NewsletterMail> {
-    return withCodes(async () => toMail(await this.services.newsletter.sendSeriesMailByHand(email, template)));
+    return withCodes(async () => toMail(await this.services.series.sendSeriesMailByHand(email, template)));
   }
 
   @Authorized(ADMIN_ROLE)
   @Mutation(() => Int, { description: 'Deletes unconfirmed subscribers whose link expired and that are older than 7 days now; the count' })
   runNewsletterCleanup(): Promise<number> {
-    return this.services.newsletter.cleanup();
+    return this.services.subscriptions.cleanup();
   }
 }
 

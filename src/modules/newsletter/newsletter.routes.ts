@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { sendError } from '../../http/errors';
 import { RateLimitExceeded } from '../../platform/rate-limits';
-import type { NewsletterServices } from '.';
-import { NewsletterError, type ConfirmOutcome } from './newsletter.service';
+import { NewsletterError, type ConfirmOutcome } from './newsletter.model';
+import type { NewsletterServices } from './newsletter.services';
 
 /**
  * The newsletter's REST routes (spec 3 §4.2): subscribe (JSON or a form), the web front-end's
@@ -141,7 +141,7 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
     const subscribe = async (request: FastifyRequest<{ Body: SubscribeBody | undefined }>) => {
       await services.subscribeLimiter().consume({ ip: request.ip });
       const body = request.body ?? {};
-      await services.newsletter.subscribe({ email: body.email, name: body.name, source: body.source });
+      await services.subscriptions.subscribe({ email: body.email, name: body.name, source: body.source });
     };
 
     scope.post<{ Body: SubscribeBody | undefined }>(
@@ -258,7 +258,7 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       (request, reply) =>
         refusalsAsAnswers(request, reply, async () => {
           const { email = '', token = '' } = request.query;
-          const outcome = email && token ? await services.newsletter.confirm(email, token) : 'invalid';
+          const outcome = email && token ? await services.subscriptions.confirm(email, token) : 'invalid';
           const answer = CONFIRM_ANSWERS[outcome];
           if (wantsJson(request)) {
             if (answer.status === 200) return reply.send({ status: answer.code, email: email.trim().toLowerCase() });
@@ -302,7 +302,7 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
     scope.get<{ Querystring: LinkQuery }>('/newsletter/unsubscribe', { schema: unsubscribeSchema('GET') }, (request, reply) =>
       refusalsAsAnswers(request, reply, async () => {
         const { email = '', token = '' } = request.query;
-        const found = await services.newsletter.unsubscribeStatus(email, token);
+        const found = await services.subscriptions.unsubscribeStatus(email, token);
         if (!found.valid) return invalidUnsubscribe(request, reply);
         const normalized = email.trim().toLowerCase();
         if (wantsJson(request)) return reply.send({ status: found.status, email: normalized });
@@ -324,7 +324,7 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       (request, reply) =>
       refusalsAsAnswers(request, reply, async () => {
         const { email = '', token = '' } = request.query;
-        const outcome = await services.newsletter.unsubscribe(email, token);
+        const outcome = await services.subscriptions.unsubscribe(email, token);
         if (outcome === 'invalid') return invalidUnsubscribe(request, reply);
         const normalized = email.trim().toLowerCase();
         if (wantsJson(request)) return reply.send({ status: 'unsubscribed', email: normalized });
