@@ -14,7 +14,8 @@ import { createDataSource } from '../src/db/data-source';
 import { startServer } from '../src/main';
 import type { GraphQLContext } from '../src/graphql/context';
 import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
-import { resolveSession, SessionError, type SessionSettings } from '../src/http/session';
+import { Refusal } from '../src/common/refusal';
+import { resolveSession, type SessionSettings } from '../src/http/session';
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
 import { RateLimits, rateLimitRules } from '../src/platform/rate-limits';
 import { AuthService } from '../src/modules/auth/auth.service';
@@ -292,7 +293,7 @@ function startGraphqlJs(
         rateLimits,
       };
     } catch (error) {
-      if (!(error instanceof SessionError)) throw error;
+      if (!(error instanceof Refusal)) throw error;
       return reply(response, error.status, { errors: [{ message: error.message, extensions: { code: error.code } }] });
     }
     const args = { schema, variableValues: body.variables, operationName: body.operationName, contextValue };
@@ -333,7 +334,7 @@ async function startApolloExpress({ schema, sessionSettings, logger, rateLimits 
             rateLimits,
           };
         } catch (error) {
-          if (!(error instanceof SessionError)) throw error;
+          if (!(error instanceof Refusal)) throw error;
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
         }
       },
@@ -365,7 +366,7 @@ async function startMercuriusJit({ schema, sessionSettings, logger, rateLimits }
           rateLimits,
         };
       } catch (error) {
-        if (!(error instanceof SessionError)) throw error;
+        if (!(error instanceof Refusal)) throw error;
         throw new mercurius.ErrorWithProps(error.message, { code: error.code }, error.status);
       }
     },

@@ -6,7 +6,7 @@ import { withDevelopmentSecrets } from '../config/dev-secrets';
 import { createLogger } from '../main';
 import { issueLeaseSeconds } from '../modules/newsletter/issues.service';
 import { newsletterJobs } from '../modules/newsletter/newsletter.jobs';
-import { NewsletterError, type IssueProgress } from '../modules/newsletter/newsletter.model';
+import type { IssueProgress } from '../modules/newsletter/newsletter.model';
 import { newsletterFlows, type NewsletterFlows } from '../modules/newsletter/newsletter.services';
 import { JobQueue } from '../platform/job-queue';
 import { createMailer, mailTemplates } from '../platform/mail/mailer';
@@ -43,9 +43,6 @@ async function withNewsletter<T>(baseConfig: Config, use: (newsletter: Newslette
     try {
       await queue.declare(definitions);
       return await use(newsletter);
-    } catch (error) {
-      if (error instanceof NewsletterError) throw new Error(error.message);
-      throw error;
     } finally {
       await queue.stop();
       mail.close();

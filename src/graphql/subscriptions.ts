@@ -5,8 +5,9 @@ import { getOperationAST, GraphQLError, parse, specifiedRules, validate, type Do
 import { CloseCode, type Context } from 'graphql-ws';
 import { LRUCache } from 'lru-cache';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { Refusal } from '../common/refusal';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
-import { ADMIN_ROLE, resolveSession, SessionError, type Session, type SessionSettings } from '../http/session';
+import { ADMIN_ROLE, resolveSession, type Session, type SessionSettings } from '../http/session';
 import type { WebSocketLimits } from '../config';
 import { ConcurrentCounts } from '../platform/quotas';
 import type { RateLimits } from '../platform/rate-limits';
@@ -198,7 +199,7 @@ export function attachSubscriptions(
           state.session = resolveSession(state.headers, settings);
           state.requestId = flatAscii(randomUUID());
         } catch (error) {
-          if (!(error instanceof SessionError)) throw error;
+          if (!(error instanceof Refusal)) throw error;
           ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.code}`);
           return false;
         }

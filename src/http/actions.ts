@@ -3,8 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
 import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
-import { admitQuota, type QuotaName } from '../platform/quotas';
-import { admitRequest, rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
+import { takeQuota, type QuotaName } from '../platform/quotas';
+import { rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from './session';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from './errors';
 import { requires } from './security-schemes';
@@ -133,8 +133,8 @@ export function registerActionRoute(
       }
       const caller = rateLimitCaller(session, request.ip, request.headers);
       if ('error' in caller) return sendError(reply, 400, 'VALIDATION_ERROR', caller.error);
-      for (const limiter of limiters) if (!(await admitRequest(reply, limiter, caller))) return reply;
-      if (action.quota && !(await admitQuota(reply, settings.rateLimits, action.quota, session, caller))) return reply;
+      for (const limiter of limiters) await limiter.consume(caller);
+      if (action.quota) await takeQuota(settings.rateLimits, action.quota, session, caller);
       const result = await action.handle(request.body.input, session, request.headers);
       return reply.code(200).send(result);
     },

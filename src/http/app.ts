@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { OPENAPI_PATH } from '../apidocs/openapi';
 import { graphiqlResponder, installApiReference, type ApiReferenceOptions } from '../apidocs/routes';
+import { Refusal } from '../common/refusal';
 import type { TrustProxy } from '../config';
 import { AcceptedQueryLane, type LaneContext } from '../graphql/accepted-queries';
 import { createApolloServer, type ApolloSettings } from '../graphql/apollo';
@@ -35,7 +36,7 @@ import { observeResponses } from './response-observers';
 import { addRouteHook, isRestRouteWithBody, READ_METHODS } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
-import { resolveSession, SessionError, type Session } from './session';
+import { resolveSession, type Session } from './session';
 import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';
@@ -328,8 +329,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
         try {
           return contextOnce();
         } catch (error) {
-          if (!(error instanceof SessionError)) throw error;
-          throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
+          if (!(error instanceof Refusal)) throw error;
+          // Before anything runs, the request itself is refused: its status is the answer's.
+          throw new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: error.status } } });
         }
       },
     });

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { FieldError } from '../common/field-error.types';
+import { Refusal } from '../common/refusal';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
 import { dropUnreadBody } from './unread-body';
@@ -68,7 +69,7 @@ export const ENVELOPE_ERROR_SCHEMA = {
   required: ['success', 'message', 'error_code'],
 } as const;
 
-/** The 429 of a rate limit on an envelope route (sendRateLimited in platform/rate-limits.ts), for route schemas. */
+/** The 429 of a rate limit on an envelope route (sendError), for route schemas. */
 export const RATE_LIMITED_ENVELOPE_SCHEMA = {
   type: 'object',
   properties: {
@@ -103,18 +104,29 @@ export function sendError(
       .send({ errors: [{ message, extensions: { code, ...(errors ? { errors } : {}) } }] });
   }
   if (format === 'auth') return reply.code(status).send({ status, message, error: authErrorCodeForStatus(status) });
+  // A limit's 429 also says `error: "rate-limited"` (docs/decisions.md); a route whose 429 schema leaves it out sends without it.
+  if (status === 429) return reply.code(status).send({ success: false, error: 'rate-limited', message, error_code: code });
   return reply.code(status).send({ success: false, message, error_code: code, ...(errors ? { errors } : {}) });
 }
 
+/** Answers a refusal in the route's format, with its headers (Retry-After). */
+export function sendRefusal(reply: FastifyReply, refusal: Refusal): FastifyReply {
+  reply.headers(refusal.headers);
+  const errors = refusal.field === undefined ? undefined : [{ field: refusal.field, message: refusal.message, code: 'INVALID_FORMAT' }];
+  return sendError(reply, refusal.status, refusal.code, refusal.message, errors);
+}
+
 /**
- * Maps every error Fastify or a route raises to a 4xx answer in the route's format, to a 503 with
- * Retry-After while the database cannot be reached, or to a masked 500 that is logged with the
- * request id. Nothing reaches the client as a stack trace.
+ * Maps every error Fastify or a route raises to an answer in the route's format: a Refusal with
+ * its status, code and headers, a framework error (validation, body size, media type) with its
+ * 4xx, a 503 with Retry-After while the database cannot be reached, or a masked 500 that is
+ * logged with the request id. Nothing reaches the client as a stack trace.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler((error: FastifyError | Refusal, request, reply) => {
     // An error raised before the body was read (a body limit, a parser's refusal): see dropUnreadBody.
     dropUnreadBody(request, reply);
+    if (error instanceof Refusal) return sendRefusal(reply, error);
     const format = request.routeOptions.config?.errorFormat ?? 'envelope';
     if (error.validation) {
       const errors = error.validation.map(fieldErrorFromSchema);

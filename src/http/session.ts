@@ -1,6 +1,7 @@
 import { createVerifier, TokenError } from 'fast-jwt';
 import { LRUCache } from 'lru-cache';
 import type { JwtSecretConfig } from '../config';
+import { Refusal } from '../common/refusal';
 import { secretsEqual } from '../common/secrets';
 
 /** Who is calling: the role the request runs as and the session variables (x-gql-* names). */
@@ -28,17 +29,9 @@ export type SessionErrorCode =
   | 'INVALID_JWT_CLAIMS'
   | 'ROLE_NOT_ALLOWED';
 
-/** Authentication failed; `status` is the HTTP status the error maps to. */
-export class SessionError extends Error {
-  readonly status: 401 | 403;
-  constructor(
-    readonly code: SessionErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'SessionError';
-    this.status = code === 'ROLE_NOT_ALLOWED' ? 403 : 401;
-  }
+/** Authentication failed: 403 for a role the token does not allow, 401 otherwise. */
+function sessionError(code: SessionErrorCode, message: string): Refusal {
+  return new Refusal(code, message, code === 'ROLE_NOT_ALLOWED' ? 403 : 401);
 }
 
 export interface SessionSettings {
@@ -72,14 +65,14 @@ function header(headers: Headers, name: string): string | undefined {
  * connection_init payload), following the engine's rules:
  * the admin secret gives role admin and lets the caller choose X-Gql-Role and any X-Gql-* variable;
  * a bearer JWT gives the roles its claims allow and X-Gql-Role picks one of them;
- * no credentials give the unauthorised role.
+ * no credentials give the unauthorised role. Credentials that fail are refused (sessionError).
  * Header names must already be lower case (Node's and our WebSocket adapter's form).
  */
 export function resolveSession(headers: Headers, settings: SessionSettings): Session {
   const adminSecret = header(headers, ADMIN_SECRET_HEADER);
   if (adminSecret !== undefined) {
     if (!secretsEqual(adminSecret, settings.adminSecret)) {
-      throw new SessionError('INVALID_ADMIN_SECRET', 'invalid x-gql-admin-secret');
+      throw sessionError('INVALID_ADMIN_SECRET', 'invalid x-gql-admin-secret');
     }
     return assertedSession(variablesFromHeaders(headers));
   }
@@ -104,14 +97,14 @@ function bearerToken(headers: Headers): string | undefined {
   const authorization = header(headers, 'authorization');
   if (authorization === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match) throw new SessionError('INVALID_JWT', 'the Authorization header must be "Bearer <token>"');
+  if (!match) throw sessionError('INVALID_JWT', 'the Authorization header must be "Bearer <token>"');
   return match[1];
 }
 
 /**
  * The verified claims of the request's bearer token, read from the cache resolveSession fills;
  * null when the admin secret is presented (it takes precedence) or there is no token. Throws
- * SessionError as resolveSession does.
+ * the Refusal resolveSession throws.
  */
 export function bearerClaims(headers: Headers, settings: SessionSettings): JwtPayload | null {
   if (header(headers, ADMIN_SECRET_HEADER) !== undefined) return null;
@@ -230,15 +223,15 @@ function tokenSession(token: string, requestedRole: string | undefined, secret: 
   return session;
 }
 
-/** The token verified (or found verified in the cache); SessionError when it is not valid. */
+/** The token verified (or found verified in the cache); a Refusal when it is not valid. */
 function verifiedToken(token: string, secret: JwtSecretConfig): VerifiedToken {
   try {
     return verifierFor(secret)(token);
   } catch (error) {
     if (!(error instanceof TokenError)) throw error;
-    if (error.code === TokenError.codes.expired) throw new SessionError('JWT_EXPIRED', 'the JWT has expired');
-    if (error.code === TokenError.codes.inactive) throw new SessionError('INVALID_JWT', 'the JWT is not valid yet');
-    throw new SessionError('INVALID_JWT', `could not verify the JWT: ${error.message}`);
+    if (error.code === TokenError.codes.expired) throw sessionError('JWT_EXPIRED', 'the JWT has expired');
+    if (error.code === TokenError.codes.inactive) throw sessionError('INVALID_JWT', 'the JWT is not valid yet');
+    throw sessionError('INVALID_JWT', `could not verify the JWT: ${error.message}`);
   }
 }
 
@@ -248,14 +241,14 @@ function sessionOfClaims(payload: JwtPayload, requestedRole: string | undefined,
   const allowedRoles = claims['x-gql-allowed-roles'];
   const defaultRole = claims['x-gql-default-role'];
   if (!Array.isArray(allowedRoles) || allowedRoles.length === 0 || !allowedRoles.every((r) => typeof r === 'string' && r)) {
-    throw new SessionError('INVALID_JWT_CLAIMS', 'x-gql-allowed-roles must be a non-empty list of role names');
+    throw sessionError('INVALID_JWT_CLAIMS', 'x-gql-allowed-roles must be a non-empty list of role names');
   }
   if (typeof defaultRole !== 'string' || !allowedRoles.includes(defaultRole)) {
-    throw new SessionError('INVALID_JWT_CLAIMS', 'x-gql-default-role must be one of x-gql-allowed-roles');
+    throw sessionError('INVALID_JWT_CLAIMS', 'x-gql-default-role must be one of x-gql-allowed-roles');
   }
   const role = requestedRole ?? defaultRole;
   if (!allowedRoles.includes(role)) {
-    throw new SessionError('ROLE_NOT_ALLOWED', `the role "${role}" is not among the token's allowed roles`);
+    throw sessionError('ROLE_NOT_ALLOWED', `the role "${role}" is not among the token's allowed roles`);
   }
 
   const variables: Record<string, string> = {};
@@ -286,11 +279,11 @@ function namespaceClaims(payload: JwtPayload, secret: JwtSecretConfig): Record<s
     try {
       claims = JSON.parse(claims);
     } catch {
-      throw new SessionError('INVALID_JWT_CLAIMS', `the claims under "${secret.claims_namespace}" are not valid JSON`);
+      throw sessionError('INVALID_JWT_CLAIMS', `the claims under "${secret.claims_namespace}" are not valid JSON`);
     }
   }
   if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) {
-    throw new SessionError('INVALID_JWT_CLAIMS', `the JWT has no claims object under "${secret.claims_namespace}"`);
+    throw sessionError('INVALID_JWT_CLAIMS', `the JWT has no claims object under "${secret.claims_namespace}"`);
   }
   return claims as Record<string, unknown>;
 }

@@ -1,8 +1,7 @@
-import type { FastifyReply } from 'fastify';
-import { GraphQLError } from 'graphql';
+import { isTooManyRequests, tooManyRequests } from '../common/refusal';
 import type { GraphQLContext } from '../graphql/context';
 import { ADMIN_ROLE, type Session } from '../http/session';
-import { RateLimitExceeded, rateLimitCaller, sendRateLimited, type RateLimitCaller, type RateLimitRule, type RateLimits } from './rate-limits';
+import { graphqlCaller, type RateLimitCaller, type RateLimits } from './rate-limits';
 
 /**
  * Quotas on what users create: one point per request in a window, per user id (else client
@@ -19,15 +18,6 @@ const COUNTED: Record<QuotaName, string> = {
   checkouts: 'checkouts and payments',
 };
 
-/** A quota's refusal: a rate limit's, with a message that says which quota and how large it is. */
-export class QuotaExceeded extends RateLimitExceeded {
-  constructor(name: QuotaName, rule: RateLimitRule, retryAfterSeconds: number) {
-    super(name, retryAfterSeconds);
-    this.name = 'QuotaExceeded';
-    this.message = `Too many ${COUNTED[name]}: at most ${rule.points} per ${windowText(rule.durationSeconds)} for each user; try again in ${retryAfterSeconds} s`;
-  }
-}
-
 function windowText(seconds: number): string {
   for (const [unit, length] of [['day', 86_400], ['hour', 3600], ['minute', 60]] as const) {
     if (seconds % length === 0) return seconds === length ? unit : `${seconds / length} ${unit}s`;
@@ -35,43 +25,26 @@ function windowText(seconds: number): string {
   return `${seconds} s`;
 }
 
-/** Takes one point of the quota for the caller (the session's user, else its address); throws QuotaExceeded when none is left. */
+/**
+ * Takes one point of the quota for the caller (the session's user, else its address); past it, a
+ * limit's refusal (429, RATE_LIMITED) whose message says which quota and how large it is.
+ */
 export async function takeQuota(rateLimits: RateLimits, name: QuotaName, session: Session, caller: RateLimitCaller): Promise<void> {
   if (session.role === ADMIN_ROLE) return;
   const limiter = rateLimits.get(name);
   try {
     await limiter.consume(caller);
   } catch (error) {
-    if (!(error instanceof RateLimitExceeded)) throw error;
-    throw new QuotaExceeded(name, limiter.rule, error.retryAfterSeconds);
+    if (!isTooManyRequests(error)) throw error;
+    const { points, durationSeconds } = limiter.rule;
+    const seconds = error.retryAfterSeconds;
+    throw tooManyRequests(seconds, `Too many ${COUNTED[name]}: at most ${points} per ${windowText(durationSeconds)} for each user; try again in ${seconds} s`);
   }
 }
 
-/**
- * For resolvers: the quota's point, or a GraphQLError with extensions.code RATE_LIMITED and
- * retryAfter (seconds), or BAD_REQUEST for a named address that is not one (as enforceRateLimit).
- */
+/** For resolvers: the quota's point for the caller (graphqlCaller), as enforceRateLimit. */
 export async function enforceQuota(context: GraphQLContext, name: QuotaName): Promise<void> {
-  const caller = rateLimitCaller(context.session, context.clientIp, context.requestHeaders);
-  if ('error' in caller) throw new GraphQLError(caller.error, { extensions: { code: 'BAD_REQUEST' } });
-  try {
-    await takeQuota(context.rateLimits, name, context.session, caller);
-  } catch (error) {
-    if (!(error instanceof QuotaExceeded)) throw error;
-    throw new GraphQLError(error.message, { extensions: { code: 'RATE_LIMITED', retryAfter: error.retryAfterSeconds } });
-  }
-}
-
-/** For routes: takes the quota's point; past it, answers 429 with Retry-After (in the route's format) and returns false. */
-export async function admitQuota(reply: FastifyReply, rateLimits: RateLimits, name: QuotaName, session: Session, caller: RateLimitCaller): Promise<boolean> {
-  try {
-    await takeQuota(rateLimits, name, session, caller);
-    return true;
-  } catch (error) {
-    if (!(error instanceof QuotaExceeded)) throw error;
-    sendRateLimited(reply, error);
-    return false;
-  }
+  await takeQuota(context.rateLimits, name, context.session, graphqlCaller(context));
 }
 
 /**

@@ -1,10 +1,10 @@
 import net from 'node:net';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GraphQLError } from 'graphql';
+import type { FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { DataSource } from 'typeorm';
+import { Refusal, tooManyRequests } from '../common/refusal';
 import { sha256Hex } from '../common/sha256';
 import type { Config } from '../config';
 import type { GraphQLContext } from '../graphql/context';
@@ -92,21 +92,10 @@ const RATE_LIMIT_TABLE = 'rate_limits';
 
 export type RateLimitStore = { kind: 'memory' } | { kind: 'postgres'; pool: pg.Pool };
 
-export class RateLimitExceeded extends Error {
-  constructor(
-    readonly limit: string,
-    /** Whole seconds, rounded up, until the caller may try again. */
-    readonly retryAfterSeconds: number,
-  ) {
-    super(`Too many requests; try again in ${retryAfterSeconds} s`);
-    this.name = 'RateLimitExceeded';
-  }
-}
-
 export interface RateLimiter {
   readonly name: string;
   readonly rule: RateLimitRule;
-  /** Takes one point for the caller; rejects with RateLimitExceeded when none is left. */
+  /** Takes one point for the caller; rejects with tooManyRequests (common/refusal.ts) when none is left. */
   consume(caller: RateLimitCaller): Promise<void>;
 }
 
@@ -162,14 +151,14 @@ class StoreCounter {
         this.logger.info({ limit: this.name }, 'rate limit store answers again');
       }
     } catch (error) {
-      if (error instanceof RateLimiterRes) throw new RateLimitExceeded(this.name, retryAfterSeconds(error));
+      if (error instanceof RateLimiterRes) throw tooManyRequests(retryAfterSeconds(error));
       if (!this.fallback) throw error;
       if (!this.storeFailing) {
         this.storeFailing = true;
         this.logger.warn({ err: error, limit: this.name }, 'rate limit store failed; counting in this process until it answers');
       }
       await this.fallback.consume(key).catch((refusal: unknown) => {
-        throw refusal instanceof RateLimiterRes ? new RateLimitExceeded(this.name, retryAfterSeconds(refusal)) : refusal;
+        throw refusal instanceof RateLimiterRes ? tooManyRequests(retryAfterSeconds(refusal)) : refusal;
       });
     }
   }
@@ -230,35 +219,6 @@ export function createRateLimits(config: Config, dataSource: DataSource, logger:
 }
 
 /**
- * Answers 429 with Retry-After and `{error: "rate-limited", message}`; on the handler routes
- * (envelope format) the body is also the envelope of spec 1 §2.3.
- */
-export function sendRateLimited(reply: FastifyReply, exceeded: RateLimitExceeded): FastifyReply {
-  const envelope = reply.request.routeOptions.config?.errorFormat === 'envelope';
-  return reply
-    .code(429)
-    .header('retry-after', String(exceeded.retryAfterSeconds))
-    .send({
-      ...(envelope ? { success: false } : {}),
-      error: 'rate-limited',
-      message: exceeded.message,
-      ...(envelope ? { error_code: 'RATE_LIMITED' } : {}),
-    });
-}
-
-/** Takes a point for the caller of a route; when none is left, answers 429 and returns false. */
-export async function admitRequest(reply: FastifyReply, limiter: RateLimiter, caller: RateLimitCaller): Promise<boolean> {
-  try {
-    await limiter.consume(caller);
-    return true;
-  } catch (error) {
-    if (!(error instanceof RateLimitExceeded)) throw error;
-    sendRateLimited(reply, error);
-    return false;
-  }
-}
-
-/**
  * A Fastify onRequest or preHandler hook that applies `limiter` to a route, counting callers by
  * their address unless `callerOf` says more (a user id, a token).
  */
@@ -266,8 +226,8 @@ export function rateLimitHook(
   limiter: RateLimiter,
   callerOf: (request: FastifyRequest) => RateLimitCaller = (request) => ({ ip: request.ip }),
 ) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    await admitRequest(reply, limiter, callerOf(request));
+  return async (request: FastifyRequest): Promise<void> => {
+    await limiter.consume(callerOf(request));
   };
 }
 
@@ -290,18 +250,14 @@ export function rateLimitCaller(
   return { ip: clientAddress, userId: session.userId };
 }
 
-/**
- * For resolvers: takes a point of the named limit for the caller (rateLimitCaller), or throws a
- * GraphQLError with extensions.code RATE_LIMITED and extensions.retryAfter in seconds (or
- * BAD_REQUEST for an address that is not one).
- */
-export async function enforceRateLimit(context: GraphQLContext, name: RateLimitName): Promise<void> {
+/** Who a GraphQL request counts as (rateLimitCaller); a named address that is not one is refused. */
+export function graphqlCaller(context: GraphQLContext): RateLimitCaller {
   const caller = rateLimitCaller(context.session, context.clientIp, context.requestHeaders);
-  if ('error' in caller) throw new GraphQLError(caller.error, { extensions: { code: 'BAD_REQUEST' } });
-  try {
-    await context.rateLimits.get(name).consume(caller);
-  } catch (error) {
-    if (!(error instanceof RateLimitExceeded)) throw error;
-    throw new GraphQLError(error.message, { extensions: { code: 'RATE_LIMITED', retryAfter: error.retryAfterSeconds } });
-  }
+  if ('error' in caller) throw new Refusal('BAD_REQUEST', caller.error, 400);
+  return caller;
+}
+
+/** For resolvers: takes a point of the named limit for the caller; past it the field fails with RATE_LIMITED and retryAfter. */
+export async function enforceRateLimit(context: GraphQLContext, name: RateLimitName): Promise<void> {
+  await context.rateLimits.get(name).consume(graphqlCaller(context));
 }

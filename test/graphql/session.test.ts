@@ -1,6 +1,7 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { resolveSession, SessionError, type SessionSettings } from '../../src/http/session';
+import { Refusal } from '../../src/common/refusal';
+import { resolveSession, type SessionSettings } from '../../src/http/session';
 import { SessionDocument } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, type TestServer } from '../support/server';
@@ -167,7 +168,7 @@ describe('JWT settings beyond the defaults', () => {
     const good = jwt.sign({ [CLAIMS_NAMESPACE]: claims }, JWT_KEY, { expiresIn: 60, audience: 'plinth', issuer: 'https://auth.example' });
     const wrongAudience = jwt.sign({ [CLAIMS_NAMESPACE]: claims }, JWT_KEY, { expiresIn: 60, audience: 'other', issuer: 'https://auth.example' });
     expect(resolveSession({ authorization: `Bearer ${good}` }, settings).role).toBe('user');
-    expect(() => resolveSession({ authorization: `Bearer ${wrongAudience}` }, settings)).toThrow(SessionError);
+    expect(() => resolveSession({ authorization: `Bearer ${wrongAudience}` }, settings)).toThrow(Refusal);
   });
 
   it('tolerates clock skew up to allowed_skew', () => {
@@ -211,6 +212,6 @@ describe('JWT settings beyond the defaults', () => {
     const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const unsigned = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode({ [CLAIMS_NAMESPACE]: claims, exp: Math.floor(Date.now() / 1000) + 60 })}`;
     const forged = `${unsigned}.${createHmac('sha256', pem).update(unsigned).digest('base64url')}`;
-    expect(() => resolveSession({ authorization: `Bearer ${forged}` }, settings)).toThrow(SessionError);
+    expect(() => resolveSession({ authorization: `Bearer ${forged}` }, settings)).toThrow(Refusal);
   });
 });

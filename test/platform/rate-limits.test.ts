@@ -65,7 +65,7 @@ describe.each<[string, () => RateLimitStore]>([
   ['memory', () => ({ kind: 'memory' })],
   ['postgres', () => ({ kind: 'postgres', pool: newPool() })],
 ])('the route hook over the %s store', (kind, store) => {
-  it('answers 429 with Retry-After in whole seconds and {error, message} once the points are used', async () => {
+  it('answers 429 with Retry-After in whole seconds and the envelope with error rate-limited once the points are used', async () => {
     const url = await limitedApp(new RateLimits(store(), { test: rule(3) }, silent));
 
     for (let index = 0; index < 3; index += 1) expect((await get(url)).status).toBe(200);
@@ -74,7 +74,12 @@ describe.each<[string, () => RateLimitStore]>([
     expect(refused.status).toBe(429);
     expect(refused.retryAfter).toMatch(/^\d+$/);
     expectWindowSeconds(Number(refused.retryAfter));
-    expect(refused.body).toEqual({ error: 'rate-limited', message: `Too many requests; try again in ${refused.retryAfter} s` });
+    expect(refused.body).toEqual({
+      success: false,
+      error: 'rate-limited',
+      message: `Too many requests; try again in ${refused.retryAfter} s`,
+      error_code: 'RATE_LIMITED',
+    });
     if (kind === 'postgres') {
       const rows = await database.query<{ key: string; points: number }>("SELECT key, points FROM rate_limits WHERE key LIKE 'test:%'");
       expect(rows).toEqual([{ key: 'test:ip:127.0.0.1', points: 4 }]);
@@ -121,7 +126,7 @@ describe('the PostgreSQL store', () => {
 
     await limiter.consume({ ip: '192.0.2.7' });
     await limiter.consume({ ip: '192.0.2.7' });
-    await expect(limiter.consume({ ip: '192.0.2.7' })).rejects.toMatchObject({ name: 'RateLimitExceeded', retryAfterSeconds: expect.any(Number) });
+    await expect(limiter.consume({ ip: '192.0.2.7' })).rejects.toMatchObject({ name: 'Refusal', code: 'RATE_LIMITED', status: 429, retryAfterSeconds: expect.any(Number) });
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0])).toMatchObject({ level: 40, limit: 'outage', msg: expect.stringContaining('counting in this process') });
   });

@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { Config } from '../../config';
 import type { MailMessage, Mailer } from '../../platform/mail/mailer';
 import { authUrl } from '../../platform/urls';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import type { UserRow } from './auth-user';
 import type { Tickets } from './tickets.service';
 
@@ -22,7 +22,7 @@ export class AccountMail {
 
   /** Checked before anything else, so that the answer does not depend on the address. */
   requireMail(): void {
-    if (!this.canMail) throw new AuthError('disabled-endpoint', 'This server cannot send mail (SMTP_HOST is unset)');
+    if (!this.canMail) throw authError('disabled-endpoint', 'This server cannot send mail (SMTP_HOST is unset)');
   }
 
   /** Template verify-email: the link verifies `email`. */

@@ -1,6 +1,6 @@
 import { requires } from '../../http/security-schemes';
 import type { DeanonymizeInput } from './account-input';
-import { answer, bearerUser, type AuthRoute } from './auth.route-helpers';
+import { bearerUser, type AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, OK, PASSWORD, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, text } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 import { SIGN_UP_LIMIT } from './sign-up-policy.service';
@@ -24,7 +24,7 @@ export function anonymousUserRoutes(route: AuthRoute, services: AuthServices): v
     preValidation: async (request) => {
       request.body ??= {};
     },
-    handler: (request, reply) => answer(reply, () => anonymous.signInAnonymous((request.body ?? {}) as { displayName?: string })),
+    handler: (request) => anonymous.signInAnonymous((request.body ?? {}) as { displayName?: string }),
   });
 
   route({
@@ -50,10 +50,9 @@ export function anonymousUserRoutes(route: AuthRoute, services: AuthServices): v
       },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        await anonymous.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      await anonymous.deanonymize(bearerUser(request, services), request.body as DeanonymizeInput);
+      return 'OK';
+    },
   });
 }

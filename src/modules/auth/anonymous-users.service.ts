@@ -3,7 +3,7 @@ import type { PasswordHasher } from '../../common/passwords';
 import type { Config } from '../../config';
 import { displayName, emailAddress, locale, type DeanonymizeInput } from './account-input';
 import type { AccountMail } from './account-mail.service';
-import { AuthError, invalidRequest } from './auth-errors';
+import { authError, invalidRequest } from './auth-errors';
 import { activeUser, USER_COLUMNS, type UserRow } from './auth-user';
 import type { NewAccounts } from './new-accounts.service';
 import { queryRows } from './query-rows';
@@ -33,7 +33,7 @@ export class AnonymousUsers {
    * role `anonymous`; a sign-up, so not while sign-up is disabled.
    */
   async signInAnonymous(input: { displayName?: string; locale?: string; metadata?: Record<string, unknown> }): Promise<{ session: AuthSession }> {
-    if (!this.settings.anonymousUsersEnabled) throw new AuthError('disabled-endpoint', 'Anonymous users are disabled (AUTH_ANONYMOUS_USERS_ENABLED)');
+    if (!this.settings.anonymousUsersEnabled) throw authError('disabled-endpoint', 'Anonymous users are disabled (AUTH_ANONYMOUS_USERS_ENABLED)');
     this.signUps.assertOpen();
     const name = displayName(input.displayName) ?? 'Anonymous';
     const language = locale(input.locale);
@@ -67,14 +67,14 @@ export class AnonymousUsers {
       await this.signUps.checkPassword(input.password);
       passwordHash = await this.passwords.hash(input.password);
     } else {
-      if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+      if (!this.settings.passwordlessEmailEnabled) throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
       this.mail.requireMail();
     }
     await this.dataSource.transaction(async (manager) => {
       const user = await activeUser(manager, userId);
-      if (!user.is_anonymous) throw new AuthError('user-not-anonymous');
+      if (!user.is_anonymous) throw authError('user-not-anonymous');
       const taken = (await manager.query('SELECT 1 FROM users WHERE lower(email) = $1', [email])) as unknown[];
-      if (taken.length > 0) throw new AuthError('email-already-in-use');
+      if (taken.length > 0) throw authError('email-already-in-use');
       const [upgraded] = await queryRows<UserRow>(
         manager,
         `UPDATE users SET email = $2, password_hash = $3, is_anonymous = false, email_verified = false, default_role = $4,

@@ -1,6 +1,8 @@
+import { Refusal } from '../../common/refusal';
+
 /**
  * The auth service's errors: Nhost's codes, statuses and body `{status, message, error}` so that
- * Nhost's clients read them unchanged (docs/decisions.md lists them).
+ * Nhost's clients read them unchanged (docs/decisions.md lists them); auth.route-helpers.ts answers them.
  */
 export const AUTH_ERRORS = {
   'invalid-request': { status: 400, message: 'The request payload is incorrect' },
@@ -34,25 +36,18 @@ export const AUTH_ERRORS = {
 
 export type AuthErrorCode = keyof typeof AUTH_ERRORS;
 
-/** An answer of the auth service other than success; routes send it as `{status, message, error}`. */
-export class AuthError extends Error {
-  readonly status: number;
-  constructor(
-    readonly code: AuthErrorCode,
-    message: string = AUTH_ERRORS[code].message,
-  ) {
-    super(message);
-    this.name = 'AuthError';
-    this.status = AUTH_ERRORS[code].status;
-  }
+/** A refusal of the auth service: Nhost's code, status and message (or this message). */
+export function authError(code: AuthErrorCode, message: string = AUTH_ERRORS[code].message): Refusal {
+  return new Refusal(code, message, AUTH_ERRORS[code].status);
+}
 
-  toJSON(): { status: number; message: string; error: AuthErrorCode } {
-    return { status: this.status, message: this.message, error: this.code };
-  }
+/** A refusal with one of Nhost's codes (authError). */
+export function isAuthError(error: unknown): error is Refusal & { code: AuthErrorCode } {
+  return error instanceof Refusal && Object.hasOwn(AUTH_ERRORS, error.code);
 }
 
 /** An invalid field of a request: 400 invalid-request naming it. */
-export const invalidRequest = (message: string) => new AuthError('invalid-request', message);
+export const invalidRequest = (message: string) => authError('invalid-request', message);
 
 /** The JSON schema of that body, for route schemas and the API reference. */
 export const AUTH_ERROR_SCHEMA = {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 
 /** The columns of `users` the auth service reads. */
 export const USER_COLUMNS =
@@ -56,8 +56,8 @@ export interface AuthUser {
 /** The account, when it may act: not disabled, not deleted. */
 export async function activeUser(manager: EntityManager, userId: string): Promise<UserRow> {
   const [user] = (await manager.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [userId])) as UserRow[];
-  if (!user || user.deleted_at) throw new AuthError('unauthenticated-user');
-  if (user.disabled) throw new AuthError('disabled-user');
+  if (!user || user.deleted_at) throw authError('unauthenticated-user');
+  if (user.disabled) throw authError('disabled-user');
   return user;
 }
 

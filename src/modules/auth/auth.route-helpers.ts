@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { bearerClaims, resolveSession, SessionError } from '../../http/session';
-import { RateLimitExceeded, type RateLimitName } from '../../platform/rate-limits';
-import { AuthError } from './auth-errors';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { isTooManyRequests, Refusal } from '../../common/refusal';
+import { bearerClaims, resolveSession } from '../../http/session';
+import type { RateLimitName } from '../../platform/rate-limits';
+import { authError, isAuthError } from './auth-errors';
 import { UUID } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -14,41 +15,40 @@ declare module 'fastify' {
     answersLimitsItself?: boolean;
   }
   interface FastifyRequest {
-    /** The limit the request went over, on a route that answers limits itself. */
-    exceededLimit: RateLimitExceeded | null;
+    /** The limit the request went over (tooManyRequests), on a route that answers limits itself. */
+    exceededLimit: Refusal | null;
   }
 }
 
-/** Declares one auth route: Nhost's error format, and the named limits taken per client address before it runs. */
+/** Declares one auth route: Nhost's error format, a string answer sent as a JSON string, and the named limits taken per client address before it runs. */
 export type AuthRoute = (options: RouteOptions & { limits?: RateLimitName[] }) => void;
 
 /** How the auth routes are declared in `scope` (the /auth plugin). */
 export function authRouteIn(scope: FastifyInstance, services: AuthServices): AuthRoute {
   return (options) => {
-    const { limits = [], ...rest } = options;
-    scope.route({ ...rest, config: { ...rest.config, errorFormat: 'auth' }, onRequest: limits.map((name) => limit(services, name)) });
+    const { limits = [], handler, ...rest } = options;
+    scope.route({
+      ...rest,
+      config: { ...rest.config, errorFormat: 'auth' },
+      onRequest: limits.map((name) => limit(services, name)),
+      handler: async (request, reply) => {
+        const result: unknown = await handler.call(scope, request, reply);
+        // Nhost answers "OK" as a JSON string, which its clients parse; Fastify would send a bare string as text.
+        return typeof result === 'string' ? reply.type('application/json; charset=utf-8').send(JSON.stringify(result)) : result;
+      },
+    });
   };
 }
 
 /**
- * Sends a service's result, or its AuthError as `{status, message, error}` (a limit a service
- * takes itself as 429 too-many-requests with Retry-After); other errors go to the error handler
- * (a masked 500).
+ * The /auth scope's error handler: a refusal with one of Nhost's codes as Nhost answers it,
+ * `{status, message, error}`. Anything else goes on to the app's handler, which answers in the
+ * same shape (the routes' errorFormat) with Nhost's code for the status: too-many-requests with
+ * Retry-After for a limit, invalid-request for a body that does not validate, a masked 500.
  */
-export async function answer(reply: FastifyReply, work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    const result = await work();
-    // Nhost answers "OK" as a JSON string, which its clients parse; Fastify would send a bare string as text.
-    return typeof result === 'string' ? reply.type('application/json; charset=utf-8').send(JSON.stringify(result)) : result;
-  } catch (error) {
-    if (error instanceof AuthError) return reply.code(error.status).send(error.toJSON());
-    if (error instanceof RateLimitExceeded) return tooManyRequests(reply, error);
-    throw error;
-  }
-}
-
-function tooManyRequests(reply: FastifyReply, error: RateLimitExceeded): FastifyReply {
-  return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send(new AuthError('too-many-requests', error.message).toJSON());
+export function answerAuthErrors(error: FastifyError | Refusal, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (!isAuthError(error)) throw error;
+  return reply.code(error.status).headers(error.headers).send({ status: error.status, message: error.message, error: error.code });
 }
 
 /**
@@ -77,25 +77,20 @@ export function bearerUser(request: FastifyRequest, services: AuthServices): str
     // A token we signed carries a user's UUID; the admin secret may assert any text.
     if (session.userId && UUID.test(session.userId)) return session.userId;
   } catch (error) {
-    if (!(error instanceof SessionError)) throw error;
-    throw new AuthError('unauthenticated-user', `User is not authenticated: ${error.message}`);
+    if (!(error instanceof Refusal)) throw error;
+    throw authError('unauthenticated-user', `User is not authenticated: ${error.message}`);
   }
-  throw new AuthError('unauthenticated-user');
+  throw authError('unauthenticated-user');
 }
 
 /** A hook taking one point of a named limit per client address; 429 too-many-requests with Retry-After past it. */
 export function limit(services: AuthServices, name: RateLimitName) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+  return async (request: FastifyRequest): Promise<void> => {
     try {
       await services.rateLimits.get(name).consume({ ip: request.ip });
-      return undefined;
     } catch (error) {
-      if (!(error instanceof RateLimitExceeded)) throw error;
-      if (request.routeOptions.config.answersLimitsItself) {
-        request.exceededLimit ??= error;
-        return undefined;
-      }
-      return tooManyRequests(reply, error);
+      if (!isTooManyRequests(error) || !request.routeOptions.config.answersLimitsItself) throw error;
+      request.exceededLimit ??= error;
     }
   };
 }

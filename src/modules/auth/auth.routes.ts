@@ -1,7 +1,7 @@
 import { errorCodes, type FastifyInstance } from 'fastify';
 import { anonymousUserRoutes } from './anonymous-users.routes';
 import { serveOnAuthPort } from './auth-port';
-import { answer, authRouteIn, limit } from './auth.route-helpers';
+import { answerAuthErrors, authRouteIn, limit } from './auth.route-helpers';
 import { OK, TAGS } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 import { emailSignInRoutes } from './email-sign-in.routes';
@@ -20,7 +20,7 @@ const HEALTH_PATH = `${AUTH_PREFIX}/healthz`;
  * The authentication service's routes, Nhost's paths and bodies under /auth. Every route is
  * limited per client address overall (AUTH_RATE_LIMIT_GLOBAL_*); sign-in, verification and
  * ticket routes also by the brute-force limit, sign-up by its own, and routes that send mail by
- * the mail limit. Errors are `{status, message, error}` with Nhost's codes.
+ * the mail limit. Errors are `{status, message, error}` with Nhost's codes (answerAuthErrors).
  */
 export function authRoutes(app: FastifyInstance, services: AuthServices): void {
   app.register(
@@ -41,10 +41,11 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
         }
         done(null, Object.fromEntries(new URLSearchParams(body as string)));
       });
+      scope.setErrorHandler(answerAuthErrors);
       scope.decorateRequest('exceededLimit', null);
       const global = limit(services, 'authGlobal');
       // A proxy's health checks do not use up its address's requests.
-      scope.addHook('onRequest', async (request, reply) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request, reply)));
+      scope.addHook('onRequest', async (request) => (request.routeOptions.url === HEALTH_PATH ? undefined : global(request)));
       registerRoutes(scope, services);
     },
     { prefix: AUTH_PREFIX },
@@ -65,7 +66,7 @@ function registerRoutes(scope: FastifyInstance, services: AuthServices): void {
     method: 'GET',
     url: '/healthz',
     schema: { tags: TAGS, summary: "The auth service's health check (Nhost's path; a proxy in front of AUTH_PORT asks it)", response: { 200: OK } },
-    handler: (_request, reply) => answer(reply, async () => 'OK'),
+    handler: async () => 'OK',
   });
 
   userAccountRoutes(route, services);

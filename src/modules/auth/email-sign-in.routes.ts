@@ -1,5 +1,5 @@
 import type { SignUpInput } from './account-input';
-import { answer, type AuthRoute } from './auth.route-helpers';
+import type { AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, NULLABLE_SESSION, OK, PASSWORD, SIGN_UP_OPTIONS, TAGS } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 import { SIGN_UP_LIMIT } from './sign-up-policy.service';
@@ -27,7 +27,7 @@ export function emailSignInRoutes(route: AuthRoute, services: AuthServices): voi
       },
       response: { 200: { type: 'object', properties: { session: NULLABLE_SESSION }, required: ['session'] }, ...ERRORS },
     },
-    handler: (request, reply) => answer(reply, () => emailSignIn.signUpEmailPassword(request.body as SignUpInput)),
+    handler: (request) => emailSignIn.signUpEmailPassword(request.body as SignUpInput),
   });
 
   route({
@@ -51,9 +51,9 @@ export function emailSignInRoutes(route: AuthRoute, services: AuthServices): voi
         ...ERRORS,
       },
     },
-    handler: (request, reply) => {
+    handler: (request) => {
       const { email, password } = request.body as { email: string; password: string };
-      return answer(reply, () => emailSignIn.signInEmailPassword(email, password, request.ip));
+      return emailSignIn.signInEmailPassword(email, password, request.ip);
     },
   });
 
@@ -73,11 +73,10 @@ export function emailSignInRoutes(route: AuthRoute, services: AuthServices): voi
       url,
       limits: ['authBruteForce', 'authEmail'],
       schema: { ...passwordless, summary },
-      handler: (request, reply) =>
-        answer(reply, async () => {
-          await emailSignIn.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
-          return 'OK';
-        }),
+      handler: async (request) => {
+        await emailSignIn.signInPasswordlessEmail(request.body as { email: string; options?: SignUpInput['options'] });
+        return 'OK';
+      },
     });
   }
 }

@@ -4,7 +4,7 @@ import type { Config } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
 import { emailAddress, type SignUpInput, type SignUpOptions } from './account-input';
 import type { AccountMail } from './account-mail.service';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
 import type { NewAccounts } from './new-accounts.service';
 import type { RedirectPolicy } from './redirects';
@@ -62,7 +62,7 @@ export class EmailSignIn {
     const email = emailAddress(emailInput, 'email');
     const [row] = await queryPrepared<UserRow & { password_hash: string | null }>(this.dataSource, USER_WITH_PASSWORD_BY_EMAIL, [email]);
     const matches = await this.passwords.matches(password, row?.password_hash);
-    if (!row || !matches || row.deleted_at) throw new AuthError('invalid-email-password');
+    if (!row || !matches || row.deleted_at) throw authError('invalid-email-password');
     const { password_hash: passwordHash, ...user } = row;
     if (passwordHash && !this.passwords.isCurrent(passwordHash)) await this.rehash(user.id, passwordHash, password);
     return this.signIn.complete(user, undefined, ip);
@@ -83,7 +83,7 @@ export class EmailSignIn {
    * address gets an account first, with the sign-up options, unless sign-up is disabled.
    */
   async signInPasswordlessEmail(input: { email: string; options?: SignUpOptions }): Promise<void> {
-    if (!this.settings.passwordlessEmailEnabled) throw new AuthError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+    if (!this.settings.passwordlessEmailEnabled) throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
     this.mail.requireMail();
     const email = emailAddress(input.email, 'email');
     const options = input.options ?? {};
@@ -94,7 +94,7 @@ export class EmailSignIn {
         this.signUps.assertOpen();
         user = await this.newAccounts.insert(manager, email, null, options);
       }
-      if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
+      if (user.disabled || user.deleted_at) throw authError('disabled-user');
       await this.mail.sendSignInLink(manager, user, email, redirectTo);
     });
   }

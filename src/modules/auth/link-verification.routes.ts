@@ -1,4 +1,4 @@
-import { answer, type AuthRoute } from './auth.route-helpers';
+import type { AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, OK, OPTIONS_REDIRECT, REDIRECT, REDIRECT_TO, TAGS, TICKET } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -26,8 +26,7 @@ export function linkVerificationRoutes(route: AuthRoute, services: AuthServices)
       },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => reply.redirect(await links.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302)),
+    handler: async (request, reply) => reply.redirect(await links.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302),
   });
 
   route({
@@ -42,8 +41,7 @@ export function linkVerificationRoutes(route: AuthRoute, services: AuthServices)
       querystring: { type: 'object', required: ['ticket'], properties: { ticket: TICKET } },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => reply.redirect(await links.invitationLanding((request.query as { ticket: string }).ticket), 302)),
+    handler: async (request, reply) => reply.redirect(await links.invitationLanding((request.query as { ticket: string }).ticket), 302),
   });
 
   route({
@@ -56,11 +54,10 @@ export function linkVerificationRoutes(route: AuthRoute, services: AuthServices)
       body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: OPTIONS_REDIRECT } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
-        await links.sendVerificationEmail(email, options?.redirectTo);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
+      await links.sendVerificationEmail(email, options?.redirectTo);
+      return 'OK';
+    },
   });
 }

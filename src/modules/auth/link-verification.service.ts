@@ -3,7 +3,7 @@ import type { Config } from '../../config';
 import { emailAddress } from './account-input';
 import type { AccountMail } from './account-mail.service';
 import type { AccountTakeover } from './account-takeover.service';
-import { AuthError, invalidRequest } from './auth-errors';
+import { authError, invalidRequest, isAuthError } from './auth-errors';
 import { activeUser, USER_COLUMNS, type UserRow } from './auth-user';
 import { withQuery, type RedirectPolicy } from './redirects';
 import type { SignIn } from './sign-in.service';
@@ -44,7 +44,7 @@ export class LinkVerification {
    * GET /auth/verify: redeems the ticket of a mailed link and answers where to redirect: to
    * `redirectTo` with `refreshToken` and `type` added to its query (a session), or with `error`
    * and `errorDescription` when the ticket or account does not allow it. A `redirectTo` that is
-   * not allowed is an AuthError: nobody is sent there, even with an error.
+   * not allowed is refused (authError): nobody is sent there, even with an error.
    */
   async verify(query: { ticket: string; type: string; redirectTo?: string }, ip: string): Promise<string> {
     const redirectTo = this.redirects.target(query.redirectTo);
@@ -53,7 +53,7 @@ export class LinkVerification {
     try {
       const result = await this.dataSource.transaction(async (manager) => {
         const redeemed = await this.tickets.redeem(manager, VERIFY_TYPES[type], query.ticket);
-        if (!redeemed) throw new AuthError('invalid-ticket');
+        if (!redeemed) throw authError('invalid-ticket');
         const user = await activeUser(manager, redeemed.userId);
         // Every link went to the address it verifies: following it proves the mailbox. A link
         // that signs in takes an account nobody had verified over; the verification mail confirms
@@ -67,19 +67,19 @@ export class LinkVerification {
       if (result.mfa) return withQuery(redirectTo, { mfaTicket: result.mfa.ticket, type });
       return withQuery(redirectTo, { refreshToken: result.session!.refreshToken, type });
     } catch (error) {
-      if (!(error instanceof AuthError)) throw error;
+      if (!isAuthError(error)) throw error;
       return withQuery(redirectTo, { error: error.code, errorDescription: error.message });
     }
   }
 
   private async moveEmail(manager: EntityManager, user: UserRow, newEmail: string | null): Promise<void> {
-    if (!newEmail) throw new AuthError('invalid-ticket');
+    if (!newEmail) throw authError('invalid-ticket');
     try {
       await manager.query('UPDATE users SET email = $2, new_email = NULL, email_verified = true WHERE id = $1', [user.id, newEmail]);
     } catch (error) {
       // Taken since the change was asked for; the transaction is rolled back with this error.
       if ((error as { driverError?: { code?: string } }).driverError?.code !== UNIQUE_VIOLATION) throw error;
-      throw new AuthError('email-already-in-use');
+      throw authError('email-already-in-use');
     }
   }
 
@@ -107,7 +107,7 @@ export class LinkVerification {
   async invitationLanding(ticket: string): Promise<string> {
     const target = this.settings.clientUrl;
     if (!(await this.tickets.invitationIsLive(this.dataSource.manager, ticket))) {
-      const error = new AuthError('invalid-ticket');
+      const error = authError('invalid-ticket');
       return withQuery(target, { error: error.code, errorDescription: error.message, type: INVITE_TYPE });
     }
     return withQuery(target, { ticket, type: INVITE_TYPE });

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Config } from '../../config';
 import { displayName, emailAddress, locale, MAX_DISPLAY_NAME_LENGTH, type SignUpOptions } from './account-input';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import { gravatarUrl, USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
 import type { SignUpPolicy } from './sign-up-policy.service';
@@ -36,7 +36,7 @@ export class NewAccounts {
        RETURNING ${USER_COLUMNS}`,
       [email, passwordHash, displayName(options.displayName) ?? email, options.locale ?? 'en', defaultRole, allowedRoles, options.metadata ?? {}, this.avatarUrl(email)],
     )) as UserRow[];
-    if (!user) throw new AuthError('email-already-in-use');
+    if (!user) throw authError('email-already-in-use');
     return user;
   }
 
@@ -60,7 +60,7 @@ export class NewAccounts {
        RETURNING ${USER_COLUMNS}`,
       [email, name, defaultRole, allowedRoles, profile.avatarUrl ?? this.avatarUrl(email), profile.emailVerified],
     );
-    if (!user) throw new AuthError('email-already-in-use');
+    if (!user) throw authError('email-already-in-use');
     return user;
   }
 
@@ -74,9 +74,9 @@ export class NewAccounts {
     const allowedRoles = options.allowedRoles ? [...new Set(options.allowedRoles)] : [...new Set([defaultRole, 'me'])];
     for (const role of [defaultRole, ...allowedRoles]) {
       // `me` is every user's alias of itself, not a grant.
-      if (role !== 'me' && !permitted.includes(role)) throw new AuthError('role-not-allowed', `Role not allowed: ${role}`);
+      if (role !== 'me' && !permitted.includes(role)) throw authError('role-not-allowed', `Role not allowed: ${role}`);
     }
-    if (!allowedRoles.includes(defaultRole)) throw new AuthError('default-role-must-be-in-allowed-roles');
+    if (!allowedRoles.includes(defaultRole)) throw authError('default-role-must-be-in-allowed-roles');
     return { defaultRole, allowedRoles };
   }
 

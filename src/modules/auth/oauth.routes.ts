@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../../db/unavailable';
 import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { dropUnreadBody } from '../../http/unread-body';
-import { answer, bearerUser, type AuthRoute } from './auth.route-helpers';
+import { bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, REDIRECT, REDIRECT_TO, TAGS, text } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 import type { CallbackFailure, ProviderCallback } from './oauth.service';
@@ -33,12 +33,11 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       querystring: { type: 'object', properties: { redirectTo: REDIRECT_TO } },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { provider } = request.params as { provider: OAuthProviderName };
-        const started = await oauth.start(provider, (request.query as { redirectTo?: string }).redirectTo);
-        return reply.header('set-cookie', started.cookie).redirect(started.location, 302);
-      }),
+    handler: async (request, reply) => {
+      const { provider } = request.params as { provider: OAuthProviderName };
+      const started = await oauth.start(provider, (request.query as { redirectTo?: string }).redirectTo);
+      return reply.header('set-cookie', started.cookie).redirect(started.location, 302);
+    },
   });
 
   const callbackFields = {
@@ -140,7 +139,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
         ...ERRORS,
       },
     },
-    handler: (request, reply) => answer(reply, async () => ({ providers: await oauth.list(bearerUser(request, services)) })),
+    handler: async (request) => ({ providers: await oauth.list(bearerUser(request, services)) }),
   });
 
   route({
@@ -154,11 +153,10 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       params: PROVIDER_PARAMS,
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        await oauth.unlink(bearerUser(request, services), (request.params as { provider: string }).provider);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      await oauth.unlink(bearerUser(request, services), (request.params as { provider: string }).provider);
+      return 'OK';
+    },
   });
 }
 

@@ -1,14 +1,14 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import { isTooManyRequests } from '../../common/refusal';
 import { sha256 } from '../../common/sha256';
 import type { Config } from '../../config';
 import { OAUTH_PROVIDER_NAMES, type OAuthProviderName, type OAuthProviderSettings } from '../../config/oauth-providers';
 import { isDatabaseUnavailable } from '../../db/unavailable';
 import type { OutboundHttp } from '../../platform/outbound-http';
-import { RateLimitExceeded } from '../../platform/rate-limits';
 import type { AccountTakeover } from './account-takeover.service';
-import { AUTH_ERRORS, AuthError, invalidRequest } from './auth-errors';
+import { AUTH_ERRORS, authError, invalidRequest, isAuthError } from './auth-errors';
 import { USER_COLUMNS, userColumnsOf, type UserRow } from './auth-user';
 import type { NewAccounts } from './new-accounts.service';
 import { oauth1Header } from './oauth1';
@@ -111,7 +111,7 @@ export class OAuthSignIn {
     private readonly logger: Logger,
   ) {}
 
-  /** GET /auth/signin/provider/{provider}: where to send the browser. A bad redirectTo is an AuthError (no redirect to it). */
+  /** GET /auth/signin/provider/{provider}: where to send the browser. A bad redirectTo is refused (no redirect to it). */
   async start(name: OAuthProviderName, redirectToInput: string | undefined): Promise<StartedSignIn> {
     if (name === 'twitter') return this.startTwitter(this.settings(name), this.redirects.target(redirectToInput));
     const { provider, settings } = this.provider(name);
@@ -202,9 +202,9 @@ export class OAuthSignIn {
 
   /** What the app is told of an error: a provider's or the auth service's code, a limit, or (logged) an unexpected one. */
   private failureOf(error: unknown, name: string): { error: string; errorDescription: string } {
-    if (error instanceof ProviderFailure || error instanceof AuthError) return { error: error.code, errorDescription: error.message };
+    if (error instanceof ProviderFailure || isAuthError(error)) return { error: error.code, errorDescription: error.message };
     // The browser is on its way back to the app: a limit (the SMS code's sends) is told there too.
-    if (error instanceof RateLimitExceeded) return { error: 'too-many-requests', errorDescription: error.message };
+    if (isTooManyRequests(error)) return { error: 'too-many-requests', errorDescription: error.message };
     return this.unexpected(error, name);
   }
 
@@ -222,7 +222,7 @@ export class OAuthSignIn {
     try {
       return this.redirects.target(redirectTo);
     } catch (error) {
-      if (!(error instanceof AuthError)) throw error;
+      if (!isAuthError(error)) throw error;
       return { error: error.code, errorDescription: error.message };
     }
   }
@@ -261,7 +261,7 @@ export class OAuthSignIn {
     const state = this.newState();
     const callback = `${this.callbackUrl('twitter')}?state=${encodeURIComponent(state)}`;
     const requestToken = await this.twitterCall(settings, 'POST', this.twitterUrl(settings, 'request_token'), {}, { oauth_callback: callback });
-    if (!requestToken.oauth_token || !requestToken.oauth_token_secret) throw new AuthError('disabled-endpoint', 'Twitter did not give a request token');
+    if (!requestToken.oauth_token || !requestToken.oauth_token_secret) throw authError('disabled-endpoint', 'Twitter did not give a request token');
     await this.dataSource.query(
       `INSERT INTO auth_oauth_states (state_hash, provider, code_verifier, redirect_to, expires_at)
        VALUES ($1, 'twitter', $2, $3, now() + make_interval(secs => $4))`,
@@ -327,10 +327,10 @@ export class OAuthSignIn {
   async unlink(userId: string, provider: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const [user] = await queryRows<{ password_hash: string | null }>(manager, 'SELECT password_hash FROM users WHERE id = $1 FOR UPDATE', [userId]);
-      if (!user) throw new AuthError('unauthenticated-user');
+      if (!user) throw authError('unauthenticated-user');
       const links = await queryRows<{ provider: string }>(manager, 'SELECT provider FROM auth_user_providers WHERE user_id = $1', [userId]);
       if (!links.some((link) => link.provider === provider)) throw invalidRequest(`No ${provider} account is linked to this user`);
-      if (user.password_hash === null && links.length === 1) throw new AuthError('last-sign-in-method');
+      if (user.password_hash === null && links.length === 1) throw authError('last-sign-in-method');
       await manager.query('DELETE FROM auth_user_providers WHERE user_id = $1 AND provider = $2', [userId, provider]);
     });
   }
@@ -355,7 +355,7 @@ export class OAuthSignIn {
       if (!profile.emailVerified) {
         throw new ProviderFailure('unverified-email', 'An account uses this address, and the provider has not verified it: sign in another way to link it');
       }
-      if (existing.is_anonymous) throw new AuthError('email-already-in-use');
+      if (existing.is_anonymous) throw authError('email-already-in-use');
       // The provider proved the mailbox: an account nobody had verified becomes its owner's,
       // without the password, sessions, factors and links whoever made it had set (a disabled or
       // deleted one is left for the sign-in to refuse).
@@ -414,13 +414,13 @@ export class OAuthSignIn {
   private provider(name: OAuthProviderName): { provider: OAuth2Provider; settings: OAuthProviderSettings } {
     const settings = this.settings(name);
     const provider = OAUTH2_PROVIDERS[name];
-    if (!provider) throw new AuthError('disabled-endpoint', `Sign-in with ${name} is not available yet`);
+    if (!provider) throw authError('disabled-endpoint', `Sign-in with ${name} is not available yet`);
     return { provider, settings };
   }
 
   private settings(name: OAuthProviderName): OAuthProviderSettings {
     const settings = this.config.auth.providers[name];
-    if (!settings) throw new AuthError('disabled-endpoint', `Sign-in with ${name} is disabled (AUTH_PROVIDER_${name.toUpperCase()}_ENABLED)`);
+    if (!settings) throw authError('disabled-endpoint', `Sign-in with ${name} is disabled (AUTH_PROVIDER_${name.toUpperCase()}_ENABLED)`);
     return settings;
   }
 

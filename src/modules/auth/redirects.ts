@@ -1,4 +1,4 @@
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 
 /**
  * Where `redirectTo` may point: AUTH_CLIENT_URL or an entry of AUTH_ALLOWED_REDIRECT_URLS. Scheme,
@@ -20,7 +20,7 @@ export class RedirectPolicy {
   /** A redirectTo, or AUTH_CLIENT_URL when none is given; 400 redirectTo-not-allowed when it may not be used. */
   target(requested: string | undefined): string {
     if (requested === undefined || requested === '') return this.clientUrl;
-    if (!this.allows(requested)) throw new AuthError('redirectTo-not-allowed');
+    if (!this.allows(requested)) throw authError('redirectTo-not-allowed');
     return requested;
   }
 

@@ -6,7 +6,7 @@ import { sha256 } from '../../common/sha256';
 import type { JwtSecretConfig } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
 import { GroupCommit } from '../../platform/group-commit';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import { queryRows } from './query-rows';
 import { toAuthUser, USER_COLUMNS, userColumnsOf, type AuthUser, type UserRow } from './auth-user';
 import type { ClaimValue, CustomClaims } from './custom-claims.service';
@@ -191,7 +191,7 @@ export class SessionTokens {
 
   /** POST /auth/token: a new session for a valid refresh token, which stops working. */
   async refresh(refreshToken: string): Promise<AuthSession> {
-    if (!UUID.test(refreshToken)) throw new AuthError('invalid-refresh-token');
+    if (!UUID.test(refreshToken)) throw authError('invalid-refresh-token');
     const hash = sha256(refreshToken);
     const next = randomUUID();
     const rotated = await this.rotations.submit({ presented: hash, next: sha256(next) });
@@ -223,18 +223,18 @@ export class SessionTokens {
        FROM auth_refresh_tokens t WHERE t.token_hash = $1`,
       [hash, this.settings.reuseGraceSeconds],
     )) as TokenState[];
-    if (!state || state.revoked || state.family_revoked || !state.live || !state.rotated) throw new AuthError('invalid-refresh-token');
+    if (!state || state.revoked || state.family_revoked || !state.live || !state.rotated) throw authError('invalid-refresh-token');
     if (!state.in_grace) {
       await this.dataSource.query('UPDATE auth_refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [state.family_id]);
       this.logger.warn({ userId: state.user_id, familyId: state.family_id }, 'a rotated refresh token was presented again: its session is revoked');
-      throw new AuthError('invalid-refresh-token');
+      throw authError('invalid-refresh-token');
     }
     // A concurrent retry: the family gets one more token; the one already issued stays valid.
     const [user] = (await this.dataSource.query(
       `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND NOT disabled AND deleted_at IS NULL`,
       [state.user_id],
     )) as UserRow[];
-    if (!user) throw new AuthError('invalid-refresh-token');
+    if (!user) throw authError('invalid-refresh-token');
     const [row] = (await this.dataSource.query(
       `INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
        VALUES ($1, $2, $3, now() + make_interval(mins => $4)) RETURNING id`,
@@ -282,13 +282,13 @@ export class SessionTokens {
   async assertMayChangeAccount(userId: string, sessionId: string | null, recentSignIn: boolean): Promise<void> {
     const window = recentSignIn ? this.settings.recentSignInSeconds : 0;
     if (sessionId === null) {
-      if (window > 0) throw new AuthError('reauthentication-required', 'Sign in again to do this: the token names no session');
+      if (window > 0) throw authError('reauthentication-required', 'Sign in again to do this: the token names no session');
       return;
     }
     const session = UUID.test(sessionId) ? await this.liveSession(userId, sessionId) : null;
-    if (!session) throw new AuthError('unauthenticated-user', 'The session of this token has ended: sign in again');
+    if (!session) throw authError('unauthenticated-user', 'The session of this token has ended: sign in again');
     if (window > 0 && Date.now() - session.startedAt.getTime() > window * 1000) {
-      throw new AuthError('reauthentication-required', `Sign in again to do this: the session signed in more than ${window} seconds ago`);
+      throw authError('reauthentication-required', `Sign in again to do this: the session signed in more than ${window} seconds ago`);
     }
   }
 

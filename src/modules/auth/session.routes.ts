@@ -1,6 +1,6 @@
 import { requires } from '../../http/security-schemes';
-import { AuthError, invalidRequest } from './auth-errors';
-import { answer, bearerUser, type AuthRoute } from './auth.route-helpers';
+import { authError, invalidRequest } from './auth-errors';
+import { bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -18,7 +18,7 @@ export function sessionRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', required: ['refreshToken'], properties: { refreshToken: text(512) } },
       response: { 200: SESSION_SCHEMA, ...ERRORS },
     },
-    handler: (request, reply) => answer(reply, () => tokens.refresh((request.body as { refreshToken: string }).refreshToken)),
+    handler: (request) => tokens.refresh((request.body as { refreshToken: string }).refreshToken),
   });
 
   route({
@@ -32,18 +32,17 @@ export function sessionRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', properties: { refreshToken: text(512), all: { type: 'boolean' } } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const body = request.body as { refreshToken?: string; all?: boolean };
-        const userId = request.headers.authorization !== undefined ? bearerUser(request, services) : null;
-        if (body.all === true) {
-          if (!userId) throw new AuthError('unauthenticated-user', 'Signing out of every session needs the bearer token');
-          await tokens.revokeAll(userId);
-          return 'OK';
-        }
-        if (!body.refreshToken) throw invalidRequest('refreshToken is required unless all is true');
-        if (!(await tokens.revoke(body.refreshToken, userId))) throw new AuthError('invalid-refresh-token');
+    handler: async (request) => {
+      const body = request.body as { refreshToken?: string; all?: boolean };
+      const userId = request.headers.authorization !== undefined ? bearerUser(request, services) : null;
+      if (body.all === true) {
+        if (!userId) throw authError('unauthenticated-user', 'Signing out of every session needs the bearer token');
+        await tokens.revokeAll(userId);
         return 'OK';
-      }),
+      }
+      if (!body.refreshToken) throw invalidRequest('refreshToken is required unless all is true');
+      if (!(await tokens.revoke(body.refreshToken, userId))) throw authError('invalid-refresh-token');
+      return 'OK';
+    },
   });
 }

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../../config';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import type { UserRow } from './auth-user';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { SmsFactor } from './sms.service';
@@ -26,8 +26,8 @@ export class SignIn {
    * one statement, and a second factor's ticket and code get a transaction of their own.
    */
   async complete(user: UserRow, manager: EntityManager | undefined, ip: string): Promise<SignInResult> {
-    if (user.disabled || user.deleted_at) throw new AuthError('disabled-user');
-    if (this.settings.emailVerifiedRequired && !user.email_verified) throw new AuthError('unverified-user');
+    if (user.disabled || user.deleted_at) throw authError('disabled-user');
+    if (this.settings.emailVerifiedRequired && !user.email_verified) throw authError('unverified-user');
     if (user.active_mfa_type === 'totp' || user.active_mfa_type === 'sms') {
       const kind = user.active_mfa_type === 'totp' ? 'mfaTotp' : 'mfaSms';
       const challenge = async (writer: EntityManager): Promise<SignInResult> => {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config';
 import type { RateLimitName } from '../../platform/rate-limits';
-import { AuthError, invalidRequest } from './auth-errors';
+import { authError, invalidRequest } from './auth-errors';
 import type { BreachedPasswords } from './breached-passwords.service';
 
 /** The limit every sign-up takes a point of, per client address (AUTH_RATE_LIMIT_SIGNUPS_*). */
@@ -30,7 +30,7 @@ export class SignUpPolicy {
 
   /** AUTH_DISABLE_SIGNUP: 403 signup-disabled. */
   assertOpen(): void {
-    if (!this.isOpen()) throw new AuthError('signup-disabled');
+    if (!this.isOpen()) throw authError('signup-disabled');
   }
 
   /** AUTH_PASSWORD_MIN_LENGTH and AUTH_PASSWORD_MAX_LENGTH, for messages. */
@@ -56,8 +56,8 @@ export class SignUpPolicy {
   async checkPassword(password: string): Promise<void> {
     const { minLength, maxLength } = this.passwordBounds;
     const problem = this.passwordLength(password);
-    if (problem === 'too-short') throw new AuthError('password-too-short', `Password must be at least ${minLength} characters`);
+    if (problem === 'too-short') throw authError('password-too-short', `Password must be at least ${minLength} characters`);
     if (problem === 'too-long') throw invalidRequest(`password must be at most ${maxLength} characters`);
-    if (await this.isBreached(password)) throw new AuthError('password-in-hibp-database');
+    if (await this.isBreached(password)) throw authError('password-in-hibp-database');
   }
 }

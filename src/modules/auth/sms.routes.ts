@@ -1,5 +1,5 @@
 import { requires } from '../../http/security-schemes';
-import { accountOwner, answer, type AuthRoute } from './auth.route-helpers';
+import { accountOwner, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text, TICKET } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -20,11 +20,10 @@ export function smsRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', required: ['phoneNumber'], properties: { phoneNumber: text(32) } },
       response: { 200: OK, ...SMS_ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        await sms.sendPhoneCode((await accountOwner(request, services)).userId, (request.body as { phoneNumber: string }).phoneNumber, request.ip);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      await sms.sendPhoneCode((await accountOwner(request, services)).userId, (request.body as { phoneNumber: string }).phoneNumber, request.ip);
+      return 'OK';
+    },
   });
 
   route({
@@ -39,11 +38,10 @@ export function smsRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', required: ['code'], properties: { code: text(16) } },
       response: { 200: OK, ...SMS_ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        await sms.verifyPhone((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      await sms.verifyPhone((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
+      return 'OK';
+    },
   });
 
   route({
@@ -60,10 +58,9 @@ export function smsRoutes(route: AuthRoute, services: AuthServices): void {
         ...SMS_ERRORS,
       },
     },
-    handler: (request, reply) =>
-      answer(reply, () => {
-        const { ticket, otp } = request.body as { ticket: string; otp: string };
-        return sms.signIn(ticket, otp, request.ip);
-      }),
+    handler: (request) => {
+      const { ticket, otp } = request.body as { ticket: string; otp: string };
+      return sms.signIn(ticket, otp, request.ip);
+    },
   });
 }

@@ -1,11 +1,12 @@
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import { Refusal } from '../../common/refusal';
 import { sha256 } from '../../common/sha256';
 import type { MfaSettings, SmsGatewaySettings } from '../../config';
 import type { OutboundHttp } from '../../platform/outbound-http';
 import type { RateLimits } from '../../platform/rate-limits';
-import { AuthError, invalidRequest } from './auth-errors';
+import { authError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
@@ -15,11 +16,6 @@ import type { Tickets } from './tickets.service';
 const E164 = /^\+[1-9]\d{6,14}$/;
 const CODE = /^\d{6}$/;
 type Purpose = 'verify' | 'signin';
-
-/** A wrong code or ticket: answered once the transaction that counted it has committed. */
-class Refusal {
-  constructor(readonly code: 'invalid-otp' | 'invalid-ticket') {}
-}
 
 /**
  * The SMS second factor. A code is 6 random digits, stored as a hash with its phone number and
@@ -46,7 +42,7 @@ export class SmsFactor {
     await this.rateLimits.get('authSmsNumber').consume({ ip, token: phoneNumber });
     await this.dataSource.transaction(async (manager) => {
       const user = await this.lockedUser(manager, userId);
-      if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
+      if (user.is_anonymous) throw authError('forbidden-anonymous');
       await this.sendCode(manager, gateway, user.id, 'verify', phoneNumber);
     });
   }
@@ -58,20 +54,21 @@ export class SmsFactor {
     const result = await this.dataSource.transaction(async (manager) => {
       await this.lockedUser(manager, userId);
       const phoneNumber = await this.accept(manager, userId, 'verify', code);
-      if (phoneNumber === null) return new Refusal('invalid-otp');
+      if (phoneNumber === null) return authError('invalid-otp');
       await manager.query(
         "UPDATE users SET phone_number = $2, phone_number_verified = true, active_mfa_type = coalesce(active_mfa_type, 'sms') WHERE id = $1",
         [userId, phoneNumber],
       );
       return undefined;
     });
-    if (result instanceof Refusal) throw new AuthError(result.code);
+    // A wrong code or ticket is refused once the transaction that counted it has committed.
+    if (result instanceof Refusal) throw result;
   }
 
   /** Sign-in of a user with the SMS factor on: a code to the verified number, sent with the ticket. */
   async sendSignInCode(manager: EntityManager, user: UserRow, ip: string): Promise<void> {
     const gateway = this.gateway();
-    if (!user.phone_number) throw new AuthError('disabled-endpoint', 'The user has no verified phone number');
+    if (!user.phone_number) throw authError('disabled-endpoint', 'The user has no verified phone number');
     // Sign-in codes count against the sender's address as enrolment codes do: accounts enrolled
     // earlier would otherwise let one address send to many numbers (SMS pumping).
     await this.rateLimits.get('authSmsAddress').consume({ ip });
@@ -83,17 +80,17 @@ export class SmsFactor {
   async signIn(ticket: string, otp: string, ip: string): Promise<SignInResult> {
     const result = await this.dataSource.transaction(async (manager) => {
       const held = await this.tickets.hold(manager, 'mfaSms', ticket);
-      if (!held) return new Refusal('invalid-ticket');
+      if (!held) return authError('invalid-ticket');
       await this.rateLimits.get('authMfa').consume({ ip, userId: held.userId });
       const user = await this.lockedUser(manager, held.userId);
       if ((await this.accept(manager, user.id, 'signin', otp)) === null) {
         await this.tickets.recordFailure(manager, ticket, this.settings.maxAttemptsPerTicket);
-        return new Refusal('invalid-otp');
+        return authError('invalid-otp');
       }
       await this.tickets.redeem(manager, 'mfaSms', ticket);
       return { session: await this.tokens.start(user, manager), mfa: null };
     });
-    if (result instanceof Refusal) throw new AuthError(result.code);
+    if (result instanceof Refusal) throw result;
     return result;
   }
 
@@ -148,24 +145,24 @@ export class SmsFactor {
       })
       .catch((error: unknown) => {
         this.logger.warn({ err: error }, 'the SMS gateway did not answer');
-        throw new AuthError('sms-delivery-failed');
+        throw authError('sms-delivery-failed');
       });
     if (response.status !== 201 && response.status !== 200) {
       this.logger.warn({ status: response.status }, 'the SMS gateway refused a message');
-      throw new AuthError('sms-delivery-failed');
+      throw authError('sms-delivery-failed');
     }
   }
 
   private async lockedUser(manager: EntityManager, userId: string): Promise<UserRow> {
     const [user] = await queryRows<UserRow>(manager, `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [userId]);
-    if (!user || user.deleted_at) throw new AuthError('unauthenticated-user');
-    if (user.disabled) throw new AuthError('disabled-user');
+    if (!user || user.deleted_at) throw authError('unauthenticated-user');
+    if (user.disabled) throw authError('disabled-user');
     return user;
   }
 
   private gateway(): SmsGatewaySettings {
     const { enabled, gateway } = this.settings.sms;
-    if (!enabled || !gateway) throw new AuthError('disabled-endpoint', 'SMS codes are disabled (AUTH_MFA_SMS_ENABLED)');
+    if (!enabled || !gateway) throw authError('disabled-endpoint', 'SMS codes are disabled (AUTH_MFA_SMS_ENABLED)');
     return gateway;
   }
 }

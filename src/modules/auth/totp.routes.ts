@@ -1,5 +1,5 @@
 import { requires } from '../../http/security-schemes';
-import { accountOwner, answer, bearerUser, type AuthRoute } from './auth.route-helpers';
+import { accountOwner, bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, SESSION_SCHEMA, TAGS, text, TICKET } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -36,7 +36,7 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
       preValidation: async (request) => {
         if (method === 'POST') request.body ??= {};
       },
-      handler: (request, reply) => answer(reply, async () => totp.generate((await accountOwner(request, services)).userId)),
+      handler: async (request) => totp.generate((await accountOwner(request, services)).userId),
     });
   }
 
@@ -51,11 +51,10 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
       body: { type: 'object', required: ['code'], properties: { code: CODE } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        await totp.activate((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      await totp.activate((await accountOwner(request, services)).userId, (request.body as { code: string }).code, request.ip);
+      return 'OK';
+    },
   });
 
   route({
@@ -75,14 +74,13 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
       },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { code, activeMfaType } = request.body as { code: string; activeMfaType?: 'totp' | '' | null };
-        const userId = bearerUser(request, services);
-        if (activeMfaType === 'totp') await totp.activate(userId, code, request.ip);
-        else await totp.deactivate(userId, code, request.ip);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      const { code, activeMfaType } = request.body as { code: string; activeMfaType?: 'totp' | '' | null };
+      const userId = bearerUser(request, services);
+      if (activeMfaType === 'totp') await totp.activate(userId, code, request.ip);
+      else await totp.deactivate(userId, code, request.ip);
+      return 'OK';
+    },
   });
 
   route({
@@ -100,10 +98,9 @@ export function totpRoutes(route: AuthRoute, services: AuthServices): void {
         ...ERRORS,
       },
     },
-    handler: (request, reply) =>
-      answer(reply, () => {
-        const { ticket, otp } = request.body as { ticket: string; otp: string };
-        return totp.signIn(ticket, otp, request.ip);
-      }),
+    handler: (request) => {
+      const { ticket, otp } = request.body as { ticket: string; otp: string };
+      return totp.signIn(ticket, otp, request.ip);
+    },
   });
 }

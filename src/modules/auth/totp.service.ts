@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../../common/encryption';
+import { Refusal } from '../../common/refusal';
 import type { MfaSettings } from '../../config';
 import type { RateLimits } from '../../platform/rate-limits';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
 import { queryRows } from './query-rows';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
@@ -24,11 +25,6 @@ export interface TotpEnrolment {
   qrCodeDataUrl: string;
   /** Nhost's name of the same data URL. */
   imageUrl: string;
-}
-
-/** A wrong code or ticket: answered once the transaction that counted it has committed. */
-class Refusal {
-  constructor(readonly code: 'invalid-otp' | 'invalid-ticket') {}
 }
 
 type TotpUserRow = UserRow & { totp_secret_sealed: Buffer | null; totp_last_step: string | null };
@@ -59,8 +55,8 @@ export class TotpFactor {
     const box = this.enrolment();
     return this.dataSource.transaction(async (manager) => {
       const user = await this.lockedUser(manager, userId);
-      if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
-      if (user.active_mfa_type === 'totp') throw new AuthError('totp-already-active');
+      if (user.is_anonymous) throw authError('forbidden-anonymous');
+      if (user.active_mfa_type === 'totp') throw authError('totp-already-active');
       const totpSecret = otplib().generateSecret({ length: SECRET_BYTES });
       await manager.query('UPDATE users SET totp_secret_sealed = $2, totp_last_step = NULL WHERE id = $1', [userId, box.seal(totpSecret, userId)]);
       const uri = otplib().generateURI({ issuer: this.settings.totpIssuer, label: user.email ?? userId, secret: totpSecret, period: PERIOD_SECONDS });
@@ -77,9 +73,9 @@ export class TotpFactor {
     await this.outcome(
       this.dataSource.transaction(async (manager) => {
         const user = await this.lockedUser(manager, userId);
-        if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
-        if (user.active_mfa_type === 'totp') throw new AuthError('totp-already-active');
-        if (!(await this.accept(manager, user, code))) return new Refusal('invalid-otp');
+        if (user.is_anonymous) throw authError('forbidden-anonymous');
+        if (user.active_mfa_type === 'totp') throw authError('totp-already-active');
+        if (!(await this.accept(manager, user, code))) return authError('invalid-otp');
         await manager.query("UPDATE users SET active_mfa_type = 'totp' WHERE id = $1", [userId]);
         return undefined;
       }),
@@ -92,8 +88,8 @@ export class TotpFactor {
     await this.outcome(
       this.dataSource.transaction(async (manager) => {
         const user = await this.lockedUser(manager, userId);
-        if (user.active_mfa_type !== 'totp') throw new AuthError('mfa-type-not-found');
-        if (!(await this.accept(manager, user, code))) return new Refusal('invalid-otp');
+        if (user.active_mfa_type !== 'totp') throw authError('mfa-type-not-found');
+        if (!(await this.accept(manager, user, code))) return authError('invalid-otp');
         await manager.query('UPDATE users SET active_mfa_type = NULL, totp_secret_sealed = NULL, totp_last_step = NULL WHERE id = $1', [userId]);
         return undefined;
       }),
@@ -108,13 +104,13 @@ export class TotpFactor {
     return this.outcome(
       this.dataSource.transaction(async (manager) => {
         const held = await this.tickets.hold(manager, 'mfaTotp', ticket);
-        if (!held) return new Refusal('invalid-ticket');
+        if (!held) return authError('invalid-ticket');
         await this.limit(held.userId, ip);
         const user = await this.lockedUser(manager, held.userId);
-        if (user.active_mfa_type !== 'totp') throw new AuthError('disabled-mfa-totp');
+        if (user.active_mfa_type !== 'totp') throw authError('disabled-mfa-totp');
         if (!(await this.accept(manager, user, otp))) {
           await this.tickets.recordFailure(manager, ticket, this.settings.maxAttemptsPerTicket);
-          return new Refusal('invalid-otp');
+          return authError('invalid-otp');
         }
         await this.tickets.redeem(manager, 'mfaTotp', ticket);
         return { session: await this.tokens.start(user, manager), mfa: null };
@@ -128,11 +124,11 @@ export class TotpFactor {
    */
   private async accept(manager: EntityManager, user: TotpUserRow, code: string): Promise<boolean> {
     const box = this.verification();
-    if (!user.totp_secret_sealed) throw new AuthError('no-totp-secret');
+    if (!user.totp_secret_sealed) throw authError('no-totp-secret');
     const secret = box.open(user.totp_secret_sealed, user.id);
     if (secret === null) {
       this.logger.error({ userId: user.id }, 'a TOTP secret does not open with AUTH_ENCRYPTION_KEY: was the key changed?');
-      throw new AuthError('no-totp-secret');
+      throw authError('no-totp-secret');
     }
     if (!CODE.test(code)) return false;
     const lastStep = user.totp_last_step === null ? undefined : Number(user.totp_last_step);
@@ -145,7 +141,7 @@ export class TotpFactor {
   /** The transaction's answer: a failure code is thrown after the commit, so what it recorded stays. */
   private async outcome<T>(work: Promise<T | Refusal>): Promise<T> {
     const result = await work;
-    if (result instanceof Refusal) throw new AuthError(result.code);
+    if (result instanceof Refusal) throw result;
     return result;
   }
 
@@ -159,14 +155,14 @@ export class TotpFactor {
       `SELECT ${USER_COLUMNS}, totp_secret_sealed, totp_last_step FROM users WHERE id = $1 FOR UPDATE`,
       [userId],
     );
-    if (!user || user.deleted_at) throw new AuthError('unauthenticated-user');
-    if (user.disabled) throw new AuthError('disabled-user');
+    if (!user || user.deleted_at) throw authError('unauthenticated-user');
+    if (user.disabled) throw authError('disabled-user');
     return user;
   }
 
   /** Enrolment needs AUTH_MFA_TOTP_ENABLED (and so a key). */
   private enrolment(): SecretBox {
-    if (!this.settings.totpEnabled) throw new AuthError('disabled-endpoint', 'TOTP is disabled (AUTH_MFA_TOTP_ENABLED)');
+    if (!this.settings.totpEnabled) throw authError('disabled-endpoint', 'TOTP is disabled (AUTH_MFA_TOTP_ENABLED)');
     return this.verification();
   }
 
@@ -175,7 +171,7 @@ export class TotpFactor {
    * off) after AUTH_MFA_TOTP_ENABLED is turned off; turning it off stops new enrolments.
    */
   private verification(): SecretBox {
-    if (!this.box) throw new AuthError('disabled-endpoint', 'TOTP is unavailable: AUTH_ENCRYPTION_KEY is not set');
+    if (!this.box) throw authError('disabled-endpoint', 'TOTP is unavailable: AUTH_ENCRYPTION_KEY is not set');
     return this.box;
   }
 }

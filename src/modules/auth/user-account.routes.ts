@@ -1,5 +1,5 @@
 import { requires } from '../../http/security-schemes';
-import { accountOwner, answer, bearerUser, type AuthRoute } from './auth.route-helpers';
+import { accountOwner, bearerUser, type AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, OK, OPTIONS_REDIRECT, PASSWORD, TAGS, TICKET, USER_SCHEMA } from './auth.schemas';
 import type { AuthServices } from './auth.services';
 
@@ -11,7 +11,7 @@ export function userAccountRoutes(route: AuthRoute, services: AuthServices): voi
     method: 'GET',
     url: '/user',
     schema: { tags: TAGS, summary: 'The signed-in user', security: requires('bearerAuth'), response: { 200: USER_SCHEMA, ...ERRORS } },
-    handler: (request, reply) => answer(reply, () => account.user(bearerUser(request, services))),
+    handler: (request) => account.user(bearerUser(request, services)),
   });
 
   route({
@@ -25,12 +25,11 @@ export function userAccountRoutes(route: AuthRoute, services: AuthServices): voi
       body: { type: 'object', required: ['email'], properties: { email: EMAIL, options: OPTIONS_REDIRECT } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
-        await account.sendPasswordReset(email, options?.redirectTo);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      const { email, options } = request.body as { email: string; options?: { redirectTo?: string } };
+      await account.sendPasswordReset(email, options?.redirectTo);
+      return 'OK';
+    },
   });
 
   route({
@@ -46,12 +45,11 @@ export function userAccountRoutes(route: AuthRoute, services: AuthServices): voi
       body: { type: 'object', required: ['newPassword'], properties: { newPassword: PASSWORD, ticket: TICKET } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
-        await account.changePassword(newPassword, ticket ? { ticket } : await accountOwner(request, services, { recentSignIn: true }));
-        return 'OK';
-      }),
+    handler: async (request) => {
+      const { newPassword, ticket } = request.body as { newPassword: string; ticket?: string };
+      await account.changePassword(newPassword, ticket ? { ticket } : await accountOwner(request, services, { recentSignIn: true }));
+      return 'OK';
+    },
   });
 
   route({
@@ -67,11 +65,10 @@ export function userAccountRoutes(route: AuthRoute, services: AuthServices): voi
       body: { type: 'object', required: ['newEmail'], properties: { newEmail: EMAIL, options: OPTIONS_REDIRECT } },
       response: { 200: OK, ...ERRORS },
     },
-    handler: (request, reply) =>
-      answer(reply, async () => {
-        const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
-        await account.changeEmail((await accountOwner(request, services, { recentSignIn: true })).userId, newEmail, options?.redirectTo);
-        return 'OK';
-      }),
+    handler: async (request) => {
+      const { newEmail, options } = request.body as { newEmail: string; options?: { redirectTo?: string } };
+      await account.changeEmail((await accountOwner(request, services, { recentSignIn: true })).userId, newEmail, options?.redirectTo);
+      return 'OK';
+    },
   });
 }

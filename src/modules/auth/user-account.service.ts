@@ -3,7 +3,7 @@ import type { PasswordHasher } from '../../common/passwords';
 import { emailAddress } from './account-input';
 import type { AccountMail } from './account-mail.service';
 import type { AccountTakeover } from './account-takeover.service';
-import { AuthError } from './auth-errors';
+import { authError } from './auth-errors';
 import { activeUser, toAuthUser, USER_COLUMNS, type AuthUser, type UserRow } from './auth-user';
 import type { RedirectPolicy } from './redirects';
 import type { SessionTokens } from './session-tokens.service';
@@ -56,7 +56,7 @@ export class UserAccount {
     const passwordHash = await this.passwords.hash(newPassword);
     await this.dataSource.transaction(async (manager) => {
       if ('userId' in by) {
-        if ((await activeUser(manager, by.userId)).is_anonymous) throw new AuthError('forbidden-anonymous');
+        if ((await activeUser(manager, by.userId)).is_anonymous) throw authError('forbidden-anonymous');
         await manager.query('UPDATE users SET password_hash = $2 WHERE id = $1', [by.userId, passwordHash]);
         await this.tokens.revokeAll(by.userId, manager, by.sessionId);
         return;
@@ -64,7 +64,7 @@ export class UserAccount {
       const userId = by.ticket.includes(':')
         ? (await this.tickets.redeem(manager, 'passwordReset', by.ticket))?.userId
         : await this.tickets.redeemInvitation(manager, by.ticket);
-      if (!userId) throw new AuthError('invalid-ticket');
+      if (!userId) throw authError('invalid-ticket');
       const user = await activeUser(manager, userId);
       if (!user.email_verified) await this.takeover.takeOver(manager, user, by.ticket.includes(':') ? 'password-reset' : 'invitation');
       // The ticket came by mail to the account's address: holding it proves the mailbox.
@@ -83,9 +83,9 @@ export class UserAccount {
     const redirectTo = this.redirects.target(redirectToInput);
     await this.dataSource.transaction(async (manager) => {
       const user = await activeUser(manager, userId);
-      if (user.is_anonymous) throw new AuthError('forbidden-anonymous');
+      if (user.is_anonymous) throw authError('forbidden-anonymous');
       const taken = (await manager.query('SELECT 1 FROM users WHERE lower(email) = $1', [newEmail])) as unknown[];
-      if (taken.length > 0) throw new AuthError('email-already-in-use');
+      if (taken.length > 0) throw authError('email-already-in-use');
       await manager.query('UPDATE users SET new_email = $2 WHERE id = $1', [userId, newEmail]);
       await this.mail.sendEmailChange(manager, user, newEmail, redirectTo);
     });

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { Refusal } from '../../common/refusal';
 import { queryRows } from './query-rows';
 import type { SessionTokens } from './session-tokens.service';
 
@@ -15,11 +16,6 @@ export interface AdministeredUser {
   state: 'active' | 'disabled' | 'deleted';
   createdAt: string;
   lastSeen: string | null;
-}
-
-/** An operator's request that cannot be carried out; the message says why. */
-export class AdministrationError extends Error {
-  override readonly name = 'AdministrationError';
 }
 
 const ROLE = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -83,8 +79,8 @@ export class UserAdministration {
   async removeRole(email: string, role: string): Promise<AdministeredUser> {
     checkRole(role);
     const user = await this.get(email);
-    if (user.defaultRole === role) throw new AdministrationError(`${role} is the default role of ${user.email}: it cannot be removed`);
-    if (!user.roles.includes(role)) throw new AdministrationError(`${user.email} does not have the role ${role}`);
+    if (user.defaultRole === role) throw new Refusal('CONFLICT', `${role} is the default role of ${user.email}: it cannot be removed`, 409);
+    if (!user.roles.includes(role)) throw new Refusal('CONFLICT', `${user.email} does not have the role ${role}`, 409);
     return this.change(email, 'allowed_roles = array_remove(allowed_roles, $2)', false, [role]);
   }
 
@@ -100,13 +96,13 @@ export class UserAdministration {
 
   private async find(manager: EntityManager, email: string): Promise<AdministeredRow> {
     const [row] = (await manager.query(`SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1)`, [email.trim()])) as AdministeredRow[];
-    if (!row) throw new AdministrationError(`no user has the address ${email}`);
+    if (!row) throw new Refusal('NOT_FOUND', `no user has the address ${email}`, 404);
     return row;
   }
 }
 
 function checkRole(role: string): void {
-  if (!ROLE.test(role)) throw new AdministrationError(`"${role}" is not a role name (letters, digits, _ and -, starting with a letter)`);
+  if (!ROLE.test(role)) throw new Refusal('BAD_REQUEST', `"${role}" is not a role name (letters, digits, _ and -, starting with a letter)`, 400);
 }
 
 function administered(row: AdministeredRow): AdministeredUser {

@@ -1,9 +1,8 @@
-import { GraphQLError, type GraphQLField } from 'graphql';
+import type { GraphQLField } from 'graphql';
 import { Authorized, Extensions } from 'type-graphql';
 import type { RootFieldRule } from '../../graphql/root-fields';
 import type { Session } from '../../http/session';
 import { ADMIN_ROLE } from '../../http/session';
-import { ErrorTrackingProblem } from './problems';
 
 /** The role a secret key's calls to /api/graphql run as: the management API of its project only. */
 export const ERROR_API_ROLE = 'error_api';
@@ -61,16 +60,4 @@ export function projectScope(session: Session): number | null {
 export function actorOf(session: Session): string {
   if (session.role === ERROR_API_ROLE) return `secret key ${session.variables['x-plinth-error-token-id']}`;
   return session.userId ? `user ${session.userId}` : session.role;
-}
-
-/** The service's refusals become GraphQL errors with their code (never INTERNAL_SERVER_ERROR). */
-export async function withCodes<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof ErrorTrackingProblem) {
-      throw new GraphQLError(error.message, { extensions: { code: error.code, ...(error.field ? { field: error.field } : {}) } });
-    }
-    throw error;
-  }
 }

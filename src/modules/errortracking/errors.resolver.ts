@@ -1,6 +1,6 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { ErrorManagement, projectScope, withCodes } from './access';
+import { ErrorManagement, projectScope } from './access';
 import type { ErrorRecord } from './errors.service';
 import { ErrorConnection, ErrorFilter, ErrorNode, ErrorReceivedFilter, ErrorSeverity, ErrorStatusValue, SourceMap, StackFrame } from './errors.types';
 import type { ErrorTrackingServices } from '.';
@@ -42,61 +42,59 @@ export class ErrorsResolver {
 
   @ErrorManagement()
   @Query(() => ErrorConnection, { description: 'Grouped errors, newest first (a secret key sees its project’s only)' })
-  errors(
+  async errors(
     @Arg('filter', () => ErrorFilter) filter: ErrorFilter,
     @Arg('first', () => Int, { nullable: true, description: '1 to 100; 20 by default' }) first: number | null,
     @Arg('after', () => String, { nullable: true }) after: string | null,
     @Ctx() context: GraphQLContext,
   ): Promise<ErrorConnection> {
-    return withCodes(async () => {
-      const page = await this.services.errors.list(projectScope(context.session), first, after, filter);
-      return {
-        edges: page.nodes.map(({ node, cursor }) => ({ node: errorNode(node), cursor })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
-      };
-    });
+    const page = await this.services.errors.list(projectScope(context.session), first, after, filter);
+    return {
+      edges: page.nodes.map(({ node, cursor }) => ({ node: errorNode(node), cursor })),
+      pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+    };
   }
 
   @ErrorManagement()
   @Query(() => ErrorNode, { description: 'One error by id' })
-  error(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
-    return withCodes(async () => errorNode(await this.services.errors.get(projectScope(context.session), id)));
+  async error(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
+    return errorNode(await this.services.errors.get(projectScope(context.session), id));
   }
 
   @ErrorManagement()
   @Mutation(() => ErrorNode, {
     description: 'Resolves an error in a release (given, else the latest its events named): only events of a newer release reopen it; without any release, any new event does',
   })
-  resolveError(
+  async resolveError(
     @Arg('id', () => ID) id: string,
     @Arg('inRelease', () => String, { nullable: true }) inRelease: string | null,
     @Ctx() context: GraphQLContext,
   ): Promise<ErrorNode> {
-    return withCodes(async () => errorNode(await this.services.errors.resolve(projectScope(context.session), id, inRelease)));
+    return errorNode(await this.services.errors.resolve(projectScope(context.session), id, inRelease));
   }
 
   @ErrorManagement()
   @Mutation(() => ErrorNode, { description: 'Ignores an error: it keeps counting events but stays IGNORED until reopened' })
-  ignoreError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
-    return withCodes(async () => errorNode(await this.services.errors.ignore(projectScope(context.session), id)));
+  async ignoreError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
+    return errorNode(await this.services.errors.ignore(projectScope(context.session), id));
   }
 
   @ErrorManagement()
   @Mutation(() => ErrorNode, { description: 'Makes a resolved or ignored error UNRESOLVED again' })
-  reopenError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
-    return withCodes(async () => errorNode(await this.services.errors.reopen(projectScope(context.session), id)));
+  async reopenError(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<ErrorNode> {
+    return errorNode(await this.services.errors.reopen(projectScope(context.session), id));
   }
 
   @ErrorManagement()
   @Mutation(() => ErrorNode, {
     description: 'Merges errors of one project into `into`: their events and counts move to it, and their fingerprints lead new events to it',
   })
-  mergeErrors(
+  async mergeErrors(
     @Arg('into', () => ID) into: string,
     @Arg('sources', () => [ID]) sources: string[],
     @Ctx() context: GraphQLContext,
   ): Promise<ErrorNode> {
-    return withCodes(async () => errorNode(await this.services.errors.merge(projectScope(context.session), into, sources)));
+    return errorNode(await this.services.errors.merge(projectScope(context.session), into, sources));
   }
 
   @ErrorManagement()

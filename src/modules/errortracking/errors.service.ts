@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { LEVELS, type Level, type StoredFrame } from './event';
-import { ErrorTrackingProblem, invalid, notFound, optionalText } from './problems';
+import { Refusal } from '../../common/refusal';
+import { invalid, notFound, optionalText } from './problems';
 import { rows } from './sql';
 
 /**
@@ -92,7 +93,7 @@ export function decodeCursor(kind: string, cursor: string | null | undefined, pa
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const position = text.startsWith(`${kind}:`) ? text.slice(kind.length + 1) : '';
   if (!pattern.test(position) || Buffer.from(text, 'utf8').toString('base64url') !== cursor) {
-    throw new ErrorTrackingProblem('BAD_USER_INPUT', 'after is not a cursor this connection gave', 400, 'after');
+    throw new Refusal('BAD_USER_INPUT', 'after is not a cursor this connection gave', 400, { field: 'after' });
   }
   return position;
 }
@@ -194,7 +195,7 @@ export class ErrorsService {
 
   async reopen(scope: number | null, id: unknown): Promise<ErrorRecord> {
     const current = await this.get(scope, id);
-    if (current.status === 'unresolved') throw new ErrorTrackingProblem('INVALID_TRANSITION', `error ${current.id} is already unresolved`, 409);
+    if (current.status === 'unresolved') throw new Refusal('INVALID_TRANSITION', `error ${current.id} is already unresolved`, 409);
     return this.setStatus(current.id, 'unresolved', null);
   }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Refusal } from '../../common/refusal';
 import { fingerprintOf, type GroupingException, type GroupingFrame } from './grouping';
 
 /** Sentry's levels, most severe first; `critical`, `warn` and `log` are aliases SDKs send. */
@@ -33,12 +34,8 @@ export interface NormalizedEvent {
   fingerprint: Buffer;
 }
 
-export class InvalidEvent extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InvalidEvent';
-  }
-}
+/** An event or envelope that cannot be stored: 400 INVALID_EVENT with the reason. */
+export const invalidEvent = (message: string) => new Refusal('INVALID_EVENT', message, 400);
 
 const MAX_MESSAGE = 8192;
 const MAX_SHORT = 256;
@@ -64,7 +61,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 function optionalString(object: Record<string, unknown>, key: string, path: string, max = MAX_SHORT): string | null {
   const value = object[key];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new InvalidEvent(`${path}${key} must be a string`);
+  if (typeof value !== 'string') throw invalidEvent(`${path}${key} must be a string`);
   return clean(value, max);
 }
 
@@ -72,7 +69,7 @@ function optionalInteger(object: Record<string, unknown>, key: string, path: str
   const value = object[key];
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
-    throw new InvalidEvent(`${path}${key} must be a non-negative integer`);
+    throw invalidEvent(`${path}${key} must be a non-negative integer`);
   }
   return value;
 }
@@ -80,7 +77,7 @@ function optionalInteger(object: Record<string, unknown>, key: string, path: str
 function eventIdOf(value: unknown): string {
   if (value === undefined || value === null) return randomUUID();
   if (typeof value !== 'string' || !/^[0-9a-f]{32}$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
-    throw new InvalidEvent('event_id must be 32 hexadecimal digits (a UUID, with or without hyphens)');
+    throw invalidEvent('event_id must be 32 hexadecimal digits (a UUID, with or without hyphens)');
   }
   const hex = value.replace(/-/g, '').toLowerCase();
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
@@ -88,11 +85,11 @@ function eventIdOf(value: unknown): string {
 
 function levelOf(value: unknown): Level {
   if (value === undefined || value === null) return 'error';
-  if (typeof value !== 'string') throw new InvalidEvent('level must be a string');
+  if (typeof value !== 'string') throw invalidEvent('level must be a string');
   const level = value.toLowerCase();
   if ((LEVELS as readonly string[]).includes(level)) return level as Level;
   if (LEVEL_ALIASES[level]) return LEVEL_ALIASES[level];
-  throw new InvalidEvent(`level must be one of ${LEVELS.join(', ')}`);
+  throw invalidEvent(`level must be one of ${LEVELS.join(', ')}`);
 }
 
 /** ISO 8601 text (the spec's form) or seconds since the epoch (Sentry's SDKs' form). */
@@ -101,18 +98,18 @@ function timestampOf(value: unknown, received: number): Date {
   let ms: number;
   if (typeof value === 'number' && Number.isFinite(value)) ms = value * 1000;
   else if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/.test(value)) ms = Date.parse(value);
-  else throw new InvalidEvent('timestamp must be an ISO 8601 date-time or a number of seconds since the epoch');
-  if (!Number.isFinite(ms)) throw new InvalidEvent('timestamp must be an ISO 8601 date-time or a number of seconds since the epoch');
+  else throw invalidEvent('timestamp must be an ISO 8601 date-time or a number of seconds since the epoch');
+  if (!Number.isFinite(ms)) throw invalidEvent('timestamp must be an ISO 8601 date-time or a number of seconds since the epoch');
   if (ms > received + MAX_FUTURE_MS || ms < received - MAX_PAST_MS) return new Date(received);
   return new Date(ms);
 }
 
 function frameOf(value: unknown, path: string): StoredFrame {
-  if (!isObject(value)) throw new InvalidEvent(`${path} must be an object`);
+  if (!isObject(value)) throw invalidEvent(`${path} must be an object`);
   const filename = optionalString(value, 'filename', `${path}.`, 1024) ?? optionalString(value, 'abs_path', `${path}.`, 1024);
   const module = optionalString(value, 'module', `${path}.`, 512);
   const inApp = value.in_app;
-  if (inApp !== undefined && inApp !== null && typeof inApp !== 'boolean') throw new InvalidEvent(`${path}.in_app must be a boolean`);
+  if (inApp !== undefined && inApp !== null && typeof inApp !== 'boolean') throw invalidEvent(`${path}.in_app must be a boolean`);
   // SDKs mark library frames; a frame they did not mark is the application's unless it is a
   // dependency's or the runtime's.
   const ownCode = typeof inApp === 'boolean' ? inApp : !(filename && (/[/\\]node_modules[/\\]/.test(filename) || /^(node|internal)[:/]/.test(filename)));
@@ -146,16 +143,16 @@ function exceptionsOf(value: unknown): ParsedException[] {
   // Sentry takes `exception: {values: [...]}` and, from older SDKs, a bare list.
   const values = Array.isArray(value) ? value : isObject(value) ? value.values : undefined;
   if (values === undefined || values === null) return [];
-  if (!Array.isArray(values)) throw new InvalidEvent('exception.values must be a list');
+  if (!Array.isArray(values)) throw invalidEvent('exception.values must be a list');
   return values.slice(-MAX_EXCEPTIONS).map((item, index) => {
     const path = `exception.values.${index}`;
-    if (!isObject(item)) throw new InvalidEvent(`${path} must be an object`);
+    if (!isObject(item)) throw invalidEvent(`${path} must be an object`);
     const stacktrace = item.stacktrace;
     let frames: StoredFrame[] = [];
     if (stacktrace !== undefined && stacktrace !== null) {
-      if (!isObject(stacktrace)) throw new InvalidEvent(`${path}.stacktrace must be an object`);
+      if (!isObject(stacktrace)) throw invalidEvent(`${path}.stacktrace must be an object`);
       if (stacktrace.frames !== undefined && stacktrace.frames !== null) {
-        if (!Array.isArray(stacktrace.frames)) throw new InvalidEvent(`${path}.stacktrace.frames must be a list`);
+        if (!Array.isArray(stacktrace.frames)) throw invalidEvent(`${path}.stacktrace.frames must be a list`);
         frames = stacktrace.frames.slice(-MAX_FRAMES).map((frame, at) => frameOf(frame, `${path}.stacktrace.frames.${at}`));
       }
     }
@@ -175,7 +172,7 @@ function messageOf(event: Record<string, unknown>): { text: string | null; templ
     const value = event[key];
     if (value === undefined || value === null) continue;
     if (typeof value === 'string') return { text: clean(value, MAX_MESSAGE), template: null };
-    if (!isObject(value)) throw new InvalidEvent(`${key} must be a string or an object`);
+    if (!isObject(value)) throw invalidEvent(`${key} must be a string or an object`);
     const template = optionalString(value, 'message', `${key}.`, MAX_MESSAGE);
     const formatted = optionalString(value, 'formatted', `${key}.`, MAX_MESSAGE);
     if (template !== null || formatted !== null) return { text: formatted ?? template, template };
@@ -185,24 +182,24 @@ function messageOf(event: Record<string, unknown>): { text: string | null; templ
 
 function fingerprintList(value: unknown): string[] | null {
   if (value === undefined || value === null) return null;
-  if (!Array.isArray(value) || value.length === 0 || value.length > 50) throw new InvalidEvent('fingerprint must be a list of 1 to 50 strings');
+  if (!Array.isArray(value) || value.length === 0 || value.length > 50) throw invalidEvent('fingerprint must be a list of 1 to 50 strings');
   return value.map((part) => {
     if (typeof part === 'string') return clean(part, 512);
     if (typeof part === 'number' || typeof part === 'boolean') return String(part);
-    throw new InvalidEvent('fingerprint must be a list of strings');
+    throw invalidEvent('fingerprint must be a list of strings');
   });
 }
 
 /**
  * Checks an event (spec 2 §2.5, and Sentry's event payload) and reduces it to what is stored.
- * Throws InvalidEvent with the reason; text PostgreSQL cannot store is replaced, not refused.
+ * Refuses an invalid event (invalidEvent) with the reason; text PostgreSQL cannot store is replaced, not refused.
  */
 export function normalizeEvent(body: unknown, received = Date.now()): NormalizedEvent {
-  if (!isObject(body)) throw new InvalidEvent('the event must be a JSON object');
+  if (!isObject(body)) throw invalidEvent('the event must be a JSON object');
   const exceptions = exceptionsOf(body.exception);
   const message = messageOf(body);
   const raised = exceptions[exceptions.length - 1];
-  if (!raised && message.text === null) throw new InvalidEvent('the event must have a message or an exception');
+  if (!raised && message.text === null) throw invalidEvent('the event must have a message or an exception');
   const title = raised
     ? raised.type && raised.value ? `${raised.type}: ${raised.value}` : (raised.type ?? raised.value ?? message.text ?? '<unknown error>')
     : message.text!;

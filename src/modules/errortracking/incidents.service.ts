@@ -1,7 +1,8 @@
 import type { DataSource } from 'typeorm';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { decodeCursor, encodeCursor, pageSize, type Page } from './errors.service';
-import { ErrorTrackingProblem, invalid, notFound, optionalText, requiredText, serviceName } from './problems';
+import { Refusal } from '../../common/refusal';
+import { invalid, notFound, optionalText, requiredText, serviceName } from './problems';
 import { rows } from './sql';
 
 export const INCIDENT_UPDATED = 'INCIDENT_UPDATED';
@@ -231,7 +232,7 @@ export class IncidentsService {
     );
     if (!row) {
       const now = await this.get(scope, id);
-      throw new ErrorTrackingProblem('INVALID_TRANSITION', `incident ${now.id} is ${now.status}: it cannot become ${to}`, 409);
+      throw new Refusal('INVALID_TRANSITION', `incident ${now.id} is ${now.status}: it cannot become ${to}`, 409);
     }
     return this.announce(incident(row));
   }
@@ -239,7 +240,7 @@ export class IncidentsService {
   /** Assigns someone (or nobody, with a null assignee) to an open incident. */
   async assign(scope: number | null, id: unknown, assignee: { name?: unknown; email?: unknown } | null): Promise<Incident> {
     const current = await this.get(scope, id);
-    if (current.status === 'resolved') throw new ErrorTrackingProblem('INVALID_TRANSITION', `incident ${current.id} is resolved`, 409);
+    if (current.status === 'resolved') throw new Refusal('INVALID_TRANSITION', `incident ${current.id} is resolved`, 409);
     const name = assignee ? requiredText(assignee.name, 'assignee.name', 200) : null;
     const email = assignee ? optionalText(assignee.email, 'assignee.email', 254) : null;
     if (email !== null && !EMAIL.test(email)) throw invalid('assignee.email', 'assignee.email must be an e-mail address');

@@ -1,11 +1,10 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { sendError } from '../../http/errors';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isTooManyRequests, Refusal, tooManyRequests } from '../../common/refusal';
 import { requires } from '../../http/security-schemes';
-import { RateLimitExceeded } from '../../platform/rate-limits';
 import type { RateLimiter } from '../../platform/rate-limits';
-import { InvalidEvent, normalizeEvent, type NormalizedEvent } from './event';
+import { invalidEvent, normalizeEvent, type NormalizedEvent } from './event';
 import type { ErrorTrackingServices } from '.';
 import { EVENT_ITEM_TYPE, keyFromDsn, keyFromSentryAuth, parseEnvelope, sentryRateLimitsHeader } from './sentry-protocol';
 
@@ -16,30 +15,20 @@ const inflaters: Record<string, (body: Buffer, options: zlib.ZlibOptions) => Pro
   br: promisify(zlib.brotliDecompress),
 };
 
-class RequestProblem extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /** The body's bytes as sent, whatever Content-Encoding they came in (gzip, deflate, br), within `maxBytes`. */
 async function decodedBody(request: FastifyRequest, maxBytes: number): Promise<Buffer> {
   const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding === 'identity' || encoding === '') return body;
   const inflate = inflaters[encoding];
-  if (!inflate) throw new RequestProblem(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding.slice(0, 40)} is not supported (gzip, deflate or br)`);
+  if (!inflate) throw new Refusal('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding.slice(0, 40)} is not supported (gzip, deflate or br)`, 415);
   try {
     return await inflate(body, { maxOutputLength: maxBytes });
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new RequestProblem(413, 'PAYLOAD_TOO_LARGE', `the decompressed body is larger than ERRORS_MAX_EVENT_BYTES (${maxBytes} bytes)`);
+      throw new Refusal('PAYLOAD_TOO_LARGE', `the decompressed body is larger than ERRORS_MAX_EVENT_BYTES (${maxBytes} bytes)`, 413);
     }
-    throw new RequestProblem(400, 'BAD_REQUEST', `the body is not valid ${encoding} data`);
+    throw new Refusal('BAD_REQUEST', `the body is not valid ${encoding} data`, 400);
   }
 }
 
@@ -48,7 +37,7 @@ function parseJsonEvent(bytes: Buffer): NormalizedEvent {
   try {
     body = JSON.parse(bytes.toString('utf8'));
   } catch {
-    throw new InvalidEvent('the body is not valid JSON');
+    throw invalidEvent('the body is not valid JSON');
   }
   return normalizeEvent(body);
 }
@@ -165,53 +154,29 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
     });
     const maxEventBytes = () => services.maxEventBytes;
 
-    /** Authenticates, limits and stores `events` for the key; answers the request on refusal and returns false. */
-    const admit = async (reply: FastifyReply, key: string | undefined, projectId: number | null, count: number): Promise<number | false> => {
-      if (!key) {
-        sendError(reply, 401, 'UNAUTHENTICATED', 'a DSN key is required (Authorization: Bearer, X-Sentry-Auth, sentry_key, or the envelope header’s dsn)');
-        return false;
-      }
+    /** The project `count` events of the key go to, after the key's limit; refused for a missing or wrong key or past the limit. */
+    const admit = async (request: FastifyRequest, key: string | undefined, projectId: number | null, count: number): Promise<number> => {
+      if (!key) throw new Refusal('UNAUTHENTICATED', 'a DSN key is required (Authorization: Bearer, X-Sentry-Auth, sentry_key, or the envelope header’s dsn)', 401);
       const identity = await services.projects.authenticate(key);
-      if (identity === 'revoked') {
-        sendError(reply, 401, 'UNAUTHENTICATED', 'the DSN key has been revoked');
-        return false;
-      }
-      if (typeof identity === 'string') {
-        sendError(reply, 401, 'UNAUTHENTICATED', 'the DSN key is not valid');
-        return false;
-      }
-      if (identity.kind !== 'dsn') {
-        sendError(reply, 403, 'FORBIDDEN', 'a secret key cannot send events; use a DSN key');
-        return false;
-      }
+      if (identity === 'revoked') throw new Refusal('UNAUTHENTICATED', 'the DSN key has been revoked', 401);
+      if (typeof identity === 'string') throw new Refusal('UNAUTHENTICATED', 'the DSN key is not valid', 401);
+      if (identity.kind !== 'dsn') throw new Refusal('FORBIDDEN', 'a secret key cannot send events; use a DSN key', 403);
       if (projectId !== null && identity.projectId !== projectId) {
-        sendError(reply, 403, 'FORBIDDEN', `the DSN key belongs to another project than ${projectId}`);
-        return false;
+        throw new Refusal('FORBIDDEN', `the DSN key belongs to another project than ${projectId}`, 403);
       }
       try {
-        for (let taken = 0; taken < count; taken++) await limiter().consume({ ip: reply.request.ip, token: key });
+        for (let taken = 0; taken < count; taken++) await limiter().consume({ ip: request.ip, token: key });
       } catch (error) {
-        if (!(error instanceof RateLimitExceeded)) throw error;
-        reply.header('retry-after', String(error.retryAfterSeconds)).header('x-sentry-rate-limits', sentryRateLimitsHeader(error.retryAfterSeconds));
-        sendError(reply, 429, 'RATE_LIMITED', `this DSN key sent more than its ${limiter().rule.points} events this minute; retry in ${error.retryAfterSeconds} s`);
-        return false;
+        if (!isTooManyRequests(error)) throw error;
+        const seconds = error.retryAfterSeconds;
+        const message = `this DSN key sent more than its ${limiter().rule.points} events this minute; retry in ${seconds} s`;
+        throw tooManyRequests(seconds, message, { 'x-sentry-rate-limits': sentryRateLimitsHeader(seconds) });
       }
       return identity.projectId;
     };
 
-    const handle = async (reply: FastifyReply, work: () => Promise<unknown>) => {
-      try {
-        return await work();
-      } catch (error) {
-        if (error instanceof InvalidEvent) return sendError(reply, 400, 'INVALID_EVENT', error.message);
-        if (error instanceof RequestProblem) return sendError(reply, error.status, error.code, error.message);
-        throw error;
-      }
-    };
-
-    const storeOne = async (request: FastifyRequest, reply: FastifyReply, key: string | undefined, projectId: number | null) => {
-      const project = await admit(reply, key, projectId, 1);
-      if (project === false) return reply;
+    const storeOne = async (request: FastifyRequest, key: string | undefined, projectId: number | null) => {
+      const project = await admit(request, key, projectId, 1);
       const event = parseJsonEvent(await decodedBody(request, maxEventBytes()));
       await services.ingest.submit(project, [event]);
       return event.eventId.replace(/-/g, '');
@@ -235,14 +200,12 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
           ...INGEST_RESPONSES,
         },
       },
-      handler: (request, reply) =>
-        handle(reply, async () => {
-          const authorization = header(request, 'authorization');
-          const bearer = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
-          const key = bearer ?? keyFromSentryAuth(header(request, 'x-sentry-auth'));
-          const id = await storeOne(request, reply, key, null);
-          return reply.sent ? reply : { id, received: true };
-        }),
+      handler: async (request) => {
+        const authorization = header(request, 'authorization');
+        const bearer = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+        const key = bearer ?? keyFromSentryAuth(header(request, 'x-sentry-auth'));
+        return { id: await storeOne(request, key, null), received: true };
+      },
     });
 
     const sentryKey = (request: FastifyRequest) =>
@@ -265,11 +228,7 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
           ...INGEST_RESPONSES,
         },
       },
-      handler: (request, reply) =>
-        handle(reply, async () => {
-          const id = await storeOne(request, reply, sentryKey(request), Number((request.params as { projectId: string }).projectId));
-          return reply.sent ? reply : { id };
-        }),
+      handler: async (request) => ({ id: await storeOne(request, sentryKey(request), Number((request.params as { projectId: string }).projectId)) }),
     });
 
     scope.post('/api/:projectId/envelope', {
@@ -288,19 +247,17 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
           ...INGEST_RESPONSES,
         },
       },
-      handler: (request, reply) =>
-        handle(reply, async () => {
-          const envelope = parseEnvelope(await decodedBody(request, maxEventBytes()));
-          const fromDsn = keyFromDsn(envelope.header.dsn);
-          const key = sentryKey(request) ?? fromDsn?.key;
-          const eventItems = envelope.items.filter((item) => item.type === EVENT_ITEM_TYPE);
-          const project = await admit(reply, key, Number((request.params as { projectId: string }).projectId), eventItems.length);
-          if (project === false) return reply;
-          const events = eventItems.map((item) => parseJsonEvent(item.payload));
-          await services.ingest.submit(project, events);
-          const headerId = typeof envelope.header.event_id === 'string' ? envelope.header.event_id : undefined;
-          return events.length > 0 ? { id: events[0].eventId.replace(/-/g, '') } : headerId ? { id: headerId } : {};
-        }),
+      handler: async (request) => {
+        const envelope = parseEnvelope(await decodedBody(request, maxEventBytes()));
+        const fromDsn = keyFromDsn(envelope.header.dsn);
+        const key = sentryKey(request) ?? fromDsn?.key;
+        const eventItems = envelope.items.filter((item) => item.type === EVENT_ITEM_TYPE);
+        const project = await admit(request, key, Number((request.params as { projectId: string }).projectId), eventItems.length);
+        const events = eventItems.map((item) => parseJsonEvent(item.payload));
+        await services.ingest.submit(project, events);
+        const headerId = typeof envelope.header.event_id === 'string' ? envelope.header.event_id : undefined;
+        return events.length > 0 ? { id: events[0].eventId.replace(/-/g, '') } : headerId ? { id: headerId } : {};
+      },
     });
   });
 }

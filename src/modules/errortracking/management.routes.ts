@@ -1,11 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isTooManyRequests, Refusal, tooManyRequests } from '../../common/refusal';
 import { sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../../graphql/media-type';
-import { RateLimitExceeded } from '../../platform/rate-limits';
 import { actorOf, SECRET_KEY_FIELDS, secretKeySession } from './access';
 import type { ErrorTrackingServices } from '.';
-import { ErrorTrackingProblem } from './problems';
 import type { TokenIdentity } from './projects.service';
 import type { Slo } from './slos.service';
 import { statusPageHtml } from './status-page.service';
@@ -116,42 +115,28 @@ const STATUS_PAGE_SCHEMA = {
   required: ['components', 'incidents'],
 } as const;
 
-/** Refusals of the service as REST errors; anything else is the server's. */
-function problemReply(reply: FastifyReply, error: unknown): FastifyReply {
-  if (!(error instanceof ErrorTrackingProblem)) throw error;
-  const code = error.code === 'VALIDATION_ERROR' ? 'VALIDATION_ERROR' : error.code;
-  return sendError(reply, error.status, code, error.message, error.field ? [{ field: error.field, message: error.message, code: 'INVALID_FORMAT' }] : undefined);
-}
-
 /**
  * The management API for secret keys (spec 2 §4.2, §5.6): GraphQL at /api/graphql, incidents,
  * SLO changes and reported outcomes, each call counted against the key's per-minute limit; and
  * the public status page.
  */
 export function managementRoutes(app: FastifyInstance, services: ErrorTrackingServices): void {
-  /** The secret key of the request, after its limit; answers the request and returns null when refused. */
-  const secretKeyOf = async (request: FastifyRequest, reply: FastifyReply): Promise<TokenIdentity | null> => {
+  /** The secret key of the request, after its limit; refused when missing, unknown, revoked, a DSN key or over its limit. */
+  const secretKeyOf = async (request: FastifyRequest): Promise<TokenIdentity> => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match) {
-      sendError(reply, 401, 'UNAUTHENTICATED', 'a secret key is required: Authorization: Bearer sk_...');
-      return null;
-    }
+    if (!match) throw new Refusal('UNAUTHENTICATED', 'a secret key is required: Authorization: Bearer sk_...', 401);
     const identity = await services.projects.authenticate(match[1]);
     if (typeof identity === 'string') {
-      sendError(reply, 401, 'UNAUTHENTICATED', identity === 'revoked' ? 'the secret key has been revoked' : 'the secret key is not valid');
-      return null;
+      throw new Refusal('UNAUTHENTICATED', identity === 'revoked' ? 'the secret key has been revoked' : 'the secret key is not valid', 401);
     }
-    if (identity.kind !== 'secret') {
-      sendError(reply, 403, 'FORBIDDEN', 'a DSN key authorises ingestion only; the management API takes a secret key');
-      return null;
-    }
+    if (identity.kind !== 'secret') throw new Refusal('FORBIDDEN', 'a DSN key authorises ingestion only; the management API takes a secret key', 403);
+    const limiter = services.rateLimits.get('errorApi');
     try {
-      await services.rateLimits.get('errorApi').consume({ ip: request.ip, token: match[1] });
+      await limiter.consume({ ip: request.ip, token: match[1] });
     } catch (error) {
-      if (!(error instanceof RateLimitExceeded)) throw error;
-      reply.header('retry-after', String(error.retryAfterSeconds));
-      sendError(reply, 429, 'RATE_LIMITED', `this secret key made more than its ${services.rateLimits.get('errorApi').rule.points} calls this minute; retry in ${error.retryAfterSeconds} s`);
-      return null;
+      if (!isTooManyRequests(error)) throw error;
+      const seconds = error.retryAfterSeconds;
+      throw tooManyRequests(seconds, `this secret key made more than its ${limiter.rule.points} calls this minute; retry in ${seconds} s`);
     }
     return identity;
   };
@@ -185,8 +170,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
       sendError(reply, 415, 'UNSUPPORTED_MEDIA_TYPE', unsupportedGraphQLMediaTypeMessage(contentType!));
     },
     handler: async (request, reply) => {
-      const identity = await secretKeyOf(request, reply);
-      if (!identity) return reply;
+      const identity = await secretKeyOf(request);
       return app.serveGraphQL(request, reply, secretKeySession(identity.projectId, identity.tokenId), SECRET_KEY_FIELDS);
     },
   });
@@ -211,14 +195,9 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
       response: { 201: { ...INCIDENT_SCHEMA, description: 'The incident' }, 400: errorResponse('A field is missing or invalid'), ...AUTH_RESPONSES },
     },
     handler: async (request, reply) => {
-      const identity = await secretKeyOf(request, reply);
-      if (!identity) return reply;
-      try {
-        const created = await services.incidents.create(identity.projectId, request.body as Record<string, unknown>, actorOf(secretKeySession(identity.projectId, identity.tokenId)));
-        return reply.code(201).send(created);
-      } catch (error) {
-        return problemReply(reply, error);
-      }
+      const identity = await secretKeyOf(request);
+      const created = await services.incidents.create(identity.projectId, request.body as Record<string, unknown>, actorOf(secretKeySession(identity.projectId, identity.tokenId)));
+      return reply.code(201).send(created);
     },
   });
 
@@ -237,19 +216,14 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
       },
       response: { 200: { ...SLO_SCHEMA, description: 'The SLO as changed' }, 400: errorResponse('A value out of its range'), 404: errorResponse('No such SLO in the key’s project'), ...AUTH_RESPONSES },
     },
-    handler: async (request, reply) => {
-      const identity = await secretKeyOf(request, reply);
-      if (!identity) return reply;
-      try {
-        const body = (request.body ?? {}) as { targetPercentage?: unknown; errorBudgetAlertThreshold?: unknown };
-        const changed = await services.slos.update(identity.projectId, (request.params as { id: string }).id, {
-          targetPercentage: body.targetPercentage,
-          errorBudgetAlertThreshold: body.errorBudgetAlertThreshold,
-        });
-        return await sloJson(changed);
-      } catch (error) {
-        return problemReply(reply, error);
-      }
+    handler: async (request) => {
+      const identity = await secretKeyOf(request);
+      const body = (request.body ?? {}) as { targetPercentage?: unknown; errorBudgetAlertThreshold?: unknown };
+      const changed = await services.slos.update(identity.projectId, (request.params as { id: string }).id, {
+        targetPercentage: body.targetPercentage,
+        errorBudgetAlertThreshold: body.errorBudgetAlertThreshold,
+      });
+      return sloJson(changed);
     },
   });
 
@@ -271,12 +245,11 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
         403: errorResponse('A DSN key, or a service that is not the project’s'),
       },
     },
-    handler: async (request, reply) => {
-      const identity = await secretKeyOf(request, reply);
-      if (!identity) return reply;
+    handler: async (request) => {
+      const identity = await secretKeyOf(request);
       const body = request.body as { service: string; good: number; bad: number };
       if (!(await services.slos.servicesOf(identity.projectId)).has(body.service)) {
-        return sendError(reply, 403, 'FORBIDDEN', `service "${body.service.slice(0, 100)}" is neither the project’s nor one of its SLOs’`);
+        throw new Refusal('FORBIDDEN', `service "${body.service.slice(0, 100)}" is neither the project’s nor one of its SLOs’`, 403);
       }
       await services.slos.report(body.service, body.good, body.bad);
       return { service: body.service, good: body.good, bad: body.bad };
@@ -297,7 +270,7 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
     },
     handler: async (request, reply) => {
       const page = await services.statusPage.page((request.params as { slug: string }).slug);
-      if (!page) return sendError(reply, 404, 'NOT_FOUND', 'no status page has this slug');
+      if (!page) throw new Refusal('NOT_FOUND', 'no status page has this slug', 404);
       reply.header('cache-control', `public, max-age=${services.statusPageCacheSeconds}`);
       if (prefersHtml(request.headers.accept)) return reply.type('text/html; charset=utf-8').send(statusPageHtml(page));
       return page;

@@ -1,22 +1,8 @@
-/**
- * A refusal the caller can act on: bad input, an unknown id, a move an incident cannot make.
- * Routes answer it with `status` and `code`; resolvers with a GraphQL error of that code.
- */
-export class ErrorTrackingProblem extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429 = 400,
-    /** The input field at fault, when one is. */
-    readonly field?: string,
-  ) {
-    super(message);
-    this.name = 'ErrorTrackingProblem';
-  }
-}
+import { Refusal } from '../../common/refusal';
 
-export const invalid = (field: string, message: string) => new ErrorTrackingProblem('VALIDATION_ERROR', message, 400, field);
-export const notFound = (what: string) => new ErrorTrackingProblem('NOT_FOUND', `${what} not found`, 404);
+/** Bad input in one field: VALIDATION_ERROR naming it. */
+export const invalid = (field: string, message: string) => new Refusal('VALIDATION_ERROR', message, 400, { field });
+export const notFound = (what: string) => new Refusal('NOT_FOUND', `${what} not found`, 404);
 
 /** Trimmed text of 1..max characters, or a VALIDATION_ERROR naming the field. */
 export function requiredText(value: unknown, field: string, max: number): string {

@@ -3,7 +3,8 @@ import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import { sha256 } from '../../common/sha256';
 import { rows } from './sql';
-import { ErrorTrackingProblem, invalid, notFound, requiredText, serviceName } from './problems';
+import { Refusal } from '../../common/refusal';
+import { invalid, notFound, requiredText, serviceName } from './problems';
 
 export type TokenKind = 'dsn' | 'secret';
 
@@ -96,7 +97,7 @@ export class ProjectsService {
        ON CONFLICT (slug) DO NOTHING RETURNING *`,
       [name, slug, service],
     )) as ProjectRow[];
-    if (!row) throw new ErrorTrackingProblem('SLUG_TAKEN', `a project with the slug "${slug}" exists`, 409, 'slug');
+    if (!row) throw new Refusal('SLUG_TAKEN', `a project with the slug "${slug}" exists`, 409, { field: 'slug' });
     return project(row);
   }
 
@@ -165,7 +166,7 @@ export class ProjectsService {
     if (updated.length > 0) return token(updated[0]);
     const existing = (await this.dataSource.query('SELECT revoked_at FROM error_tokens WHERE id = $1', [text])) as TokenRow[];
     if (existing.length === 0) throw notFound(`token "${text}"`);
-    throw new ErrorTrackingProblem('ALREADY_REVOKED', `token "${text}" is already revoked`, 409);
+    throw new Refusal('ALREADY_REVOKED', `token "${text}" is already revoked`, 409);
   }
 
   /**

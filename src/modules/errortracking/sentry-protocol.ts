@@ -1,4 +1,4 @@
-import { InvalidEvent } from './event';
+import { invalidEvent } from './event';
 
 /** One item of an envelope: its type and its payload's bytes. */
 export interface EnvelopeItem {
@@ -18,9 +18,9 @@ function jsonLine(bytes: Buffer, what: string): Record<string, unknown> {
   try {
     value = JSON.parse(bytes.toString('utf8'));
   } catch {
-    throw new InvalidEvent(`invalid envelope: the ${what} is not JSON`);
+    throw invalidEvent(`invalid envelope: the ${what} is not JSON`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidEvent(`invalid envelope: the ${what} must be a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidEvent(`invalid envelope: the ${what} must be a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -42,13 +42,13 @@ export function parseEnvelope(body: Buffer): Envelope {
       continue;
     }
     const itemHeader = jsonLine(line, 'item header');
-    if (typeof itemHeader.type !== 'string') throw new InvalidEvent('invalid envelope: an item header has no type');
+    if (typeof itemHeader.type !== 'string') throw invalidEvent('invalid envelope: an item header has no type');
     const start = headerEnd === -1 ? body.length : headerEnd + 1;
     let end: number;
     if (itemHeader.length !== undefined && itemHeader.length !== null) {
       const length = itemHeader.length;
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || start + length > body.length) {
-        throw new InvalidEvent('invalid envelope: an item length is not the number of bytes that follow');
+        throw invalidEvent('invalid envelope: an item length is not the number of bytes that follow');
       }
       end = start + length;
       position = end < body.length && body[end] === NEWLINE ? end + 1 : end;

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import { Arg, Ctx, FieldResolver, Float, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { actorOf, ErrorManagement, projectScope, withCodes } from './access';
+import { actorOf, ErrorManagement, projectScope } from './access';
 import type { ErrorTrackingServices } from '.';
 import { INCIDENT_UPDATED, revivedIncident, type Incident } from './incidents.service';
 import { notFound } from './problems';
@@ -56,40 +56,38 @@ export class SlosResolver {
 
   @ErrorManagement()
   @Query(() => SloConnection, { description: 'SLOs in creation order (a secret key sees its project’s only)' })
-  slos(
+  async slos(
     @Arg('first', () => Int, { nullable: true, description: '1 to 100; 20 by default' }) first: number | null,
     @Arg('after', () => String, { nullable: true }) after: string | null,
     @Arg('service', () => String, { nullable: true }) service: string | null,
     @Ctx() context: GraphQLContext,
   ): Promise<SloConnection> {
-    return withCodes(async () => {
-      const page = await this.services.slos.list(projectScope(context.session), first, after, service);
-      return { edges: page.nodes, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor } };
-    });
+    const page = await this.services.slos.list(projectScope(context.session), first, after, service);
+    return { edges: page.nodes, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor } };
   }
 
   @ErrorManagement()
   @Query(() => SloNode)
   slo(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<SloNode> {
-    return withCodes(() => this.services.slos.get(projectScope(context.session), id));
+    return this.services.slos.get(projectScope(context.session), id);
   }
 
   @ErrorManagement()
   @Mutation(() => SloNode, { description: 'Creates an SLO over a service’s good and bad events (the requests Plinth serves for it, and what it reports)' })
-  createSlo(@Arg('input', () => CreateSloInput) input: CreateSloInput, @Ctx() context: GraphQLContext): Promise<SloNode> {
-    return withCodes(async () => this.services.slos.create(await projectFor(this.services, context, input.project), input));
+  async createSlo(@Arg('input', () => CreateSloInput) input: CreateSloInput, @Ctx() context: GraphQLContext): Promise<SloNode> {
+    return this.services.slos.create(await projectFor(this.services, context, input.project), input);
   }
 
   @ErrorManagement()
   @Mutation(() => SloNode, { description: 'Changes an SLO’s name, target or alert threshold (as PATCH /api/slos/{id})' })
   updateSlo(@Arg('id', () => ID) id: string, @Arg('input', () => UpdateSloInput) input: UpdateSloInput, @Ctx() context: GraphQLContext): Promise<SloNode> {
-    return withCodes(() => this.services.slos.update(projectScope(context.session), id, input));
+    return this.services.slos.update(projectScope(context.session), id, input);
   }
 
   @ErrorManagement()
   @Mutation(() => SloNode)
   deleteSlo(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<SloNode> {
-    return withCodes(() => this.services.slos.delete(projectScope(context.session), id));
+    return this.services.slos.delete(projectScope(context.session), id);
   }
 
   @FieldResolver(() => Float, { description: '(bad/total)/(1 − target) over the last hour: 1 spends the budget exactly over the window' })
@@ -130,55 +128,51 @@ export class IncidentsResolver {
 
   @ErrorManagement()
   @Query(() => IncidentConnection, { description: 'Incidents, newest first (a secret key sees its project’s only)' })
-  incidents(
+  async incidents(
     @Arg('status', () => IncidentStatusValue, { nullable: true }) status: IncidentStatusValue | null,
     @Arg('first', () => Int, { nullable: true, description: '1 to 100; 20 by default' }) first: number | null,
     @Arg('after', () => String, { nullable: true }) after: string | null,
     @Ctx() context: GraphQLContext,
   ): Promise<IncidentConnection> {
-    return withCodes(async () => {
-      const page = await this.services.incidents.list(projectScope(context.session), status, first, after);
-      return {
-        edges: page.nodes.map(({ node, cursor }) => ({ node: incidentNode(node), cursor })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
-      };
-    });
+    const page = await this.services.incidents.list(projectScope(context.session), status, first, after);
+    return {
+      edges: page.nodes.map(({ node, cursor }) => ({ node: incidentNode(node), cursor })),
+      pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+    };
   }
 
   @ErrorManagement()
   @Query(() => IncidentNode)
-  incident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
-    return withCodes(async () => incidentNode(await this.services.incidents.get(projectScope(context.session), id)));
+  async incident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
+    return incidentNode(await this.services.incidents.get(projectScope(context.session), id));
   }
 
   @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'Opens an incident (TRIGGERED), as POST /api/incidents does' })
-  createIncident(@Arg('input', () => CreateIncidentInput) input: CreateIncidentInput, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
-    return withCodes(async () =>
-      incidentNode(await this.services.incidents.create(await projectFor(this.services, context, input.project), input, actorOf(context.session))),
-    );
+  async createIncident(@Arg('input', () => CreateIncidentInput) input: CreateIncidentInput, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
+    return incidentNode(await this.services.incidents.create(await projectFor(this.services, context, input.project), input, actorOf(context.session)));
   }
 
   @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'TRIGGERED → ACKNOWLEDGED, stamped with the time and the caller' })
-  acknowledgeIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
-    return withCodes(async () => incidentNode(await this.services.incidents.acknowledge(projectScope(context.session), id, actorOf(context.session))));
+  async acknowledgeIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
+    return incidentNode(await this.services.incidents.acknowledge(projectScope(context.session), id, actorOf(context.session)));
   }
 
   @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'TRIGGERED or ACKNOWLEDGED → RESOLVED, stamped with the time and the caller' })
-  resolveIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
-    return withCodes(async () => incidentNode(await this.services.incidents.resolve(projectScope(context.session), id, actorOf(context.session))));
+  async resolveIncident(@Arg('id', () => ID) id: string, @Ctx() context: GraphQLContext): Promise<IncidentNode> {
+    return incidentNode(await this.services.incidents.resolve(projectScope(context.session), id, actorOf(context.session)));
   }
 
   @ErrorManagement()
   @Mutation(() => IncidentNode, { description: 'Assigns an open incident (null: nobody)' })
-  assignIncident(
+  async assignIncident(
     @Arg('id', () => ID) id: string,
     @Arg('assignee', () => IncidentAssigneeInput, { nullable: true }) assignee: IncidentAssigneeInput | null,
     @Ctx() context: GraphQLContext,
   ): Promise<IncidentNode> {
-    return withCodes(async () => incidentNode(await this.services.incidents.assign(projectScope(context.session), id, assignee)));
+    return incidentNode(await this.services.incidents.assign(projectScope(context.session), id, assignee));
   }
 
   @ErrorManagement()

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { decodeCursor, encodeCursor, pageSize, type Page } from './errors.service';
-import { ErrorTrackingProblem, invalid, notFound, requiredText, serviceName } from './problems';
+import { Refusal } from '../../common/refusal';
+import { invalid, notFound, requiredText, serviceName } from './problems';
 import { rows } from './sql';
 
 export type SloStatus = 'ON_TRACK' | 'AT_RISK' | 'BREACHED';
@@ -148,7 +149,7 @@ export class SlosService {
     const current = await this.get(scope, id);
     const given = (key: keyof typeof changes) => changes[key] !== undefined && changes[key] !== null;
     if (!given('targetPercentage') && !given('errorBudgetAlertThreshold') && !given('name')) {
-      throw new ErrorTrackingProblem('VALIDATION_ERROR', 'nothing to change: give targetPercentage, errorBudgetAlertThreshold or name', 400);
+      throw new Refusal('VALIDATION_ERROR', 'nothing to change: give targetPercentage, errorBudgetAlertThreshold or name', 400);
     }
     const [row] = await rows<SloRow>(
       this.dataSource,

@@ -1,20 +1,11 @@
 import type { DataSource } from 'typeorm';
+import { Refusal } from '../../common/refusal';
 import type { EventTriggerConfig } from './definitions';
 import type { EventTriggersService } from './event-triggers.service';
 import type { ScheduledEventsService } from './scheduled-events.service';
 import { EventStateValue, type CronTrigger, type EventAttempt, type EventTrigger, type ScheduledEvent, type TriggerEvent } from './events.types';
 
 export const MAX_EVENTS_PAGE = 500;
-
-/** A refusal of the admin API, with its GraphQL error code. */
-export class EventsAdminError extends Error {
-  constructor(
-    readonly code: 'BAD_USER_INPUT' | 'NOT_FOUND',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const STATE_FILTER: Record<EventStateValue, string> = {
   PENDING: 'NOT delivered AND NOT error AND NOT archived AND locked IS NULL',
@@ -46,7 +37,7 @@ function stateOf(row: EventRow): EventStateValue {
 
 function page(first: number | null | undefined): number {
   const value = first ?? 50;
-  if (!Number.isInteger(value) || value < 1 || value > MAX_EVENTS_PAGE) throw new EventsAdminError('BAD_USER_INPUT', `first must be from 1 to ${MAX_EVENTS_PAGE}`);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_EVENTS_PAGE) throw new Refusal('BAD_USER_INPUT', `first must be from 1 to ${MAX_EVENTS_PAGE}`, 400);
   return value;
 }
 
@@ -105,7 +96,7 @@ export class EventsAdminService {
 
   /** The attempts of an event trigger's event or of a scheduled event, newest first. */
   async attempts(eventId: string): Promise<EventAttempt[]> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(eventId)) throw new EventsAdminError('BAD_USER_INPUT', 'eventId must be a UUID');
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(eventId)) throw new Refusal('BAD_USER_INPUT', 'eventId must be a UUID', 400);
     const rows: { id: string; event_id: string; status: number | null; duration_ms: number; created_at: Date; request: Record<string, unknown>; response: Record<string, unknown> }[] =
       await this.dataSource.query(
         `SELECT id, event_id, status, duration_ms, created_at, request, response FROM event_invocation_logs WHERE event_id = $1
@@ -143,7 +134,7 @@ export class EventsAdminService {
 
   async scheduled(filter: { cronTrigger?: string | null; status?: string | null; first?: number | null }): Promise<ScheduledEvent[]> {
     if (filter.status && !['scheduled', 'locked', 'delivered', 'error', 'dead'].includes(filter.status)) {
-      throw new EventsAdminError('BAD_USER_INPUT', 'status must be scheduled, locked, delivered, error or dead');
+      throw new Refusal('BAD_USER_INPUT', 'status must be scheduled, locked, delivered, error or dead', 400);
     }
     const rows: { id: string; cron_trigger_name: string | null; scheduled_time: Date; status: string; tries: number }[] = await this.dataSource.query(
       `SELECT id, cron_trigger_name, scheduled_time, status, tries FROM scheduled_events

@@ -1,10 +1,10 @@
-import { GraphQLError } from 'graphql';
 import { JSONObjectResolver } from 'graphql-scalars';
 import { Arg, Authorized, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Refusal } from '../../common/refusal';
 import { ADMIN_ROLE } from '../../http/session';
 import { MetadataError } from '../../platform/metadata';
 import type { DeliveryOutcome } from './dispatcher';
-import { EventsAdminError, MAX_EVENTS_PAGE } from './events-admin.service';
+import { MAX_EVENTS_PAGE } from './events-admin.service';
 import { CronTrigger, DELIVERY_OUTCOMES_TOPIC, EventAttempt, EventDeliveryOutcome, EventStateValue, EventTrigger, ScheduledEvent, TriggerEvent } from './events.types';
 import type { EventsServices } from '.';
 
@@ -25,13 +25,13 @@ export class EventsResolver {
     @Arg('state', () => EventStateValue, { nullable: true }) state: EventStateValue | null,
     @Arg('first', () => Int, { nullable: true, defaultValue: 50, description: `1 to ${MAX_EVENTS_PAGE}` }) first: number | null,
   ): Promise<TriggerEvent[]> {
-    return withCodes(() => this.services.admin.events({ trigger, state, first }));
+    return this.services.admin.events({ trigger, state, first });
   }
 
   @Authorized(ADMIN_ROLE)
   @Query(() => [EventAttempt], { description: 'The delivery attempts of an event or a scheduled event, newest first' })
   eventAttempts(@Arg('eventId', () => ID) eventId: string): Promise<EventAttempt[]> {
-    return withCodes(() => this.services.admin.attempts(eventId));
+    return this.services.admin.attempts(eventId);
   }
 
   @Authorized(ADMIN_ROLE)
@@ -47,13 +47,13 @@ export class EventsResolver {
     @Arg('status', () => String, { nullable: true, description: 'scheduled, locked, delivered, error or dead' }) status: string | null,
     @Arg('first', () => Int, { nullable: true, defaultValue: 50, description: `1 to ${MAX_EVENTS_PAGE}` }) first: number | null,
   ): Promise<ScheduledEvent[]> {
-    return withCodes(() => this.services.admin.scheduled({ cronTrigger, status, first }));
+    return this.services.admin.scheduled({ cronTrigger, status, first });
   }
 
   @Authorized(ADMIN_ROLE)
   @Mutation(() => Boolean, { description: 'Delivers an event again from its first attempt (a dead one, say), as pg_redeliver_event' })
   async redeliverEvent(@Arg('id', () => ID) id: string): Promise<boolean> {
-    await withCodes(() => this.services.eventTriggers.redeliver({ event_id: id }));
+    await inGraphQLCodes(this.services.eventTriggers.redeliver({ event_id: id }));
     return true;
   }
 
@@ -63,7 +63,7 @@ export class EventsResolver {
     @Arg('name', () => String) name: string,
     @Arg('payload', () => JSONObjectResolver) payload: Record<string, unknown>,
   ): Promise<string> {
-    return (await withCodes(() => this.services.eventTriggers.invoke({ name, payload }))).event_id;
+    return (await inGraphQLCodes(this.services.eventTriggers.invoke({ name, payload }))).event_id;
   }
 
   @Authorized(ADMIN_ROLE)
@@ -94,15 +94,15 @@ export class EventsResolver {
   }
 }
 
-/** The services' refusals become GraphQL errors with their code (never INTERNAL_SERVER_ERROR). */
-async function withCodes<T>(call: () => Promise<T>): Promise<T> {
+/**
+ * The metadata API's commands (pg_redeliver_event, pg_invoke_event_trigger) refuse with Hasura's
+ * codes and a JSON path; through GraphQL they are refused with GraphQL's.
+ */
+async function inGraphQLCodes<T>(command: Promise<T>): Promise<T> {
   try {
-    return await call();
+    return await command;
   } catch (error) {
-    if (error instanceof EventsAdminError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
-    if (error instanceof MetadataError) {
-      throw new GraphQLError(error.message, { extensions: { code: error.code === 'not-exists' ? 'NOT_FOUND' : 'BAD_USER_INPUT' } });
-    }
-    throw error;
+    if (!(error instanceof MetadataError)) throw error;
+    throw error.code === 'not-exists' ? new Refusal('NOT_FOUND', error.message, 404) : new Refusal('BAD_USER_INPUT', error.message, 400);
   }
 }

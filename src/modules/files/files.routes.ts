@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { resolveSession, SessionError, type Session, type SessionSettings } from '../../http/session';
+import { resolveSession, type Session, type SessionSettings } from '../../http/session';
 import type { SignedQuery } from '../../platform/signed-urls';
 import type { FilesServices } from '.';
 import type { ContentAnswer, FileVariant } from './files.service';
@@ -67,23 +67,17 @@ export function filesRoutes(app: FastifyInstance, services: FilesServices): void
       },
       handler: async (request, reply) => {
         const session = optionalSession(request, services.sessionSettings);
-        if (session instanceof SessionError) return sendError(reply, session.status, session.code, session.message);
         return sendContent(reply, await services.files.content(request.params.id, variant, request.query, session));
       },
     });
   }
 }
 
-/** The caller's session when it presented credentials; a SessionError when they are bad. */
-export function optionalSession(request: FastifyRequest, settings: SessionSettings): Session | undefined | SessionError {
+/** The caller's session when it presented credentials (refused when they are bad); undefined without. */
+export function optionalSession(request: FastifyRequest, settings: SessionSettings): Session | undefined {
   const { headers } = request;
   if (headers.authorization === undefined && headers['x-gql-admin-secret'] === undefined) return undefined;
-  try {
-    return resolveSession(headers, settings);
-  } catch (error) {
-    if (error instanceof SessionError) return error;
-    throw error;
-  }
+  return resolveSession(headers, settings);
 }
 
 /** Streams stored bytes with headers that keep a browser from reading them as anything else. */

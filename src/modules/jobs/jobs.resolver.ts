@@ -1,7 +1,6 @@
-import { GraphQLError } from 'graphql';
 import { Arg, Authorized, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { ADMIN_ROLE } from '../../http/session';
-import { DEFAULT_JOBS_PAGE, JobsError, MAX_JOBS_PAGE } from './jobs.service';
+import { DEFAULT_JOBS_PAGE, MAX_JOBS_PAGE } from './jobs.service';
 import type { JobsServices } from '.';
 import { Job, JobStateValue } from './jobs.types';
 
@@ -17,28 +16,18 @@ export class JobsResolver {
     @Arg('first', () => Int, { nullable: true, defaultValue: DEFAULT_JOBS_PAGE, description: `1 to ${MAX_JOBS_PAGE}` })
     first: number | null,
   ): Promise<Job[]> {
-    return withCodes(() => this.services.jobs.list({ queue, state, first }));
+    return this.services.jobs.list({ queue, state, first });
   }
 
   @Authorized(ADMIN_ROLE)
   @Mutation(() => Job, { description: 'Runs a FAILED job again (allowing one more retry), or a CANCELLED one' })
   retryJob(@Arg('id', () => ID) id: string): Promise<Job> {
-    return withCodes(() => this.services.jobs.retry(id));
+    return this.services.jobs.retry(id);
   }
 
   @Authorized(ADMIN_ROLE)
   @Mutation(() => Job, { description: 'Cancels a job that has not finished; a running one is not interrupted, its outcome is dropped' })
   cancelJob(@Arg('id', () => ID) id: string): Promise<Job> {
-    return withCodes(() => this.services.jobs.cancel(id));
-  }
-}
-
-/** The service's refusals become GraphQL errors with their code (never INTERNAL_SERVER_ERROR). */
-async function withCodes<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof JobsError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
-    throw error;
+    return this.services.jobs.cancel(id);
   }
 }

@@ -1,3 +1,4 @@
+import { Refusal } from '../../common/refusal';
 import type { JobQueue, JobRecord } from '../../platform/job-queue';
 import { JOB_STATES, type JobState } from '../../platform/jobs';
 import type { Job, JobStateValue } from './jobs.types';
@@ -7,17 +8,6 @@ export const MAX_JOBS_PAGE = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RETRYABLE: readonly JobState[] = ['failed', 'cancelled'];
 const CANCELLABLE: readonly JobState[] = ['created', 'retry', 'active'];
-
-/** A request the jobs admin cannot carry out; `code` says why (GraphQL extensions.code). */
-export class JobsError extends Error {
-  constructor(
-    readonly code: 'NOT_FOUND' | 'BAD_REQUEST',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'JobsError';
-  }
-}
 
 export interface JobListFilter {
   queue?: string | null;
@@ -34,11 +24,11 @@ export class JobsService {
   async list(filter: JobListFilter): Promise<Job[]> {
     const first = filter.first ?? DEFAULT_JOBS_PAGE;
     if (!Number.isInteger(first) || first < 1 || first > MAX_JOBS_PAGE) {
-      throw new JobsError('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_JOBS_PAGE}`);
+      throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_JOBS_PAGE}`, 400);
     }
     const state = filter.state?.toLowerCase();
     if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
-      throw new JobsError('BAD_REQUEST', `state must be one of ${JOB_STATES.join(', ')}`);
+      throw new Refusal('BAD_REQUEST', `state must be one of ${JOB_STATES.join(', ')}`, 400);
     }
     const jobs = await this.queue.find({ queue: filter.queue ?? undefined, state: state as JobState | undefined, first });
     return jobs.map(toJob);
@@ -59,16 +49,16 @@ export class JobsService {
   }
 
   private async existing(id: string): Promise<JobRecord> {
-    if (!UUID.test(id)) throw new JobsError('BAD_REQUEST', 'a job id is a UUID');
+    if (!UUID.test(id)) throw new Refusal('BAD_REQUEST', 'a job id is a UUID', 400);
     const job = await this.queue.get(id);
-    if (!job) throw new JobsError('NOT_FOUND', `no job ${id} (finished jobs are archived after 12 hours)`);
+    if (!job) throw new Refusal('NOT_FOUND', `no job ${id} (finished jobs are archived after 12 hours)`, 404);
     return job;
   }
 
   /** Reads the state again: it may have changed between the check and the update. */
-  private async inWrongState(id: string, verb: string, allowed: readonly JobState[]): Promise<JobsError> {
+  private async inWrongState(id: string, verb: string, allowed: readonly JobState[]): Promise<Refusal> {
     const job = await this.existing(id);
-    return new JobsError('BAD_REQUEST', `job ${id} is ${job.state}; only ${allowed.join(' or ')} jobs can be ${verb}`);
+    return new Refusal('BAD_REQUEST', `job ${id} is ${job.state}; only ${allowed.join(' or ')} jobs can be ${verb}`, 400);
   }
 }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import type { EntityManager } from 'typeorm';
+import { Refusal } from '../../common/refusal';
 import type { JobsConfig } from '../../config';
 import { LOCK_KEYS } from '../../db/lock-keys';
 import { queueSettings } from '../../platform/job-queue';
@@ -10,7 +11,6 @@ import {
   ISSUE_QUEUE,
   ISSUE_TEMPLATE,
   ISSUE_VARIABLES,
-  NewsletterError,
   type NewsletterDependencies,
   type SendIssueInput,
   type SendIssueResult,
@@ -46,35 +46,35 @@ export class Issues extends NewsletterFlow {
   /** Checks an issue's variables (every N1 variable, a string or a number; nothing else) and renders N1 once. */
   private async issueVariables(issueNumber: number, given: Record<string, unknown>): Promise<MailVariables> {
     if (!Number.isInteger(issueNumber) || issueNumber < 1 || issueNumber > 1_000_000) {
-      throw new NewsletterError('BAD_REQUEST', 'the issue number must be a whole number from 1 to 1000000');
+      throw new Refusal('BAD_REQUEST', 'the issue number must be a whole number from 1 to 1000000', 400);
     }
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
-      throw new NewsletterError('BAD_REQUEST', 'the variables must be a JSON object');
+      throw new Refusal('BAD_REQUEST', 'the variables must be a JSON object', 400);
     }
     const unknown = Object.keys(given).filter((key) => !(ISSUE_VARIABLES as readonly string[]).includes(key));
     if (unknown.length > 0) {
-      throw new NewsletterError('BAD_REQUEST', `unknown variables ${unknown.join(', ')} (N1 takes ${ISSUE_VARIABLES.join(', ')})`);
+      throw new Refusal('BAD_REQUEST', `unknown variables ${unknown.join(', ')} (N1 takes ${ISSUE_VARIABLES.join(', ')})`, 400);
     }
     const values: MailVariables = { ISSUE_NUMBER: issueNumber };
     for (const name of ISSUE_VARIABLES) {
       const value = given[name];
       if (name === 'ISSUE_NUMBER' && value !== undefined && String(value) !== String(issueNumber)) {
-        throw new NewsletterError('BAD_REQUEST', `ISSUE_NUMBER is ${JSON.stringify(value)} but the issue is ${issueNumber}`);
+        throw new Refusal('BAD_REQUEST', `ISSUE_NUMBER is ${JSON.stringify(value)} but the issue is ${issueNumber}`, 400);
       }
       if (name === 'ISSUE_NUMBER') continue;
       if ((typeof value !== 'string' || value.trim() === '') && typeof value !== 'number') {
-        throw new NewsletterError('BAD_REQUEST', `variable ${name} is missing: N1 needs ${ISSUE_VARIABLES.join(', ')} (strings)`);
+        throw new Refusal('BAD_REQUEST', `variable ${name} is missing: N1 needs ${ISSUE_VARIABLES.join(', ')} (strings)`, 400);
       }
       values[name] = value;
     }
     for (const name of ['CHANGELOG_URL', 'DOCS_URL']) {
       const url = String(values[name]);
-      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new NewsletterError('BAD_REQUEST', `${name} must be an http(s) URL`);
+      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new Refusal('BAD_REQUEST', `${name} must be an http(s) URL`, 400);
     }
     try {
       await this.deps.templates.render(ISSUE_TEMPLATE, { name: 'there', email: 'check@example.com', unsubscribe_url: this.deps.config.publicUrl, ...values });
     } catch (error) {
-      if (error instanceof MailError) throw new NewsletterError('BAD_REQUEST', error.message);
+      if (error instanceof MailError) throw new Refusal('BAD_REQUEST', error.message, 400);
       throw error;
     }
     return values;
@@ -100,9 +100,9 @@ export class Issues extends NewsletterFlow {
       ).rows[0];
       if (existing) {
         if (JSON.stringify(sortedKeys(existing.variables)) !== JSON.stringify(sortedKeys(variables))) {
-          throw new NewsletterError('CONFLICT', `issue ${input.issueNumber} exists with other variables; an issue number is sent once`);
+          throw new Refusal('CONFLICT', `issue ${input.issueNumber} exists with other variables; an issue number is sent once`, 409);
         }
-        if (existing.status === 'sent') throw new NewsletterError('CONFLICT', `issue ${input.issueNumber} was already sent`);
+        if (existing.status === 'sent') throw new Refusal('CONFLICT', `issue ${input.issueNumber} was already sent`, 409);
         const open = (
           await run<{ count: number }>(manager, `SELECT count(*)::int AS count FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending')`, [existing.id])
         ).rows[0].count;
@@ -274,7 +274,7 @@ export class Issues extends NewsletterFlow {
       const result = await this.sendIssue({ issueNumber: (last?.issue_number ?? 0) + 1, variables: content, requestedBy: 'schedule' });
       if (!result.dryRun) logger.info({ issue: result.issue.issue_number, recipients: result.issue.recipients }, 'scheduled newsletter issue started');
     } catch (error) {
-      if (!(error instanceof NewsletterError)) throw error;
+      if (!(error instanceof Refusal)) throw error;
       logger.error({ file, reason: error.message }, 'scheduled newsletter issue not sent: fix the variables file');
     }
   }

@@ -1,7 +1,8 @@
+import { Refusal } from '../../common/refusal';
 import type { Config, NewsletterConfig } from '../../config';
 import type { MailMessage, MailVariables } from '../../platform/mail/mailer';
 import { publicUrl } from '../../platform/urls';
-import { NewsletterError, type Subscriber } from './newsletter.model';
+import type { Subscriber } from './newsletter.model';
 import { confirmToken, unsubscribeToken } from './newsletter.tokens';
 
 /** Why the newsletter cannot run (its secrets are unset in production), or undefined. */
@@ -22,7 +23,7 @@ export class ListMail {
   /** The two secrets; NOT_CONFIGURED when they are unset. */
   secrets(): { confirm: string; unsubscribe: string } {
     const problem = newsletterConfigurationProblem(this.settings);
-    if (problem) throw new NewsletterError('NOT_CONFIGURED', problem);
+    if (problem) throw new Refusal('NOT_CONFIGURED', problem, 503);
     return { confirm: this.settings.confirmSecret!, unsubscribe: this.settings.unsubscribeSecret! };
   }
 

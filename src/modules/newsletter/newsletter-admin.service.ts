@@ -1,9 +1,9 @@
 import type pg from 'pg';
+import { Refusal } from '../../common/refusal';
 import { JOBS_SCHEMA } from '../../platform/job-queue';
 import {
   ISSUE_TEMPLATE,
   MAX_PAGE,
-  NewsletterError,
   normalizeEmail,
   SUBSCRIBER_COLUMNS,
   SUBSCRIBER_STATUSES,
@@ -32,8 +32,8 @@ export class NewsletterAdmin {
   async subscribers(filter: SubscriberFilter): Promise<{ total: number; items: Subscriber[] }> {
     const first = filter.first ?? 50;
     const offset = filter.offset ?? 0;
-    if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new NewsletterError('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`);
-    if (!Number.isInteger(offset) || offset < 0) throw new NewsletterError('BAD_REQUEST', 'offset must be a whole number from 0');
+    if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`, 400);
+    if (!Number.isInteger(offset) || offset < 0) throw new Refusal('BAD_REQUEST', 'offset must be a whole number from 0', 400);
     const search = filter.search ? `%${filter.search.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%` : null;
     const { rows } = await run<Subscriber & { total: number }>(
       this.pool,
@@ -94,7 +94,7 @@ export class NewsletterAdmin {
   /** Issues with their progress, newest first (or the one with `id`). */
   async issues(filter: { id?: string; first?: number | null }): Promise<IssueProgress[]> {
     const first = filter.first ?? 20;
-    if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new NewsletterError('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`);
+    if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`, 400);
     const { rows } = await run<IssueProgress>(
       this.pool,
       `SELECT i.id, i.issue_number, i.status, i.recipients, i.requested_by, i.created_at, i.completed_at,

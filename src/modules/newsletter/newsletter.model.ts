@@ -46,17 +46,6 @@ export type SubscriberStatus = (typeof SUBSCRIBER_STATUSES)[number];
 
 export const MAX_PAGE = 500;
 
-/** A request the newsletter refuses; `code` is the GraphQL extensions.code / REST error_code. */
-export class NewsletterError extends Error {
-  override readonly name = 'NewsletterError';
-  constructor(
-    readonly code: 'INVALID_EMAIL' | 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT' | 'NOT_CONFIGURED',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export interface Subscriber {
   id: string;
   email: string;

@@ -1,9 +1,9 @@
-import { GraphQLError } from 'graphql';
 import { JSONObjectResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Refusal } from '../../common/refusal';
 import type { GraphQLContext } from '../../graphql/context';
 import { ADMIN_ROLE } from '../../http/session';
-import { MAX_PAGE, NewsletterError, type IssueProgress, type Subscriber, type SubscriberMail } from './newsletter.model';
+import { MAX_PAGE, type IssueProgress, type Subscriber, type SubscriberMail } from './newsletter.model';
 import type { NewsletterServices } from './newsletter.services';
 import {
   NewsletterIssue,
@@ -22,17 +22,15 @@ export class NewsletterResolver {
 
   @Authorized(ADMIN_ROLE)
   @Query(() => NewsletterSubscriberPage, { description: 'Subscribers, newest first, with filters' })
-  newsletterSubscribers(
+  async newsletterSubscribers(
     @Arg('status', () => NewsletterSubscriberStatusValue, { nullable: true }) status: NewsletterSubscriberStatusValue | null,
     @Arg('verified', () => Boolean, { nullable: true }) verified: boolean | null,
     @Arg('search', () => String, { nullable: true, description: 'Part of the address' }) search: string | null,
     @Arg('first', () => Int, { nullable: true, defaultValue: 50, description: `1 to ${MAX_PAGE}` }) first: number | null,
     @Arg('offset', () => Int, { nullable: true, defaultValue: 0 }) offset: number | null,
   ): Promise<NewsletterSubscriberPage> {
-    return withCodes(async () => {
-      const page = await this.services.admin.subscribers({ status, verified, search, first, offset });
-      return { total: page.total, items: page.items.map(toSubscriber) };
-    });
+    const page = await this.services.admin.subscribers({ status, verified, search, first, offset });
+    return { total: page.total, items: page.items.map(toSubscriber) };
   }
 
   @Authorized(ADMIN_ROLE)
@@ -50,18 +48,16 @@ export class NewsletterResolver {
 
   @Authorized(ADMIN_ROLE)
   @Query(() => [NewsletterMail], { description: "One subscriber's mails, newest first (NOT_FOUND for an unknown address)" })
-  newsletterSubscriberMails(@Arg('email', () => String) email: string): Promise<NewsletterMail[]> {
-    return withCodes(async () => {
-      const subscriber = await this.services.admin.subscriber(email);
-      if (!subscriber) throw new NewsletterError('NOT_FOUND', 'no subscriber has this address');
-      return (await this.services.admin.mailsOf(subscriber.id)).map(toMail);
-    });
+  async newsletterSubscriberMails(@Arg('email', () => String) email: string): Promise<NewsletterMail[]> {
+    const subscriber = await this.services.admin.subscriber(email);
+    if (!subscriber) throw new Refusal('NOT_FOUND', 'no subscriber has this address', 404);
+    return (await this.services.admin.mailsOf(subscriber.id)).map(toMail);
   }
 
   @Authorized(ADMIN_ROLE)
   @Query(() => [NewsletterIssue], { description: 'Issues with the progress of their send, newest first' })
-  newsletterIssues(@Arg('first', () => Int, { nullable: true, defaultValue: 20, description: `1 to ${MAX_PAGE}` }) first: number | null): Promise<NewsletterIssue[]> {
-    return withCodes(async () => (await this.services.admin.issues({ first })).map(toIssue));
+  async newsletterIssues(@Arg('first', () => Int, { nullable: true, defaultValue: 20, description: `1 to ${MAX_PAGE}` }) first: number | null): Promise<NewsletterIssue[]> {
+    return (await this.services.admin.issues({ first })).map(toIssue);
   }
 
   @Authorized(ADMIN_ROLE)
@@ -69,30 +65,28 @@ export class NewsletterResolver {
     description:
       'Sends issue N (template N1-biweekly) to every verified, active subscriber through the queue; dryRun only counts them. Asking again for an issue still sending resumes it.',
   })
-  sendNewsletterIssue(
+  async sendNewsletterIssue(
     @Arg('issueNumber', () => Int) issueNumber: number,
     @Arg('variables', () => JSONObjectResolver, { description: 'The N1 variables: HEADLINE, RELEASE_HEADLINE, ... (ISSUE_NUMBER may be left out)' })
     variables: Record<string, unknown>,
     @Arg('dryRun', () => Boolean, { nullable: true, defaultValue: false }) dryRun: boolean | null,
     @Ctx() context: GraphQLContext,
   ): Promise<SendNewsletterIssueResult> {
-    return withCodes(async () => {
-      const result = await this.services.issues.sendIssue({
-        issueNumber,
-        variables,
-        dryRun: dryRun ?? false,
-        requestedBy: `admin:${context.session.userId ?? 'admin-secret'}`,
-      });
-      return result.dryRun
-        ? { dryRun: true, recipients: result.recipients, resumed: false, issue: null }
-        : { dryRun: false, recipients: result.issue.recipients, resumed: result.resumed, issue: toIssue(result.issue) };
+    const result = await this.services.issues.sendIssue({
+      issueNumber,
+      variables,
+      dryRun: dryRun ?? false,
+      requestedBy: `admin:${context.session.userId ?? 'admin-secret'}`,
     });
+    return result.dryRun
+      ? { dryRun: true, recipients: result.recipients, resumed: false, issue: null }
+      : { dryRun: false, recipients: result.issue.recipients, resumed: result.resumed, issue: toIssue(result.issue) };
   }
 
   @Authorized(ADMIN_ROLE)
   @Mutation(() => NewsletterMail, { description: 'Sends one of the welcome series (W1-welcome to W5-cloud-preview) to one active subscriber now' })
-  sendNewsletterSeriesMail(@Arg('email', () => String) email: string, @Arg('template', () => String) template: string): Promise<NewsletterMail> {
-    return withCodes(async () => toMail(await this.services.series.sendSeriesMailByHand(email, template)));
+  async sendNewsletterSeriesMail(@Arg('email', () => String) email: string, @Arg('template', () => String) template: string): Promise<NewsletterMail> {
+    return toMail(await this.services.series.sendSeriesMailByHand(email, template));
   }
 
   @Authorized(ADMIN_ROLE)
@@ -135,14 +129,4 @@ export function toIssue(row: IssueProgress): NewsletterIssue {
     createdAt: row.created_at,
     completedAt: row.completed_at,
   };
-}
-
-/** The service's refusals become GraphQL errors with their code (never INTERNAL_SERVER_ERROR). */
-async function withCodes<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof NewsletterError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
-    throw error;
-  }
 }

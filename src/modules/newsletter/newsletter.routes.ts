@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
+import { isTooManyRequests, Refusal } from '../../common/refusal';
 import { sendError } from '../../http/errors';
-import { RateLimitExceeded } from '../../platform/rate-limits';
-import { NewsletterError, type ConfirmOutcome } from './newsletter.model';
+import type { ConfirmOutcome } from './newsletter.model';
 import type { NewsletterServices } from './newsletter.services';
 
 /**
@@ -88,20 +88,12 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
     .send(html);
 }
 
-/** A refusal of the service, as JSON or as a page. */
-function sendRefusal(request: FastifyRequest, reply: FastifyReply, error: NewsletterError): FastifyReply {
-  const status = error.code === 'NOT_CONFIGURED' ? 503 : error.code === 'NOT_FOUND' ? 404 : error.code === 'CONFLICT' ? 409 : 400;
-  if (wantsJson(request)) return sendError(reply, status, error.code, error.message);
-  return sendPage(reply, status, page(status === 503 ? 'The newsletter is unavailable' : 'That did not work', error.message));
-}
-
-async function refusalsAsAnswers(request: FastifyRequest, reply: FastifyReply, work: () => Promise<FastifyReply>): Promise<FastifyReply> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof NewsletterError) return sendRefusal(request, reply, error);
-    throw error;
-  }
+/** The newsletter scope's error handler: a refusal as a page for people; JSON clients get the app's answer. */
+function answerRefusalsAsPages(error: FastifyError | Refusal, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (!(error instanceof Refusal) || wantsJson(request)) throw error;
+  reply.headers(error.headers);
+  if (isTooManyRequests(error)) return sendPage(reply, 429, page('Too many attempts', `Please try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`));
+  return sendPage(reply, error.status, page(error.status === 503 ? 'The newsletter is unavailable' : 'That did not work', error.message));
 }
 
 /** Where the form proxy sends people back: the page they came from, if it is ours or an allowed origin. */
@@ -137,6 +129,7 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
     });
     scope.addContentTypeParser('multipart/form-data', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
+    scope.setErrorHandler(answerRefusalsAsPages);
 
     const subscribe = async (request: FastifyRequest<{ Body: SubscribeBody | undefined }>) => {
       await services.subscribeLimiter().consume({ ip: request.ip });
@@ -162,19 +155,11 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
           },
         },
       },
-      (request, reply) =>
-        refusalsAsAnswers(request, reply, async () => {
-          try {
-            await subscribe(request);
-          } catch (error) {
-            if (!(error instanceof RateLimitExceeded)) throw error;
-            reply.header('retry-after', String(error.retryAfterSeconds));
-            if (wantsJson(request)) return sendError(reply, 429, 'RATE_LIMITED', error.message);
-            return sendPage(reply, 429, page('Too many attempts', `Please try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`));
-          }
-          if (wantsJson(request)) return reply.code(202).send({ status: 'pending', message: ACCEPTED_MESSAGE });
-          return sendPage(reply, 202, page('Check your inbox', ACCEPTED_MESSAGE));
-        }),
+      async (request, reply) => {
+        await subscribe(request);
+        if (wantsJson(request)) return reply.code(202).send({ status: 'pending', message: ACCEPTED_MESSAGE });
+        return sendPage(reply, 202, page('Check your inbox', ACCEPTED_MESSAGE));
+      },
     );
 
     scope.post<{ Body: SubscribeBody | undefined }>(
@@ -198,28 +183,17 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       },
       async (request, reply) => {
         if (wantsJson(request)) {
-          return refusalsAsAnswers(request, reply, async () => {
-            try {
-              await subscribe(request);
-            } catch (error) {
-              if (!(error instanceof RateLimitExceeded)) throw error;
-              return sendError(reply.header('retry-after', String(error.retryAfterSeconds)), 429, 'RATE_LIMITED', error.message);
-            }
-            return reply.code(202).send({ status: 'pending', message: ACCEPTED_MESSAGE });
-          });
+          await subscribe(request);
+          return reply.code(202).send({ status: 'pending', message: ACCEPTED_MESSAGE });
         }
+        // People are sent back to the form, a refusal told in its query.
         let outcome = 'pending';
         try {
           await subscribe(request);
         } catch (error) {
-          if (error instanceof RateLimitExceeded) {
-            reply.header('retry-after', String(error.retryAfterSeconds));
-            outcome = 'rate-limited';
-          } else if (error instanceof NewsletterError) {
-            outcome = error.code === 'NOT_CONFIGURED' ? 'unavailable' : 'invalid';
-          } else {
-            throw error;
-          }
+          if (!(error instanceof Refusal)) throw error;
+          reply.headers(error.headers);
+          outcome = isTooManyRequests(error) ? 'rate-limited' : error.code === 'NOT_CONFIGURED' ? 'unavailable' : 'invalid';
         }
         return reply.code(303).header('location', backUrl(request, request.body ?? {}, services, outcome)).send();
       },
@@ -255,18 +229,17 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
           },
         },
       },
-      (request, reply) =>
-        refusalsAsAnswers(request, reply, async () => {
-          const { email = '', token = '' } = request.query;
-          const outcome = email && token ? await services.subscriptions.confirm(email, token) : 'invalid';
-          const answer = CONFIRM_ANSWERS[outcome];
-          if (wantsJson(request)) {
-            if (answer.status === 200) return reply.send({ status: answer.code, email: email.trim().toLowerCase() });
-            return sendError(reply, answer.status, answer.code, `${answer.title}. ${answer.text.replace(' below', ': POST /newsletter/subscribe')}`);
-          }
-          const offer = answer.status === 200 ? undefined : { action: '/newsletter/subscribe', button: 'Send me a new link', email };
-          return sendPage(reply, answer.status, page(answer.title, answer.text, offer));
-        }),
+      async (request, reply) => {
+        const { email = '', token = '' } = request.query;
+        const outcome = email && token ? await services.subscriptions.confirm(email, token) : 'invalid';
+        const answer = CONFIRM_ANSWERS[outcome];
+        if (wantsJson(request)) {
+          if (answer.status === 200) return reply.send({ status: answer.code, email: email.trim().toLowerCase() });
+          return sendError(reply, answer.status, answer.code, `${answer.title}. ${answer.text.replace(' below', ': POST /newsletter/subscribe')}`);
+        }
+        const offer = answer.status === 200 ? undefined : { action: '/newsletter/subscribe', button: 'Send me a new link', email };
+        return sendPage(reply, answer.status, page(answer.title, answer.text, offer));
+      },
     );
 
     const unsubscribeSchema = (method: 'GET' | 'POST') => ({
@@ -299,18 +272,16 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
         ? sendError(reply, 400, 'INVALID_TOKEN', 'This unsubscribe link is incomplete or was changed: use the link of a newsletter mail')
         : sendPage(reply, 400, page('This link is not valid', 'The unsubscribe link is incomplete or was changed. Use the link at the bottom of a newsletter mail.'));
 
-    scope.get<{ Querystring: LinkQuery }>('/newsletter/unsubscribe', { schema: unsubscribeSchema('GET') }, (request, reply) =>
-      refusalsAsAnswers(request, reply, async () => {
-        const { email = '', token = '' } = request.query;
-        const found = await services.subscriptions.unsubscribeStatus(email, token);
-        if (!found.valid) return invalidUnsubscribe(request, reply);
-        const normalized = email.trim().toLowerCase();
-        if (wantsJson(request)) return reply.send({ status: found.status, email: normalized });
-        if (found.status === 'unsubscribed') return sendPage(reply, 200, page('You are unsubscribed', `${normalized} receives no newsletter mail.`));
-        const action = `/newsletter/unsubscribe?${new URLSearchParams({ email, token }).toString()}`;
-        return sendPage(reply, 200, page('Unsubscribe from the newsletter?', `${normalized} will receive no more newsletter mail.`, { action, button: 'Unsubscribe' }));
-      }),
-    );
+    scope.get<{ Querystring: LinkQuery }>('/newsletter/unsubscribe', { schema: unsubscribeSchema('GET') }, async (request, reply) => {
+      const { email = '', token = '' } = request.query;
+      const found = await services.subscriptions.unsubscribeStatus(email, token);
+      if (!found.valid) return invalidUnsubscribe(request, reply);
+      const normalized = email.trim().toLowerCase();
+      if (wantsJson(request)) return reply.send({ status: found.status, email: normalized });
+      if (found.status === 'unsubscribed') return sendPage(reply, 200, page('You are unsubscribed', `${normalized} receives no newsletter mail.`));
+      const action = `/newsletter/unsubscribe?${new URLSearchParams({ email, token }).toString()}`;
+      return sendPage(reply, 200, page('Unsubscribe from the newsletter?', `${normalized} will receive no more newsletter mail.`, { action, button: 'Unsubscribe' }));
+    });
 
     scope.post<{ Querystring: LinkQuery }>(
       '/newsletter/unsubscribe',
@@ -321,15 +292,14 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
           request.body ??= {};
         },
       },
-      (request, reply) =>
-      refusalsAsAnswers(request, reply, async () => {
+      async (request, reply) => {
         const { email = '', token = '' } = request.query;
         const outcome = await services.subscriptions.unsubscribe(email, token);
         if (outcome === 'invalid') return invalidUnsubscribe(request, reply);
         const normalized = email.trim().toLowerCase();
         if (wantsJson(request)) return reply.send({ status: 'unsubscribed', email: normalized });
         return sendPage(reply, 200, page('You are unsubscribed', `${normalized} will receive no more newsletter mail. A last mail confirms it.`));
-      }),
+      },
     );
   });
 }

@@ -1,11 +1,11 @@
 import type { EntityManager } from 'typeorm';
+import { Refusal } from '../../common/refusal';
 import type { Config } from '../../config';
 import type { MailVariables } from '../../platform/mail/mailer';
 import { publicUrl } from '../../platform/urls';
 import type { NewsletterAdmin } from './newsletter-admin.service';
 import { NewsletterFlow } from './newsletter-flow';
 import {
-  NewsletterError,
   normalizeEmail,
   SERIES_QUEUE,
   SERIES_TEMPLATES,
@@ -80,12 +80,12 @@ export class WelcomeSeries extends NewsletterFlow {
   /** W1 to W5 by hand to one active subscriber, now (the admin mutation and the CLI). */
   async sendSeriesMailByHand(rawEmail: string, template: string): Promise<SubscriberMail> {
     if (!(SERIES_TEMPLATES as readonly string[]).includes(template)) {
-      throw new NewsletterError('BAD_REQUEST', `template must be one of ${SERIES_TEMPLATES.join(', ')}`);
+      throw new Refusal('BAD_REQUEST', `template must be one of ${SERIES_TEMPLATES.join(', ')}`, 400);
     }
     const subscriber = await this.admin.subscriber(rawEmail);
-    if (!subscriber) throw new NewsletterError('NOT_FOUND', `no subscriber has the address ${normalizeEmail(rawEmail)}`);
+    if (!subscriber) throw new Refusal('NOT_FOUND', `no subscriber has the address ${normalizeEmail(rawEmail)}`, 404);
     if (subscriber.status !== 'active') {
-      throw new NewsletterError('CONFLICT', `${subscriber.email} is ${subscriber.status}: only active subscribers get the series`);
+      throw new Refusal('CONFLICT', `${subscriber.email} is ${subscriber.status}: only active subscribers get the series`, 409);
     }
     const mailId = await this.deps.dataSource.transaction((manager) =>
       this.queueSeriesMail(manager, subscriber.id, template as SeriesTemplate, new Date()),

@@ -1,11 +1,11 @@
 import type { EntityManager } from 'typeorm';
 import { MAIL_ADDRESS } from '../../common/mail-address';
+import { Refusal } from '../../common/refusal';
 import type { MailMessage } from '../../platform/mail/mailer';
 import type { NewsletterAdmin } from './newsletter-admin.service';
 import { NewsletterFlow } from './newsletter-flow';
 import {
   CONFIRM_TEMPLATE,
-  NewsletterError,
   normalizeEmail,
   SUBSCRIBER_COLUMNS,
   UNSUBSCRIBED_TEMPLATE,
@@ -46,7 +46,7 @@ export class Subscriptions extends NewsletterFlow {
     this.mail.secrets();
     const email = typeof input.email === 'string' ? normalizeEmail(input.email) : '';
     if (!email || email.length > MAX_EMAIL_LENGTH || !MAIL_ADDRESS.test(email) || email.indexOf('@') > 64) {
-      throw new NewsletterError('INVALID_EMAIL', 'email must be an e-mail address such as ada@example.com');
+      throw new Refusal('INVALID_EMAIL', 'email must be an e-mail address such as ada@example.com', 400);
     }
     const name = optionalText(input.name, 'name', MAX_NAME_LENGTH);
     const source = optionalText(input.source, 'source', MAX_SOURCE_LENGTH);
@@ -64,7 +64,7 @@ export class Subscriptions extends NewsletterFlow {
       if (!subscriber) {
         const existing = (await run<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
         // Deleted by the clean-up between the two statements: the caller may simply ask again.
-        if (!existing) throw new NewsletterError('CONFLICT', 'the subscription changed meanwhile; please try again');
+        if (!existing) throw new Refusal('CONFLICT', 'the subscription changed meanwhile; please try again', 409);
         if (existing.status === 'active') return;
         if (existing.status === 'pending' && existing.confirmations_sent > this.settings.confirmResendLimit) return;
         // A pending address gets a fresh link; an unsubscribed one asks again, and confirms again.
@@ -182,7 +182,7 @@ export class Subscriptions extends NewsletterFlow {
 function optionalText(value: unknown, field: string, maxLength: number): string | null {
   if (value === undefined || value === null || value === '') return null;
   if (typeof value !== 'string' || value.trim().length > maxLength || /[\r\n]/.test(value)) {
-    throw new NewsletterError('BAD_REQUEST', `${field} must be one line of at most ${maxLength} characters`);
+    throw new Refusal('BAD_REQUEST', `${field} must be one line of at most ${maxLength} characters`, 400);
   }
   return value.trim() || null;
 }

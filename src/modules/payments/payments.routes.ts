@@ -3,8 +3,8 @@ import { secretsEqual } from '../../common/secrets';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { resolveSession, SessionError, type Session } from '../../http/session';
-import { admitQuota } from '../../platform/quotas';
+import { resolveSession } from '../../http/session';
+import { takeQuota } from '../../platform/quotas';
 import { rateLimitCaller } from '../../platform/rate-limits';
 import { PAYMENT_PROVIDERS, type PaymentProviderName } from '../../config';
 import type { PaymentsServices } from '.';
@@ -233,17 +233,11 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
     },
     handler: async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      let session: Session;
-      try {
-        session = resolveSession(request.headers, services.session);
-      } catch (failure) {
-        if (!(failure instanceof SessionError)) throw failure;
-        return sendError(reply, failure.status, failure.code, failure.message);
-      }
+      const session = resolveSession(request.headers, services.session);
       if (!session.userId) return sendError(reply, 401, 'UNAUTHENTICATED', 'A bearer token of a user is required');
       const caller = rateLimitCaller(session, request.ip, request.headers);
       if ('error' in caller) return sendError(reply, 400, 'VALIDATION_ERROR', caller.error);
-      if (!(await admitQuota(reply, services.rateLimits, 'checkouts', session, caller))) return reply;
+      await takeQuota(services.rateLimits, 'checkouts', session, caller);
       const result = await services.checkout.checkout(session.userId, request.body.product, request.body.email ?? null);
       if ('url' in result) return result;
       const status = { UNKNOWN_PRODUCT: 400, PROVIDER_NOT_CONFIGURED: 503, PROVIDER_TIMEOUT: 504 }[result.error] ?? 502;

@@ -1,11 +1,10 @@
-import { GraphQLError } from 'graphql';
 import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, type SubscriptionHandlerData } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import type { ReportsServices } from '.';
-import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE, ReportError } from './reports.service';
+import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE } from './reports.service';
 import { GENERATE_REPORT_ROLES, GenerateReportOutput, ReportInput, ReportJob } from './reports.types';
 
 @Resolver()
@@ -29,13 +28,8 @@ export class ReportsResolver {
 
   @Authorized(GENERATE_REPORT_ROLES)
   @Mutation(() => ReportJob, { description: 'Stops a QUEUED or RUNNING report job; nothing of it is kept' })
-  async cancelReportJob(@Arg('job_id', () => UUIDResolver) jobId: string, @Ctx() context: GraphQLContext): Promise<ReportJob> {
-    try {
-      return await this.services.reports.cancel(jobId, context.session);
-    } catch (error) {
-      if (error instanceof ReportError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
-      throw error;
-    }
+  cancelReportJob(@Arg('job_id', () => UUIDResolver) jobId: string, @Ctx() context: GraphQLContext): Promise<ReportJob> {
+    return this.services.reports.cancel(jobId, context.session);
   }
 
   @Authorized(GENERATE_REPORT_ROLES)

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ActionDefinition } from '../../http/actions';
-import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
+import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { SessionError } from '../../http/session';
 import type { SignedQuery } from '../../platform/signed-urls';
 import { LINK_QUERY, optionalSession, sendContent } from '../files/files.routes';
 import type { ReportsServices } from '.';
@@ -58,7 +57,6 @@ export function reportsRoutes(app: FastifyInstance, services: ReportsServices): 
     },
     handler: async (request, reply) => {
       const session = optionalSession(request, services.sessionSettings);
-      if (session instanceof SessionError) return sendError(reply, session.status, session.code, session.message);
       return sendContent(reply, await services.reports.result(request.params.id, request.query, session));
     },
   });

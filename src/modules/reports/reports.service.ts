@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
+import { Refusal } from '../../common/refusal';
 import type { EventPublisher } from '../../graphql/pubsub';
 import { ADMIN_ROLE, type Session } from '../../http/session';
 import { JOBS_SCHEMA } from '../../platform/job-queue';
@@ -56,17 +57,6 @@ export interface ReportRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
-}
-
-/** A request about a report job that cannot be carried out; `code` is the GraphQL extensions.code. */
-export class ReportError extends Error {
-  constructor(
-    readonly code: 'NOT_FOUND' | 'BAD_REQUEST',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ReportError';
-  }
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -150,11 +140,11 @@ export class ReportsService {
   /** Cancels a QUEUED or RUNNING job: a running worker notices within a second and keeps nothing. */
   async cancel(id: string, session: Session): Promise<ReportJob> {
     const row = await this.visibleRow(id, session);
-    if (!row) throw new ReportError('NOT_FOUND', `No report job ${id}`);
+    if (!row) throw new Refusal('NOT_FOUND', `No report job ${id}`, 404);
     const cancelled = await this.transition(id, ACTIVE, ReportStatus.CANCELLED, { error: null });
     if (cancelled) return this.toView(cancelled);
     const current = (await this.row(id))!;
-    throw new ReportError('BAD_REQUEST', `The report job is ${current.status}; only QUEUED or RUNNING jobs can be cancelled`);
+    throw new Refusal('BAD_REQUEST', `The report job is ${current.status}; only QUEUED or RUNNING jobs can be cancelled`, 400);
   }
 
   /** The result for the result route: with a signed link, or the session of the requester or an admin. */
