@@ -35,11 +35,13 @@ export function newsletterRecurring(services: NewsletterServices): RecurringTask
   const { settings, issues } = services;
   const dayMs = settings.daySeconds * 1000;
   const checkEveryMs = settings.schedulerIntervalSeconds * 1000;
+  // The first runs come one look after the first start, not during it (a fresh server's job list holds only what it was asked to do).
+  const firstLook = async () => checkEveryMs;
   const tasks: RecurringTask[] = [
     {
       name: 'cleanup',
       schedule: { everyMs: dayMs },
-      firstRunInMs: async () => 0,
+      firstRunInMs: firstLook,
       checkEveryMs,
       run: () => services.jobs.send(CLEANUP_QUEUE, {}),
     },
@@ -47,7 +49,7 @@ export function newsletterRecurring(services: NewsletterServices): RecurringTask
       // Every hour (of the newsletter's day): a notice is due 7 days before, so it leaves within the hour.
       name: 'license-alerts',
       schedule: { everyMs: Math.max(1, Math.round(dayMs / 24)) },
-      firstRunInMs: async () => 0,
+      firstRunInMs: firstLook,
       checkEveryMs,
       run: () => services.licenseAlerts.queueLicenseAlerts(services.renewingLicenses),
     },
