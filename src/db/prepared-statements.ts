@@ -1,6 +1,6 @@
 import type pg from 'pg';
+import { poolOf } from './sql';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { sha256Hex } from '../common/sha256';
 import {
   connectionOf,
@@ -49,7 +49,7 @@ export async function queryPrepared<Row extends pg.QueryResultRow>(
     const client = connectionOf(runner)!;
     return (await client.query<Row>({ name, text: sql, values })).rows;
   }
-  const client = (await ((dataSource.driver as PostgresDriver).master as pg.Pool).connect()) as pg.PoolClient & TrackedClient;
+  const client = (await poolOf(dataSource).connect()) as pg.PoolClient & TrackedClient;
   // A connection lost meanwhile fails the statement below; unheard, its 'error' event would end
   // the process. The pool drops such a connection when it is released.
   const ignore = () => undefined;

@@ -1,8 +1,7 @@
 import PgBoss from 'pg-boss';
-import type pg from 'pg';
+import { poolOf } from '../db/sql';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { queueSettingProblem, queueVariableName, type JobsConfig } from '../config';
 import { QueueRunner } from './job-runner';
 import type { JobDefinition, JobSender, JobState, QueueSettings, SendOptions } from './jobs';
@@ -84,7 +83,7 @@ export class JobQueue implements JobSender {
   constructor(private readonly options: JobQueueOptions) {
     // TypeORM's pg pool: one pool per process, and pg-pool discards a connection whose
     // statement failed (a failed multi-statement pg-boss command leaves its transaction open).
-    const pool = () => (options.dataSource.driver as PostgresDriver).master as pg.Pool;
+    const pool = () => poolOf(options.dataSource);
     this.db = { executeSql: (text, values) => pool().query(text, values) };
     this.boss = new PgBoss({
       db: this.db,

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type pg from 'pg';
+import { poolOf } from '../db/sql';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { DataSource } from 'typeorm';
@@ -213,7 +214,7 @@ export class RateLimits<Name extends string = RateLimitName> {
 export function createRateLimits(config: Config, dataSource: DataSource, logger: Logger): RateLimits {
   const store: RateLimitStore =
     config.rateLimit.store === 'postgres'
-      ? { kind: 'postgres', pool: (dataSource.driver as unknown as { master: pg.Pool }).master }
+      ? { kind: 'postgres', pool: poolOf(dataSource) }
       : { kind: 'memory' };
   return new RateLimits(store, rateLimitRules(config), logger.child({ component: 'rate-limits' }), config.rateLimit.engine);
 }

@@ -1,5 +1,6 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ADMIN_ROLE, type Session } from '../http/session';
+import { UUID } from '../common/ids';
 
 /**
  * The row filters of spec 2 §2.3, in the one place every module's queries of user-owned rows go
@@ -35,7 +36,6 @@ export const DEFAULT_SOURCE_ACCOUNT = 'primary';
 /** The users table itself: role me sees its own row, role user too. */
 export const USERS_TABLE: OwnedTable = { owner: 'id', uuid: true };
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function rowScope(session: Session, table: OwnedTable): RowScope {
   if (session.role === ADMIN_ROLE) {

@@ -23,6 +23,7 @@ import {
   type CustomTypes,
 } from './actions.metadata';
 import { extendWithActions, outputProblem, type ActionRunner, type AsyncActionResult } from './actions.schema';
+import { UUID } from '../../common/ids';
 
 /** The queue of asynchronous action calls. */
 export const ASYNC_ACTION_QUEUE = 'action-async';
@@ -32,7 +33,6 @@ const CHANGED_TOPIC = 'plinth:actions-metadata';
 const RESULT_TOPIC = 'plinth:action-result';
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
 const { Repeater } = require('@repeaterjs/repeater') as typeof RepeaterModule;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SUCCESS = { message: 'success' } as const;
 /** How often an instance compares its metadata version with the database's, besides the announcements. */
 const VERSION_POLL_MS = 10_000;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EntityManager } from 'typeorm';
 import { USER_COLUMNS, type UserRow } from './auth-user';
-import { queryRows } from './query-rows';
+import { rows } from '../../db/sql';
 
 /**
  * How the owner of an address proved its mailbox on an account nobody had verified (takeOver): a
@@ -60,7 +60,7 @@ export class AccountTakeover {
    * cleared is logged (what, not its values). Runs in the caller's transaction; answers the account.
    */
   async takeOver(manager: EntityManager, user: UserRow, proof: MailboxProof): Promise<UserRow> {
-    const [row] = await queryRows<TakenOverRow>(manager, TAKE_OVER, [user.id]);
+    const [row] = await rows<TakenOverRow>(manager, TAKE_OVER, [user.id]);
     const { password, email_change: emailChange, second_factor: secondFactor, phone, tickets, providers, sessions, ...account } = row;
     if (password || emailChange || secondFactor || phone || tickets > 0 || providers || sessions > 0) {
       this.logger.warn(

@@ -6,7 +6,7 @@ import type { AccountMail } from './account-mail.service';
 import { authError, invalidRequest } from './auth-errors';
 import { activeUser, USER_COLUMNS, type UserRow } from './auth-user';
 import type { NewAccounts } from './new-accounts.service';
-import { queryRows } from './query-rows';
+import { rows } from '../../db/sql';
 import type { RedirectPolicy } from './redirects';
 import type { AuthSession, SessionTokens } from './session-tokens.service';
 import type { SignUpPolicy } from './sign-up-policy.service';
@@ -75,7 +75,7 @@ export class AnonymousUsers {
       if (!user.is_anonymous) throw authError('user-not-anonymous');
       const taken = (await manager.query('SELECT 1 FROM users WHERE lower(email) = $1', [email])) as unknown[];
       if (taken.length > 0) throw authError('email-already-in-use');
-      const [upgraded] = await queryRows<UserRow>(
+      const [upgraded] = await rows<UserRow>(
         manager,
         `UPDATE users SET email = $2, password_hash = $3, is_anonymous = false, email_verified = false, default_role = $4,
            allowed_roles = $5, name = coalesce($6, name), locale = coalesce($7, locale), metadata = coalesce($8, metadata), avatar_url = $9

@@ -3,7 +3,7 @@ import { isTooManyRequests, Refusal } from '../../common/refusal';
 import { bearerClaims, resolveSession } from '../../http/session';
 import type { RateLimitName } from '../../platform/rate-limits';
 import { authError, isAuthError } from './auth-errors';
-import { UUID } from './auth.schemas';
+import { UUID } from '../../common/ids';
 import type { AuthServices } from './auth.services';
 
 declare module 'fastify' {

@@ -3,7 +3,6 @@ import { AUTH_ERROR_SCHEMA } from './auth-errors';
 // The JSON schemas the auth routes share: bodies, answers, errors.
 
 export const TAGS = ['auth'];
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
 export const EMAIL = text(1024);
 // Long enough for any AUTH_PASSWORD_MAX_LENGTH; the service applies the configured bounds.

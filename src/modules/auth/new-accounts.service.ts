@@ -3,7 +3,7 @@ import type { Config } from '../../config';
 import { displayName, emailAddress, locale, MAX_DISPLAY_NAME_LENGTH, type SignUpOptions } from './account-input';
 import { authError } from './auth-errors';
 import { gravatarUrl, USER_COLUMNS, type UserRow } from './auth-user';
-import { queryRows } from './query-rows';
+import { one } from '../../db/sql';
 import type { SignUpPolicy } from './sign-up-policy.service';
 
 /**
@@ -52,7 +52,7 @@ export class NewAccounts {
     const email = emailAddress(profile.email, 'email');
     const { defaultRole, allowedRoles } = this.requestedRoles({});
     const name = profile.displayName?.trim().slice(0, MAX_DISPLAY_NAME_LENGTH) || email;
-    const [user] = await queryRows<UserRow>(
+    const user = await one<UserRow>(
       manager,
       `INSERT INTO users (email, password_hash, name, locale, default_role, allowed_roles, metadata, avatar_url, email_verified)
        VALUES ($1, NULL, $2, 'en', $3, $4, '{}', $5, $6)

@@ -14,7 +14,7 @@ import type { NewAccounts } from './new-accounts.service';
 import { oauth1Header } from './oauth1';
 import { OAUTH2_PROVIDERS, profileApi, type OAuth2Provider, type ProviderProfile, type TokenResponse } from './oauth-endpoints';
 import { clearedStateCookie, cookieHoldsState, stateCookie, type StateCookieScope } from './oauth-state-cookie';
-import { queryRows } from './query-rows';
+import { one, rows } from '../../db/sql';
 import { withQuery, type RedirectPolicy } from './redirects';
 import type { SignIn } from './sign-in.service';
 
@@ -315,20 +315,20 @@ export class OAuthSignIn {
 
   /** GET /auth/user/providers. */
   async list(userId: string): Promise<LinkedProvider[]> {
-    const rows = await queryRows<{ id: string; provider: string; created_at: Date }>(
+    const linked = await rows<{ id: string; provider: string; created_at: Date }>(
       this.dataSource.manager,
       'SELECT id, provider, created_at FROM auth_user_providers WHERE user_id = $1 ORDER BY created_at, provider',
       [userId],
     );
-    return rows.map((row) => ({ id: row.id, provider: row.provider, createdAt: row.created_at.toISOString() }));
+    return linked.map((row) => ({ id: row.id, provider: row.provider, createdAt: row.created_at.toISOString() }));
   }
 
   /** DELETE /auth/user/providers/{provider}: refused when it is the user's only way to sign in (no password, no other provider). */
   async unlink(userId: string, provider: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
-      const [user] = await queryRows<{ password_hash: string | null }>(manager, 'SELECT password_hash FROM users WHERE id = $1 FOR UPDATE', [userId]);
+      const user = await one<{ password_hash: string | null }>(manager, 'SELECT password_hash FROM users WHERE id = $1 FOR UPDATE', [userId]);
       if (!user) throw authError('unauthenticated-user');
-      const links = await queryRows<{ provider: string }>(manager, 'SELECT provider FROM auth_user_providers WHERE user_id = $1', [userId]);
+      const links = await rows<{ provider: string }>(manager, 'SELECT provider FROM auth_user_providers WHERE user_id = $1', [userId]);
       if (!links.some((link) => link.provider === provider)) throw invalidRequest(`No ${provider} account is linked to this user`);
       if (user.password_hash === null && links.length === 1) throw authError('last-sign-in-method');
       await manager.query('DELETE FROM auth_user_providers WHERE user_id = $1 AND provider = $2', [userId, provider]);
@@ -340,7 +340,7 @@ export class OAuthSignIn {
    * address (an account nobody had verified is taken over: AccountTakeover.takeOver), or new.
    */
   private async userFor(manager: EntityManager, provider: OAuthProviderName, profile: ProviderProfile): Promise<UserRow> {
-    const [linked] = await queryRows<UserRow>(
+    const linked = await one<UserRow>(
       manager,
       `SELECT ${userColumnsOf('u')} FROM auth_user_providers p JOIN users u ON u.id = p.user_id
        WHERE p.provider = $1 AND p.provider_user_id = $2`,
@@ -348,7 +348,7 @@ export class OAuthSignIn {
     );
     if (linked) return linked;
     if (!profile.email) throw new ProviderFailure('email-required', 'The provider did not share an e-mail address');
-    const [existing] = await queryRows<UserRow>(manager, `SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [profile.email]);
+    const existing = await one<UserRow>(manager, `SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [profile.email]);
     let user: UserRow;
     if (existing) {
       // Linking on an address the provider does not vouch for would hand the account to whoever typed it there.
@@ -441,7 +441,7 @@ export class OAuthSignIn {
     const expected = Buffer.from(this.sign(nonce));
     const given = Buffer.from(signature);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    const [row] = await queryRows<PendingSignIn & { live: boolean }>(
+    const row = await one<PendingSignIn & { live: boolean }>(
       this.dataSource.manager,
       'DELETE FROM auth_oauth_states WHERE state_hash = $1 RETURNING provider, code_verifier, redirect_to, expires_at > now() AS live',
       [sha256(state)],

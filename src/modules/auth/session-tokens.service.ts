@@ -7,9 +7,10 @@ import type { JwtSecretConfig } from '../../config';
 import { queryPrepared } from '../../db/prepared-statements';
 import { GroupCommit } from '../../platform/group-commit';
 import { authError } from './auth-errors';
-import { queryRows } from './query-rows';
+import { one, rows } from '../../db/sql';
 import { toAuthUser, USER_COLUMNS, userColumnsOf, type AuthUser, type UserRow } from './auth-user';
 import type { ClaimValue, CustomClaims } from './custom-claims.service';
+import { UUID } from '../../common/ids';
 
 /** What sign-in, sign-up and refresh answer (spec 2 §2.1, Nhost's session). */
 export interface AuthSession {
@@ -38,7 +39,6 @@ export interface TokenSettings {
   mfaRequiredRoles: string[];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A new session: its first refresh token ($1 hash, $2 user, $3 lifetime in minutes), the user's last_seen set. */
 export const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
@@ -249,19 +249,19 @@ export class SessionTokens {
    */
   async revoke(refreshToken: string, userId: string | null): Promise<boolean> {
     if (!UUID.test(refreshToken)) return false;
-    const rows = await queryRows(
+    const revoked = await rows(
       this.dataSource.manager,
       `WITH target AS (SELECT family_id FROM auth_refresh_tokens WHERE token_hash = $1 AND ($2::uuid IS NULL OR user_id = $2))
        UPDATE auth_refresh_tokens SET revoked_at = coalesce(revoked_at, now())
        WHERE family_id = (SELECT family_id FROM target) RETURNING id`,
       [sha256(refreshToken), userId],
     );
-    return rows.length > 0;
+    return revoked.length > 0;
   }
 
   /** Revokes every session of the user (but `except`, when given); answers how many sessions it ended. */
   async revokeAll(userId: string, manager: EntityManager = this.dataSource.manager, except: string | null = null): Promise<number> {
-    const [row] = await queryRows<{ sessions: number }>(
+    const [row] = await rows<{ sessions: number }>(
       manager,
       `WITH revoked AS (
          UPDATE auth_refresh_tokens SET revoked_at = now()
@@ -297,7 +297,7 @@ export class SessionTokens {
    * started. Null once it has ended: signed out, revoked as stolen, or taken over.
    */
   private async liveSession(userId: string, sessionId: string): Promise<{ startedAt: Date } | null> {
-    const [row] = await queryRows<{ started_at: Date | null; ended: boolean }>(
+    const row = await one<{ started_at: Date | null; ended: boolean }>(
       this.dataSource.manager,
       `SELECT min(created_at) AS started_at, bool_or(revoked_at IS NOT NULL) OR NOT bool_or(expires_at > now()) AS ended
        FROM auth_refresh_tokens WHERE family_id = $1 AND user_id = $2`,

@@ -8,7 +8,7 @@ import type { OutboundHttp } from '../../platform/outbound-http';
 import type { RateLimits } from '../../platform/rate-limits';
 import { authError, invalidRequest } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
-import { queryRows } from './query-rows';
+import { one, rows } from '../../db/sql';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
 
@@ -109,7 +109,7 @@ export class SmsFactor {
 
   /** The phone number of a live code of the user equal to `code` (used up); null otherwise, counting the try. */
   private async accept(manager: EntityManager, userId: string, purpose: Purpose, code: string): Promise<string | null> {
-    const [row] = await queryRows<{ phone_number: string; code_hash: Buffer; live: boolean }>(
+    const row = await one<{ phone_number: string; code_hash: Buffer; live: boolean }>(
       manager,
       'SELECT phone_number, code_hash, expires_at > now() AS live FROM auth_sms_codes WHERE user_id = $1 AND purpose = $2 FOR UPDATE',
       [userId, purpose],
@@ -119,7 +119,7 @@ export class SmsFactor {
       await manager.query('DELETE FROM auth_sms_codes WHERE user_id = $1 AND purpose = $2', [userId, purpose]);
       return row.phone_number;
     }
-    const [counted] = await queryRows<{ failed_attempts: number }>(
+    const [counted] = await rows<{ failed_attempts: number }>(
       manager,
       'UPDATE auth_sms_codes SET failed_attempts = failed_attempts + 1 WHERE user_id = $1 AND purpose = $2 RETURNING failed_attempts',
       [userId, purpose],
@@ -154,7 +154,7 @@ export class SmsFactor {
   }
 
   private async lockedUser(manager: EntityManager, userId: string): Promise<UserRow> {
-    const [user] = await queryRows<UserRow>(manager, `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [userId]);
+    const user = await one<UserRow>(manager, `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [userId]);
     if (!user || user.deleted_at) throw authError('unauthenticated-user');
     if (user.disabled) throw authError('disabled-user');
     return user;

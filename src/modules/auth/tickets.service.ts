@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { sha256 } from '../../common/sha256';
-import { queryRows } from './query-rows';
+import { one } from '../../db/sql';
 
 /** What a ticket lets its holder do once; the prefix of its text is Nhost's. */
 export const TICKET_PREFIX = {
@@ -48,7 +48,7 @@ export class Tickets {
   /** Uses up the ticket; null when it is unknown, of another kind, used or expired. */
   async redeem(manager: EntityManager, kind: TicketKind, ticket: string): Promise<RedeemedTicket | null> {
     if (!ticket.startsWith(`${TICKET_PREFIX[kind]}:`)) return null;
-    const [row] = await queryRows<{ user_id: string; new_email: string | null; live: boolean }>(
+    const row = await one<{ user_id: string; new_email: string | null; live: boolean }>(
       manager,
       'DELETE FROM auth_tickets WHERE ticket_hash = $1 AND kind = $2 RETURNING user_id, new_email, expires_at > now() AS live',
       [sha256(ticket), kind],
@@ -62,7 +62,7 @@ export class Tickets {
    */
   async hold(manager: EntityManager, kind: TicketKind, ticket: string): Promise<{ userId: string } | null> {
     if (!ticket.startsWith(`${TICKET_PREFIX[kind]}:`)) return null;
-    const [row] = await queryRows<{ user_id: string }>(
+    const row = await one<{ user_id: string }>(
       manager,
       'SELECT user_id FROM auth_tickets WHERE ticket_hash = $1 AND kind = $2 AND expires_at > now() FOR UPDATE',
       [sha256(ticket), kind],
@@ -73,7 +73,7 @@ export class Tickets {
   /** Counts a wrong code against a held ticket; the ticket is void once it has had `limit` of them. */
   async recordFailure(manager: EntityManager, ticket: string, limit: number): Promise<void> {
     const hash = sha256(ticket);
-    const [row] = await queryRows<{ failed_attempts: number }>(
+    const row = await one<{ failed_attempts: number }>(
       manager,
       'UPDATE auth_tickets SET failed_attempts = failed_attempts + 1 WHERE ticket_hash = $1 RETURNING failed_attempts',
       [hash],
@@ -86,7 +86,7 @@ export class Tickets {
    * ticket of the mailed link, without a prefix. Redeeming one voids every invitation of the user.
    */
   async redeemInvitation(manager: EntityManager, ticket: string): Promise<string | null> {
-    const [row] = await queryRows<{ user_id: string; live: boolean }>(
+    const row = await one<{ user_id: string; live: boolean }>(
       manager,
       'DELETE FROM user_invitations WHERE ticket_hash = $1 RETURNING user_id, expires_at > now() AS live',
       [sha256(ticket)],

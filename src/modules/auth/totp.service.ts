@@ -6,7 +6,7 @@ import type { MfaSettings } from '../../config';
 import type { RateLimits } from '../../platform/rate-limits';
 import { authError } from './auth-errors';
 import { USER_COLUMNS, type UserRow } from './auth-user';
-import { queryRows } from './query-rows';
+import { one } from '../../db/sql';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
 
@@ -150,7 +150,7 @@ export class TotpFactor {
   }
 
   private async lockedUser(manager: EntityManager, userId: string): Promise<TotpUserRow> {
-    const [user] = await queryRows<TotpUserRow>(
+    const user = await one<TotpUserRow>(
       manager,
       `SELECT ${USER_COLUMNS}, totp_secret_sealed, totp_last_step FROM users WHERE id = $1 FOR UPDATE`,
       [userId],

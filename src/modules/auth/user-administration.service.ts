@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { Refusal } from '../../common/refusal';
-import { queryRows } from './query-rows';
+import { rows } from '../../db/sql';
 import type { SessionTokens } from './session-tokens.service';
 
 /** A user as an operator sees it (`plinth auth user ...`). */
@@ -88,7 +88,7 @@ export class UserAdministration {
   private async change(email: string, assignment: string, revokeSessions: boolean, parameters: unknown[] = []): Promise<AdministeredUser> {
     return this.dataSource.transaction(async (manager) => {
       const user = await this.find(manager, email);
-      const [row] = await queryRows<AdministeredRow>(manager, `UPDATE users SET ${assignment} WHERE id = $1 RETURNING ${COLUMNS}`, [user.id, ...parameters]);
+      const [row] = await rows<AdministeredRow>(manager, `UPDATE users SET ${assignment} WHERE id = $1 RETURNING ${COLUMNS}`, [user.id, ...parameters]);
       if (revokeSessions) await this.tokens.revokeAll(user.id, manager);
       return administered(row);
     });

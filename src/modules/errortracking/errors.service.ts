@@ -2,7 +2,8 @@ import type { DataSource } from 'typeorm';
 import { LEVELS, type Level, type StoredFrame } from './event';
 import { Refusal } from '../../common/refusal';
 import { invalid, notFound, optionalText } from './problems';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
+import { decodeCursor, encodeCursor, type Page } from '../../common/cursors';
 
 /**
  * `timeRange` values: Sentry's stats periods (1h, 24h, 7d, 14d, 30d, 90d) and 6h. An error is
@@ -47,12 +48,6 @@ export interface ErrorFilterInput {
   project?: number | null;
 }
 
-export interface Page<T> {
-  nodes: { node: T; cursor: string }[];
-  hasNextPage: boolean;
-  endCursor: string | null;
-}
-
 interface GroupRow {
   id: string;
   project_id: number;
@@ -82,21 +77,6 @@ const record = (row: GroupRow): ErrorRecord => ({
   lastRelease: row.last_release,
   resolvedRelease: row.resolved_release,
 });
-
-/** Opaque cursors: the position in a stable order, encoded so that clients do not build them. */
-export function encodeCursor(kind: string, position: string): string {
-  return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
-}
-
-export function decodeCursor(kind: string, cursor: string | null | undefined, pattern: RegExp): string | null {
-  if (cursor === null || cursor === undefined) return null;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const position = text.startsWith(`${kind}:`) ? text.slice(kind.length + 1) : '';
-  if (!pattern.test(position) || Buffer.from(text, 'utf8').toString('base64url') !== cursor) {
-    throw new Refusal('BAD_USER_INPUT', 'after is not a cursor this connection gave', 400, { field: 'after' });
-  }
-  return position;
-}
 
 export function pageSize(first: number | null | undefined): number {
   const size = first ?? DEFAULT_PAGE;

@@ -1,9 +1,11 @@
 import type { DataSource } from 'typeorm';
 import type { EventPublisher } from '../../graphql/pubsub';
-import { decodeCursor, encodeCursor, pageSize, type Page } from './errors.service';
+import { decodeCursor, encodeCursor, type Page } from '../../common/cursors';
+import { pageSize } from './errors.service';
 import { Refusal } from '../../common/refusal';
 import { invalid, notFound, optionalText, requiredText, serviceName } from './problems';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
+import { UUID } from '../../common/ids';
 
 export const INCIDENT_UPDATED = 'INCIDENT_UPDATED';
 
@@ -98,7 +100,6 @@ export function revivedIncident(payload: Incident): Incident {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 function severityOf(value: unknown): IncidentSeverity {

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { PostgresPubSub } from '../../graphql/pubsub';
 import { GroupCommit } from '../../platform/group-commit';
 import type { NormalizedEvent } from './event';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
 
 export const ERROR_RECEIVED = 'ERROR_RECEIVED';
 

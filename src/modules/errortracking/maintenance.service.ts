@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { ErrorTrackingConfig } from '../../config';
 import type { IncidentsService } from './incidents.service';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
 import type { SlosService } from './slos.service';
 
 /** Events removed per statement, so that a large clean-up never holds long locks. */

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import { sha256 } from '../../common/sha256';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
 import { Refusal } from '../../common/refusal';
 import { invalid, notFound, requiredText, serviceName } from './problems';
 

@@ -1,8 +1,10 @@
 import type { DataSource } from 'typeorm';
-import { decodeCursor, encodeCursor, pageSize, type Page } from './errors.service';
+import { decodeCursor, encodeCursor, type Page } from '../../common/cursors';
+import { pageSize } from './errors.service';
 import { Refusal } from '../../common/refusal';
 import { invalid, notFound, requiredText, serviceName } from './problems';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
+import { UUID } from '../../common/ids';
 
 export type SloStatus = 'ON_TRACK' | 'AT_RISK' | 'BREACHED';
 
@@ -87,7 +89,6 @@ const slo = (row: SloRow): Slo => ({
   updatedAt: row.updated_at,
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function targetPercentage(value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value >= 100) {

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import { incident, type Incident, type IncidentSeverity } from './incidents.service';
 import type { ProjectsService } from './projects.service';
-import { rows } from './sql';
+import { rows } from '../../db/sql';
 import type { SlosService, SloStatus } from './slos.service';
 
 /** Atlassian Statuspage's component statuses, best first. */

@@ -11,6 +11,7 @@ import {
   triggerName,
   type EventTriggerConfig,
 } from './definitions';
+import { UUID } from '../../common/ids';
 
 /** NOTIFY channel the capture functions signal on: the dispatchers wake on it. */
 export const EVENTS_CHANNEL = 'plinth_events';
@@ -69,7 +70,6 @@ function pageArgument(value: unknown, path: string, fallback: number, max: numbe
   return value;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function eventId(value: unknown, path = '$.args.event_id'): string {
   if (typeof value !== 'string' || !UUID.test(value)) throw new MetadataError('parse-failed', 'event_id must be the UUID of an event', path);
   return value.toLowerCase();

@@ -4,6 +4,7 @@ import type { EventTriggerConfig } from './definitions';
 import type { EventTriggersService } from './event-triggers.service';
 import type { ScheduledEventsService } from './scheduled-events.service';
 import { EventStateValue, type CronTrigger, type EventAttempt, type EventTrigger, type ScheduledEvent, type TriggerEvent } from './events.types';
+import { UUID } from '../../common/ids';
 
 export const MAX_EVENTS_PAGE = 500;
 
@@ -96,7 +97,7 @@ export class EventsAdminService {
 
   /** The attempts of an event trigger's event or of a scheduled event, newest first. */
   async attempts(eventId: string): Promise<EventAttempt[]> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(eventId)) throw new Refusal('BAD_USER_INPUT', 'eventId must be a UUID', 400);
+    if (!UUID.test(eventId)) throw new Refusal('BAD_USER_INPUT', 'eventId must be a UUID', 400);
     const rows: { id: string; event_id: string; status: number | null; duration_ms: number; created_at: Date; request: Record<string, unknown>; response: Record<string, unknown> }[] =
       await this.dataSource.query(
         `SELECT id, event_id, status, duration_ms, created_at, request, response FROM event_invocation_logs WHERE event_id = $1

@@ -15,6 +15,7 @@ import {
   type RetryConf,
 } from './definitions';
 import { EVENTS_CHANNEL } from './event-triggers.service';
+import { UUID } from '../../common/ids';
 
 /**
  * Why a cron expression is refused, or undefined when it is a valid five-field expression
@@ -71,7 +72,6 @@ function kindOf(value: unknown, path: string): 'cron' | 'one_off' {
   return value;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Cron triggers and scheduled events: definitions (metadata requests and files), the generation

@@ -18,6 +18,7 @@ import {
   MAX_ERRORS,
   THUMBNAIL_SIZE,
 } from './files.types';
+import { UUID } from '../../common/ids';
 
 /** Published with the file's FileInfo (without links) on the file's topic at each status change. */
 export const FILE_PROCESSING_UPDATED = 'FILE_PROCESSING_UPDATED';
@@ -70,7 +71,6 @@ export type ContentAnswer =
   | { found: true; stream: Readable; size: number; contentType: string; fileName: string; inline: boolean }
   | { found: false; status: 401 | 403 | 404; code: string; message: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A character outside base64's standard alphabet (padding aside): one class, no repetition, so no backtracking. */
 const OUTSIDE_BASE64_ALPHABET = /[^A-Za-z0-9+/]/;
 /** Raster images are shown in place; everything else downloads (nosniff and a sandbox CSP besides). */

@@ -2,10 +2,10 @@ import { Refusal } from '../../common/refusal';
 import type { JobQueue, JobRecord } from '../../platform/job-queue';
 import { JOB_STATES, type JobState } from '../../platform/jobs';
 import type { Job, JobStateValue } from './jobs.types';
+import { UUID } from '../../common/ids';
 
 export const DEFAULT_JOBS_PAGE = 50;
 export const MAX_JOBS_PAGE = 500;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RETRYABLE: readonly JobState[] = ['failed', 'cancelled'];
 const CANCELLABLE: readonly JobState[] = ['created', 'retry', 'active'];
 

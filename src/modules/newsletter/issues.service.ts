@@ -15,7 +15,7 @@ import {
   type SendIssueInput,
   type SendIssueResult,
 } from './newsletter.model';
-import { run } from './newsletter.sql';
+import { rowsAndCount } from '../../db/sql';
 
 /** A recipient of an issue is given up on after this many failed deliveries. */
 const MAX_DELIVERY_ATTEMPTS = 5;
@@ -89,14 +89,14 @@ export class Issues extends NewsletterFlow {
     this.mail.secrets();
     const variables = await this.issueVariables(input.issueNumber, input.variables);
     if (input.dryRun) {
-      const { rows } = await run<{ count: number }>(this.pool, `SELECT count(*)::int AS count FROM newsletter_subscribers WHERE is_verified AND status = 'active'`);
+      const { rows } = await rowsAndCount<{ count: number }>(this.pool, `SELECT count(*)::int AS count FROM newsletter_subscribers WHERE is_verified AND status = 'active'`);
       return { dryRun: true, recipients: rows[0].count };
     }
     const outcome = await this.deps.dataSource.transaction(async (manager) => {
       // One issue number at a time, across processes, until this transaction ends.
-      await run(manager, 'SELECT pg_advisory_xact_lock($1::bigint + $2::bigint)', [LOCK_KEYS.newsletterIssueBase, input.issueNumber]);
+      await rowsAndCount(manager, 'SELECT pg_advisory_xact_lock($1::bigint + $2::bigint)', [LOCK_KEYS.newsletterIssueBase, input.issueNumber]);
       const existing = (
-        await run<{ id: string; status: string; variables: MailVariables }>(manager, 'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1', [input.issueNumber])
+        await rowsAndCount<{ id: string; status: string; variables: MailVariables }>(manager, 'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1', [input.issueNumber])
       ).rows[0];
       if (existing) {
         if (JSON.stringify(sortedKeys(existing.variables)) !== JSON.stringify(sortedKeys(variables))) {
@@ -104,10 +104,10 @@ export class Issues extends NewsletterFlow {
         }
         if (existing.status === 'sent') throw new Refusal('CONFLICT', `issue ${input.issueNumber} was already sent`, 409);
         const open = (
-          await run<{ count: number }>(manager, `SELECT count(*)::int AS count FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending')`, [existing.id])
+          await rowsAndCount<{ count: number }>(manager, `SELECT count(*)::int AS count FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending')`, [existing.id])
         ).rows[0].count;
         // Stale claims (a crashed send) are taken again once their lease has passed.
-        await run(manager, `UPDATE newsletter_issue_recipients SET claimed_at = NULL, status = 'pending' WHERE issue_id = $1 AND status = 'sending' AND claimed_at < now() - make_interval(secs => $2)`, [
+        await rowsAndCount(manager, `UPDATE newsletter_issue_recipients SET claimed_at = NULL, status = 'pending' WHERE issue_id = $1 AND status = 'sending' AND claimed_at < now() - make_interval(secs => $2)`, [
           existing.id,
           this.deps.issueLeaseSeconds,
         ]);
@@ -115,20 +115,20 @@ export class Issues extends NewsletterFlow {
         return { id: existing.id, resumed: true };
       }
       const id = (
-        await run<{ id: string }>(
+        await rowsAndCount<{ id: string }>(
           manager,
           `INSERT INTO newsletter_issues (issue_number, variables, status, recipients, requested_by) VALUES ($1, $2, 'sending', 0, $3) RETURNING id`,
           [input.issueNumber, JSON.stringify(variables), input.requestedBy],
         )
       ).rows[0].id;
-      const recipients = await run(
+      const recipients = await rowsAndCount(
         manager,
         `INSERT INTO newsletter_issue_recipients (issue_id, subscriber_id)
          SELECT $1, id FROM newsletter_subscribers WHERE is_verified AND status = 'active'`,
         [id],
       );
-      await run(manager, 'UPDATE newsletter_issues SET recipients = $2 WHERE id = $1', [id, recipients.count]);
-      if (recipients.count === 0) await run(manager, `UPDATE newsletter_issues SET status = 'sent', completed_at = now() WHERE id = $1`, [id]);
+      await rowsAndCount(manager, 'UPDATE newsletter_issues SET recipients = $2 WHERE id = $1', [id, recipients.count]);
+      if (recipients.count === 0) await rowsAndCount(manager, `UPDATE newsletter_issues SET status = 'sent', completed_at = now() WHERE id = $1`, [id]);
       else await this.queueIssueBatches(manager, id, recipients.count);
       return { id, resumed: false };
     });
@@ -151,10 +151,10 @@ export class Issues extends NewsletterFlow {
    * and idempotency key.
    */
   async sendIssueBatch(issueId: string, signal?: AbortSignal): Promise<{ sent: number; skipped: number; failed: number }> {
-    const issue = (await run<{ issue_number: number; variables: MailVariables; status: string }>(this.pool, 'SELECT issue_number, variables, status FROM newsletter_issues WHERE id = $1', [issueId])).rows[0];
+    const issue = (await rowsAndCount<{ issue_number: number; variables: MailVariables; status: string }>(this.pool, 'SELECT issue_number, variables, status FROM newsletter_issues WHERE id = $1', [issueId])).rows[0];
     if (!issue || issue.status !== 'sending') return { sent: 0, skipped: 0, failed: 0 };
     const claimed = (
-      await run<{ id: string; email: string; name: string | null; deliverable: boolean }>(
+      await rowsAndCount<{ id: string; email: string; name: string | null; deliverable: boolean }>(
         this.pool,
         `WITH picked AS (
            SELECT subscriber_id FROM newsletter_issue_recipients
@@ -175,7 +175,7 @@ export class Issues extends NewsletterFlow {
     let checkedAt = Date.now();
     const recheck = async (remaining: string[]) => {
       checkedAt = Date.now();
-      const { rows } = await run<{ id: string }>(
+      const { rows } = await rowsAndCount<{ id: string }>(
         this.pool,
         `SELECT id FROM newsletter_subscribers WHERE id = ANY($1::uuid[]) AND NOT (is_verified AND status = 'active')`,
         [remaining],
@@ -191,7 +191,7 @@ export class Issues extends NewsletterFlow {
       (recording ??= (async () => {
         while (acknowledged.length > 0) {
           const ids = acknowledged.splice(0);
-          await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[])`, [issueId, ids]);
+          await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[])`, [issueId, ids]);
         }
       })().finally(() => (recording = undefined)));
     const queue = claimed.filter((row) => row.deliverable);
@@ -210,7 +210,7 @@ export class Issues extends NewsletterFlow {
         } catch (error) {
           // Left claimed: taken again after the lease, until MAX_DELIVERY_ATTEMPTS.
           const message = (error as Error).message.slice(0, 500);
-          const { rows } = await run<{ status: string }>(
+          const { rows } = await rowsAndCount<{ status: string }>(
             this.pool,
             `UPDATE newsletter_issue_recipients SET error = $3, status = CASE WHEN attempts >= $4 OR $5 THEN 'failed' ELSE status END
              WHERE issue_id = $1 AND subscriber_id = $2 RETURNING status`,
@@ -226,15 +226,15 @@ export class Issues extends NewsletterFlow {
     while (recording || acknowledged.length > 0) await record().catch((error: unknown) => (failure ??= error));
     const skip = [...stopped];
     if (skip.length > 0) {
-      await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, skip]);
+      await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, skip]);
       counts.skipped += skip.length;
     }
     // Claimed but not reached (the job was stopped): back to pending for another job.
     const unreached = queue.map((row) => row.id);
     if (unreached.length > 0) {
-      await run(this.pool, `UPDATE newsletter_issue_recipients SET status = 'pending', claimed_at = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, unreached]);
+      await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'pending', claimed_at = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, unreached]);
     }
-    await run(
+    await rowsAndCount(
       this.pool,
       `UPDATE newsletter_issues SET status = 'sent', completed_at = now()
        WHERE id = $1 AND status = 'sending' AND NOT EXISTS (SELECT 1 FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending'))`,
@@ -246,7 +246,7 @@ export class Issues extends NewsletterFlow {
 
   /** The highest issue number so far and its variables (the schedule sends the next one). */
   async lastIssue(): Promise<{ issue_number: number; variables: MailVariables; created_at: Date } | null> {
-    const { rows } = await run<{ issue_number: number; variables: MailVariables; created_at: Date }>(
+    const { rows } = await rowsAndCount<{ issue_number: number; variables: MailVariables; created_at: Date }>(
       this.pool,
       'SELECT issue_number, variables, created_at FROM newsletter_issues ORDER BY issue_number DESC LIMIT 1',
     );

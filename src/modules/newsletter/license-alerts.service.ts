@@ -1,6 +1,6 @@
 import { NewsletterFlow } from './newsletter-flow';
 import { LICENSE_ALERT_TEMPLATE, normalizeEmail, type LicenseRenewal, type SubscriberStatus } from './newsletter.model';
-import { run } from './newsletter.sql';
+import { rowsAndCount } from '../../db/sql';
 
 const RENEWAL_DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
 
@@ -18,16 +18,16 @@ export class LicenseAlerts extends NewsletterFlow {
     for (const license of await renewing(this.settings.licenseAlertDays * this.settings.daySeconds)) {
       const outcome = await this.deps.dataSource.transaction(async (manager) => {
         const email = normalizeEmail(license.email);
-        const claimed = await run(
+        const claimed = await rowsAndCount(
           manager,
           `INSERT INTO newsletter_license_alerts (license_id, renewal_date, email, status) VALUES ($1, $2, $3, 'queued')
            ON CONFLICT (license_id, renewal_date) DO NOTHING RETURNING license_id`,
           [license.id, license.renewal_date, email],
         );
         if (claimed.count === 0) return null;
-        const subscriber = (await run<{ status: SubscriberStatus }>(manager, 'SELECT status FROM newsletter_subscribers WHERE email = $1', [email])).rows[0];
+        const subscriber = (await rowsAndCount<{ status: SubscriberStatus }>(manager, 'SELECT status FROM newsletter_subscribers WHERE email = $1', [email])).rows[0];
         if (subscriber?.status === 'unsubscribed') {
-          await run(manager, `UPDATE newsletter_license_alerts SET status = 'skipped' WHERE license_id = $1 AND renewal_date = $2`, [license.id, license.renewal_date]);
+          await rowsAndCount(manager, `UPDATE newsletter_license_alerts SET status = 'skipped' WHERE license_id = $1 AND renewal_date = $2`, [license.id, license.renewal_date]);
           return 'skipped' as const;
         }
         const message = this.mail.message(
@@ -37,7 +37,7 @@ export class LicenseAlerts extends NewsletterFlow {
           `newsletter-license-alert/${license.id}/${license.renewal_date.getTime()}`,
         );
         const jobId = await this.deps.mailer.send(message, { transaction: manager });
-        await run(manager, 'UPDATE newsletter_license_alerts SET job_id = $3 WHERE license_id = $1 AND renewal_date = $2', [license.id, license.renewal_date, jobId]);
+        await rowsAndCount(manager, 'UPDATE newsletter_license_alerts SET job_id = $3 WHERE license_id = $1 AND renewal_date = $2', [license.id, license.renewal_date, jobId]);
         return 'queued' as const;
       });
       if (outcome) counts[outcome] += 1;

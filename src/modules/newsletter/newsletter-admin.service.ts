@@ -14,18 +14,18 @@ import {
   type SubscriberMail,
   type SubscriberStatus,
 } from './newsletter.model';
-import { newsletterPool, run } from './newsletter.sql';
+import { poolOf, rowsAndCount } from '../../db/sql';
 
 /** The newsletter's admin views (GraphQL and CLI): subscribers, their mails, the counts, the issues' progress. */
 export class NewsletterAdmin {
   private readonly pool: pg.Pool;
 
   constructor(deps: Pick<NewsletterDependencies, 'dataSource'>) {
-    this.pool = newsletterPool(deps.dataSource);
+    this.pool = poolOf(deps.dataSource);
   }
 
   async subscriber(rawEmail: string): Promise<Subscriber | null> {
-    const { rows } = await run<Subscriber>(this.pool, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1`, [normalizeEmail(rawEmail)]);
+    const { rows } = await rowsAndCount<Subscriber>(this.pool, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1`, [normalizeEmail(rawEmail)]);
     return rows[0] ?? null;
   }
 
@@ -35,7 +35,7 @@ export class NewsletterAdmin {
     if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`, 400);
     if (!Number.isInteger(offset) || offset < 0) throw new Refusal('BAD_REQUEST', 'offset must be a whole number from 0', 400);
     const search = filter.search ? `%${filter.search.toLowerCase().replace(/[\\%_]/g, (character) => `\\${character}`)}%` : null;
-    const { rows } = await run<Subscriber & { total: number }>(
+    const { rows } = await rowsAndCount<Subscriber & { total: number }>(
       this.pool,
       `SELECT ${SUBSCRIBER_COLUMNS}, count(*) OVER ()::int AS total FROM newsletter_subscribers
        WHERE ($1::text IS NULL OR status = $1) AND ($2::boolean IS NULL OR is_verified = $2) AND ($3::text IS NULL OR email LIKE $3)
@@ -43,7 +43,7 @@ export class NewsletterAdmin {
       [filter.status ?? null, filter.verified ?? null, search, first, offset],
     );
     if (rows.length === 0 && offset > 0) {
-      const { rows: counted } = await run<{ total: number }>(
+      const { rows: counted } = await rowsAndCount<{ total: number }>(
         this.pool,
         `SELECT count(*)::int AS total FROM newsletter_subscribers
          WHERE ($1::text IS NULL OR status = $1) AND ($2::boolean IS NULL OR is_verified = $2) AND ($3::text IS NULL OR email LIKE $3)`,
@@ -56,7 +56,7 @@ export class NewsletterAdmin {
 
   /** Subscribers per status (every status, 0 when none), and how many of them are verified. */
   async counts(): Promise<{ status: SubscriberStatus; count: number; verified: number }[]> {
-    const { rows } = await run<{ status: SubscriberStatus; count: number; verified: number }>(
+    const { rows } = await rowsAndCount<{ status: SubscriberStatus; count: number; verified: number }>(
       this.pool,
       `SELECT s.status, count(n.id)::int AS count, count(n.id) FILTER (WHERE n.is_verified)::int AS verified
        FROM unnest($1::text[]) AS s(status) LEFT JOIN newsletter_subscribers n ON n.status = s.status
@@ -68,7 +68,7 @@ export class NewsletterAdmin {
 
   /** One subscriber's mails, newest first: confirmation, series and issues. */
   async mailsOf(subscriberId: string): Promise<SubscriberMail[]> {
-    const { rows } = await run<SubscriberMail>(
+    const { rows } = await rowsAndCount<SubscriberMail>(
       this.pool,
       // A mail handed to the mail queue (T1, T2) takes its job's outcome while pg-boss keeps the job.
       `SELECT m.id::text, m.template,
@@ -95,7 +95,7 @@ export class NewsletterAdmin {
   async issues(filter: { id?: string; first?: number | null }): Promise<IssueProgress[]> {
     const first = filter.first ?? 20;
     if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`, 400);
-    const { rows } = await run<IssueProgress>(
+    const { rows } = await rowsAndCount<IssueProgress>(
       this.pool,
       `SELECT i.id, i.issue_number, i.status, i.recipients, i.requested_by, i.created_at, i.completed_at,
          count(r.subscriber_id) FILTER (WHERE r.status IN ('pending', 'sending'))::int AS pending,

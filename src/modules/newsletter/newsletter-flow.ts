@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { NewsletterConfig } from '../../config';
 import { ListMail } from './list-mail';
 import type { NewsletterDependencies } from './newsletter.model';
-import { newsletterPool } from './newsletter.sql';
+import { poolOf } from '../../db/sql';
 
 /** What each of the newsletter's flows starts from: its dependencies, its settings, the pool and the list mail. */
 export abstract class NewsletterFlow {
@@ -12,7 +12,7 @@ export abstract class NewsletterFlow {
 
   constructor(protected readonly deps: NewsletterDependencies) {
     this.settings = deps.config.newsletter;
-    this.pool = newsletterPool(deps.dataSource);
+    this.pool = poolOf(deps.dataSource);
     this.mail = new ListMail(deps);
   }
 }

@@ -13,7 +13,7 @@ import {
   type SeriesTemplate,
   type SubscriberMail,
 } from './newsletter.model';
-import { run } from './newsletter.sql';
+import { rowsAndCount } from '../../db/sql';
 
 /**
  * The welcome series (spec 3 §1.2): W1 at confirmation, W2 to W5 on the days of
@@ -40,14 +40,14 @@ export class WelcomeSeries extends NewsletterFlow {
 
   private async queueSeriesMail(manager: EntityManager, subscriberId: string, template: SeriesTemplate, dueAt: Date): Promise<string> {
     const mailId = (
-      await run<{ id: string }>(
+      await rowsAndCount<{ id: string }>(
         manager,
         `INSERT INTO newsletter_mails (subscriber_id, template, status, due_at) VALUES ($1, $2, 'scheduled', $3) RETURNING id`,
         [subscriberId, template, dueAt],
       )
     ).rows[0].id;
     const jobId = await this.deps.jobs.send(SERIES_QUEUE, { mailId }, { transaction: manager, startAfter: dueAt });
-    await run(manager, 'UPDATE newsletter_mails SET job_id = $2 WHERE id = $1', [mailId, jobId]);
+    await rowsAndCount(manager, 'UPDATE newsletter_mails SET job_id = $2 WHERE id = $1', [mailId, jobId]);
     return mailId;
   }
 
@@ -58,7 +58,7 @@ export class WelcomeSeries extends NewsletterFlow {
    */
   async deliverSeriesMail(mailId: string): Promise<{ outcome: 'sent' | 'cancelled' | 'not-scheduled' }> {
     const claimed = (
-      await run<{ template: SeriesTemplate; subscriber_id: string; email: string; name: string | null; deliverable: boolean }>(
+      await rowsAndCount<{ template: SeriesTemplate; subscriber_id: string; email: string; name: string | null; deliverable: boolean }>(
         this.pool,
         `UPDATE newsletter_mails m SET status = 'sending'
          FROM newsletter_subscribers s
@@ -69,11 +69,11 @@ export class WelcomeSeries extends NewsletterFlow {
     ).rows[0];
     if (!claimed) return { outcome: 'not-scheduled' };
     if (!claimed.deliverable) {
-      await run(this.pool, `UPDATE newsletter_mails SET status = 'cancelled' WHERE id = $1`, [mailId]);
+      await rowsAndCount(this.pool, `UPDATE newsletter_mails SET status = 'cancelled' WHERE id = $1`, [mailId]);
       return { outcome: 'cancelled' };
     }
     await this.deps.mailer.deliver(this.mail.message(claimed, claimed.template, seriesVariables(this.deps.config), `newsletter-series/${mailId}`));
-    await run(this.pool, `UPDATE newsletter_mails SET status = 'sent', sent_at = now() WHERE id = $1`, [mailId]);
+    await rowsAndCount(this.pool, `UPDATE newsletter_mails SET status = 'sent', sent_at = now() WHERE id = $1`, [mailId]);
     return { outcome: 'sent' };
   }
 

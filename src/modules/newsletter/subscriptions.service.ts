@@ -16,7 +16,7 @@ import {
   type SubscriberStatus,
   type UnsubscribeOutcome,
 } from './newsletter.model';
-import { run } from './newsletter.sql';
+import { rowsAndCount } from '../../db/sql';
 import { checkConfirmToken, checkUnsubscribeToken } from './newsletter.tokens';
 import type { WelcomeSeries } from './series.service';
 
@@ -53,7 +53,7 @@ export class Subscriptions extends NewsletterFlow {
     const ttl = this.settings.confirmTtlSeconds;
 
     await this.deps.dataSource.transaction(async (manager) => {
-      const inserted = await run<Subscriber>(
+      const inserted = await rowsAndCount<Subscriber>(
         manager,
         `INSERT INTO newsletter_subscribers (email, name, source, verification_expires_at)
          VALUES ($1, $2, $3, date_trunc('second', now()) + make_interval(secs => $4))
@@ -62,14 +62,14 @@ export class Subscriptions extends NewsletterFlow {
       );
       let subscriber = inserted.rows[0];
       if (!subscriber) {
-        const existing = (await run<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+        const existing = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
         // Deleted by the clean-up between the two statements: the caller may simply ask again.
         if (!existing) throw new Refusal('CONFLICT', 'the subscription changed meanwhile; please try again', 409);
         if (existing.status === 'active') return;
         if (existing.status === 'pending' && existing.confirmations_sent > this.settings.confirmResendLimit) return;
         // A pending address gets a fresh link; an unsubscribed one asks again, and confirms again.
         subscriber = (
-          await run<Subscriber>(
+          await rowsAndCount<Subscriber>(
             manager,
             `UPDATE newsletter_subscribers SET
                status = 'pending', is_verified = false, updated_at = now(),
@@ -94,7 +94,7 @@ export class Subscriptions extends NewsletterFlow {
   /** Queues a transactional mail (T1, T2) in the caller's transaction and records it. */
   private async recordQueuedMail(manager: EntityManager, subscriberId: string, message: MailMessage): Promise<void> {
     const jobId = await this.deps.mailer.send(message, { transaction: manager });
-    await run(manager, `INSERT INTO newsletter_mails (subscriber_id, template, status, job_id) VALUES ($1, $2, 'queued', $3)`, [
+    await rowsAndCount(manager, `INSERT INTO newsletter_mails (subscriber_id, template, status, job_id) VALUES ($1, $2, 'queued', $3)`, [
       subscriberId,
       message.template,
       jobId,
@@ -112,12 +112,12 @@ export class Subscriptions extends NewsletterFlow {
     const check = checkConfirmToken(secret, email, token);
     if (!check.valid) return 'invalid';
     return this.deps.dataSource.transaction(async (manager) => {
-      const subscriber = (await run<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+      const subscriber = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
       if (subscriber?.status === 'active') return 'already-confirmed';
       // The row of an expired link may be gone (clean-up): either way a new link is needed.
       if (check.expired || !subscriber) return 'expired';
       if (subscriber.status === 'unsubscribed') return 'unsubscribed';
-      await run(
+      await rowsAndCount(
         manager,
         `UPDATE newsletter_subscribers SET is_verified = true, status = 'active', subscribed_at = now(), updated_at = now() WHERE id = $1`,
         [subscriber.id],
@@ -144,16 +144,16 @@ export class Subscriptions extends NewsletterFlow {
     const email = normalizeEmail(rawEmail);
     if (!checkUnsubscribeToken(this.mail.secrets().unsubscribe, email, token)) return 'invalid';
     const cancelledJobs = await this.deps.dataSource.transaction(async (manager) => {
-      const subscriber = (await run<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+      const subscriber = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
       // An address without a row (cleaned up) has nothing to stop: the answer is the same.
       if (!subscriber || subscriber.status === 'unsubscribed') return null;
-      await run(manager, `UPDATE newsletter_subscribers SET status = 'unsubscribed', unsubscribed_at = now(), updated_at = now() WHERE id = $1`, [subscriber.id]);
-      const cancelled = await run<{ job_id: string | null }>(
+      await rowsAndCount(manager, `UPDATE newsletter_subscribers SET status = 'unsubscribed', unsubscribed_at = now(), updated_at = now() WHERE id = $1`, [subscriber.id]);
+      const cancelled = await rowsAndCount<{ job_id: string | null }>(
         manager,
         `UPDATE newsletter_mails SET status = 'cancelled' WHERE subscriber_id = $1 AND status = 'scheduled' RETURNING job_id`,
         [subscriber.id],
       );
-      await run(manager, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE subscriber_id = $1 AND status = 'pending'`, [subscriber.id]);
+      await rowsAndCount(manager, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE subscriber_id = $1 AND status = 'pending'`, [subscriber.id]);
       await this.recordQueuedMail(manager, subscriber.id, this.mail.message(subscriber, UNSUBSCRIBED_TEMPLATE, {}, `newsletter-unsubscribed/${subscriber.id}/${Date.now()}`));
       return cancelled.rows.map((row) => row.job_id).filter((id): id is string => id !== null);
     });
@@ -168,7 +168,7 @@ export class Subscriptions extends NewsletterFlow {
 
   /** Deletes unverified rows whose link expired and that are older than NEWSLETTER_CLEANUP_AFTER_DAYS; the count. */
   async cleanup(): Promise<number> {
-    const { count } = await run(
+    const { count } = await rowsAndCount(
       this.pool,
       `DELETE FROM newsletter_subscribers
        WHERE NOT is_verified AND verification_expires_at < now() AND created_at < now() - make_interval(secs => $1)`,

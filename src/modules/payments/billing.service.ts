@@ -7,6 +7,7 @@ import { filterRows, type OwnedTable } from '../../platform/row-filter';
 import { LicenseRecord, type LicenseStatus } from './license.entity';
 import { LicenseActivationInput, type BillingSubscription, type License, type LicenseActivationOutput } from './payments.types';
 import { SubscriptionRecord } from './subscription.entity';
+import { UUID } from '../../common/ids';
 
 /** A license about to renew, and who holds it. */
 export interface RenewingLicense {
@@ -43,7 +44,6 @@ export interface OrderChange {
   product?: string | null;
 }
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Crockford's base 32: no I, L, O or U to misread. */
 const KEY_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

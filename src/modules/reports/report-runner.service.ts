@@ -1,8 +1,7 @@
-import type pg from 'pg';
 import Cursor from 'pg-cursor';
+import { poolOf } from '../../db/sql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { ObjectStorage } from '../../platform/storage';
 import { countQuery, REPORT_KINDS, rowsQuery } from './report-kinds';
 import { type ReportRow, type ReportsService, resultKey } from './reports.service';
@@ -59,7 +58,7 @@ export class ReportRunner {
     const total = Number(count);
     await this.progress(report.id, 0, total);
 
-    const pool = (this.dataSource.driver as PostgresDriver).master as pg.Pool;
+    const pool = poolOf(this.dataSource);
     const reader = await pool.connect();
     const writer = this.dataSource.createQueryRunner();
     let failed = false;

@@ -13,6 +13,7 @@ import { sessionSourceAccount } from '../files/files.service';
 import { rowFilterSql, rowScope, type OwnedTable, type RowScope } from '../../platform/row-filter';
 import { estimateQuery, REPORT_KINDS } from './report-kinds';
 import { type GenerateReportOutput, ReportFormat, type ReportJob, ReportKind, ReportStatus } from './reports.types';
+import { UUID } from '../../common/ids';
 
 export const REPORT_JOB_UPDATED = 'REPORT_JOB_UPDATED';
 export const REPORT_QUEUE = 'report-generation';
@@ -59,7 +60,6 @@ export interface ReportRow {
   finished_at: Date | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ACTIVE: readonly ReportStatus[] = [ReportStatus.QUEUED, ReportStatus.RUNNING];
 
 export function resultPath(jobId: string): string {

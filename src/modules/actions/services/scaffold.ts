@@ -6,8 +6,6 @@ import { ENV_TEMPLATE, namedType, type ActionEntry, type ActionsMetadata, type C
 import type { ScaffoldAction, ScaffoldContext } from './template-values';
 import { renderTemplate, TEMPLATES } from './templates';
 
-/** Templates `plinth start` runs (Node); the others are written as files to run as the project sees fit. */
-export const NODE_TEMPLATES = new Set(['express-ts', 'fastify-ts', 'nest-ts']);
 /** Templates that run under `plinth start`: compiled here from their TypeScript and started with node. */
 export const RUNNABLE_TEMPLATES = new Set(['express-ts', 'fastify-ts']);
 
