@@ -19,7 +19,7 @@ import { resolveSession, type SessionSettings } from '../src/http/session';
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
 import { RateLimits, rateLimitRules } from '../src/platform/rate-limits';
 import { AuthService } from '../src/modules/auth/auth.service';
-import type { ErrorTrackingServices } from '../src/modules/errortracking';
+import type { ErrorTrackingServices } from '../src/modules/errortracking/errortracking.services';
 import { ErrorsResolver } from '../src/modules/errortracking/errors.resolver';
 import { ErrorsService } from '../src/modules/errortracking/errors.service';
 import { ProjectsService } from '../src/modules/errortracking/projects.service';

@@ -1,7 +1,7 @@
 import type { PlinthModule } from '../../platform/module';
-import { ActionCalls } from './action-calls.service';
 import { actionsFiles } from './actions.files';
-import { ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './actions.service';
+import { createActionsService } from './actions.services';
+import { type ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './actions.service';
 
 /**
  * The action engine (spec 1 §1.2, §2.3, §5): user-declared actions and their custom types are
@@ -10,22 +10,7 @@ import { ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './a
  */
 export const actionsModule: PlinthModule<ActionsService> = {
   name: 'actions',
-  create: async ({ config, dataSource, schema, http, jobs, pubSub, logger }) => {
-    const moduleLogger = logger.child({ module: 'actions' });
-    const calls = new ActionCalls(
-      http,
-      {
-        adminSecret: config.graphql.adminSecret ?? '',
-        defaultTimeoutSeconds: config.actionEngine.handlerTimeoutSeconds,
-        customServices: config.customServices,
-        env: process.env,
-      },
-      moduleLogger,
-    );
-    const service = new ActionsService({ dataSource, schema, calls, jobs, pubSub, logger: moduleLogger });
-    await service.load();
-    return service;
-  },
+  create: (platform) => createActionsService(platform),
   work: (service) => service.followChanges(),
   // Handlers reach the service only when a request comes (plinth build passes a stand-in).
   metadata: (service) => ({

@@ -3,7 +3,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import { ErrorManagement, projectScope } from './access';
 import type { ErrorRecord } from './errors.service';
 import { ErrorConnection, ErrorFilter, ErrorNode, ErrorReceivedFilter, ErrorSeverity, ErrorStatusValue, SourceMap, StackFrame } from './errors.types';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import { ERROR_RECEIVED, type ReceivedError } from './ingest.service';
 import { loadersOf } from './loaders';
 import { ErrorProject } from './projects.types';

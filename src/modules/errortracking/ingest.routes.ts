@@ -5,7 +5,7 @@ import { isTooManyRequests, Refusal, tooManyRequests } from '../../common/refusa
 import { requires } from '../../http/security-schemes';
 import type { RateLimiter } from '../../platform/rate-limits';
 import { invalidEvent, normalizeEvent, type NormalizedEvent } from './event';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import { EVENT_ITEM_TYPE, keyFromDsn, keyFromSentryAuth, parseEnvelope, sentryRateLimitsHeader } from './sentry-protocol';
 
 const inflaters: Record<string, (body: Buffer, options: zlib.ZlibOptions) => Promise<Buffer>> = {

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { GraphQLContext } from '../../graphql/context';
 import type { StoredFrame } from './event';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import type { ErrorProject } from './projects.service';
 
 /** The loaders of one request: every nested field of a page costs one query per field, whatever the page's size. */

@@ -4,7 +4,7 @@ import { sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../../graphql/media-type';
 import { actorOf, SECRET_KEY_FIELDS, secretKeySession } from './access';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import type { TokenIdentity } from './projects.service';
 import type { Slo } from './slos.service';
 import { statusPageHtml } from './status-page.service';

@@ -1,6 +1,6 @@
 import { Arg, Authorized, ID, Mutation, Query, Resolver } from 'type-graphql';
 import { ADMIN_ROLE } from '../../http/session';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import {
   CreatedErrorToken,
   CreateErrorProjectInput,

@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import { Arg, Ctx, FieldResolver, Float, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { actorOf, ErrorManagement, projectScope } from './access';
-import type { ErrorTrackingServices } from '.';
+import type { ErrorTrackingServices } from './errortracking.services';
 import { INCIDENT_UPDATED, revivedIncident, type Incident } from './incidents.service';
 import { notFound } from './problems';
 import type { Slo, SloFigures } from './slos.service';

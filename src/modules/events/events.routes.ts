@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config';
-import type { EventsServices } from '.';
+import type { EventsServices } from './events.services';
 
 const STATUS_BODY = {
   type: 'object',

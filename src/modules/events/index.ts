@@ -1,161 +1,16 @@
-import { Counter, Histogram } from 'prom-client';
 import { yamlKeyFile } from '../../platform/metadata-files';
-import type { ModuleMetadata } from '../../platform/metadata';
 import type { PlinthModule } from '../../platform/module';
-import { PostgresListener } from '../../platform/pg-listener';
-import type { Platform } from '../../platform/module';
-import { Dispatcher, type DeliveryOutcome } from './dispatcher';
-import { EventTriggerLane } from './event-delivery';
-import { EVENTS_CHANNEL, EventTriggersService } from './event-triggers.service';
-import { eventsRoutes } from './events.routes';
-import { EventsAdminService } from './events-admin.service';
+import { eventsMetadata } from './events.metadata';
 import { EventsResolver } from './events.resolver';
-import { DELIVERY_OUTCOMES_TOPIC } from './events.types';
-import { ExternalWebhooksService } from './external-webhooks.service';
-import { cleanUpOldEvents, ScheduledEventLane } from './scheduled-delivery';
-import { ScheduledEventsService } from './scheduled-events.service';
-
-
-export interface EventsServices {
-  eventTriggers: EventTriggersService;
-  scheduledEvents: ScheduledEventsService;
-  externalWebhooks: ExternalWebhooksService;
-  admin: EventsAdminService;
-  platform: Platform;
-  /** Counts and times outcomes (Prometheus) and announces them to subscribers, one message per recorded batch. */
-  reportOutcomes(outcomes: DeliveryOutcome[]): void;
-}
-
-const SUCCESS = { message: 'success' } as const;
-
-function eventsMetadata({ eventTriggers, scheduledEvents }: EventsServices): ModuleMetadata {
-  return {
-    requests: {
-      pg_create_event_trigger: async (args, context) => {
-        await eventTriggers.create(args, context);
-        return SUCCESS;
-      },
-      pg_delete_event_trigger: async (args, context) => {
-        await eventTriggers.delete(args, context);
-        return SUCCESS;
-      },
-      pg_invoke_event_trigger: (args, { manager }) => eventTriggers.invoke(args, manager),
-      pg_redeliver_event: async (args, { manager }) => {
-        await eventTriggers.redeliver(args, manager);
-        return SUCCESS;
-      },
-      pg_get_event_logs: (args, { manager }) => eventTriggers.eventLogs(args, manager),
-      pg_get_event_invocation_logs: (args, { manager }) => eventTriggers.invocationLogs(args, manager),
-      pg_get_event_by_id: (args, { manager }) => eventTriggers.eventById(args, manager),
-      create_cron_trigger: async (args, { manager }) => {
-        await scheduledEvents.createCronTrigger(args, manager);
-        return SUCCESS;
-      },
-      delete_cron_trigger: async (args, { manager }) => {
-        await scheduledEvents.deleteCronTrigger(args, manager);
-        return SUCCESS;
-      },
-      get_cron_triggers: (_args, { manager }) => scheduledEvents.getCronTriggers(manager),
-      create_scheduled_event: (args, { manager }) => scheduledEvents.createScheduledEvent(args, manager),
-      delete_scheduled_event: async (args, { manager }) => {
-        await scheduledEvents.deleteScheduledEvent(args, manager);
-        return SUCCESS;
-      },
-      get_scheduled_events: (args, { manager }) => scheduledEvents.getScheduledEvents(args, manager),
-      get_scheduled_event_invocations: (args, { manager }) => scheduledEvents.getInvocations(args, manager),
-    },
-    section: {
-      export: async (metadata, manager) => {
-        await eventTriggers.exportTo(metadata, manager);
-        await scheduledEvents.exportTo(metadata, manager);
-      },
-      replace: async (metadata, { manager }) => {
-        await eventTriggers.replaceFrom(metadata, manager);
-        await scheduledEvents.replaceFrom(metadata, manager);
-      },
-      reload: async ({ manager }) => eventTriggers.reload(manager),
-    },
-  };
-}
-
-/** Starts the dispatcher: NOTIFY wakes it, the poll covers retries and takeovers. */
-async function startDelivery(services: EventsServices): Promise<() => Promise<void>> {
-  const { platform } = services;
-  const { config, dataSource, logger, http, shutdown } = platform;
-  const templateValues = () => ({ adminSecret: config.graphql.adminSecret, env: process.env });
-  const dispatcher = new Dispatcher({
-    config: config.events,
-    http,
-    logger: logger.child({ component: 'events' }),
-    shutdown,
-    lanes: [
-      new EventTriggerLane(dataSource, services.eventTriggers, templateValues),
-      new ScheduledEventLane(dataSource, services.scheduledEvents, config.events, templateValues),
-    ],
-    onOutcomes: (outcomes) => services.reportOutcomes(outcomes),
-  });
-  const listener = new PostgresListener({
-    url: (dataSource.options as unknown as { url: string }).url,
-    channel: EVENTS_CHANNEL,
-    applicationName: 'plinth-events',
-    logger: logger.child({ component: 'events' }),
-    shutdown,
-    onNotification: () => dispatcher.wake(),
-    // Events written while the connection was down were not announced.
-    onListening: () => dispatcher.wake(),
-  });
-  await listener.start();
-  dispatcher.start();
-  return async () => {
-    await listener.close();
-    await dispatcher.stop();
-  };
-}
+import { eventsRoutes } from './events.routes';
+import { createEventsServices, startDelivery, type EventsServices } from './events.services';
+import { cleanUpOldEvents } from './scheduled-delivery';
 
 /** Event triggers, cron triggers and scheduled events (spec 1 §2.4-2.6, §6), Hasura-compatible. */
 export const eventsModule: PlinthModule<EventsServices> = {
   name: 'events',
   resolvers: [EventsResolver],
-  create: (platform) => {
-    const { dataSource, metrics, config, pubSub } = platform;
-    const labels = ['kind', 'trigger'] as const;
-    const counter = (name: string, help: string) => new Counter({ name, help, labelNames: labels, registers: [metrics.registry] });
-    const delivered = counter('plinth_events_delivered_total', 'Event and scheduled-event deliveries answered with a 2xx');
-    const failed = counter('plinth_events_failed_total', 'Failed delivery attempts (non-2xx, timeout, connection error)');
-    const retried = counter('plinth_events_retried_total', 'Failed attempts that will be retried');
-    const dead = counter('plinth_events_dead_total', 'Events that used up their retries or were refused for good');
-    const latency = new Histogram({
-      name: 'plinth_events_delivery_latency_seconds',
-      help: 'From the event (or its scheduled time) to the end of its successful delivery',
-      labelNames: labels,
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-      registers: [metrics.registry],
-    });
-    const eventTriggers = new EventTriggersService(dataSource);
-    const scheduledEvents = new ScheduledEventsService(dataSource, config.events);
-    return {
-      eventTriggers,
-      scheduledEvents,
-      admin: new EventsAdminService(dataSource, eventTriggers, scheduledEvents),
-      externalWebhooks: new ExternalWebhooksService(dataSource, config.events.externalProviders, config.events.externalDedupWindowHours),
-      platform,
-      reportOutcomes: (outcomes) => {
-        for (const outcome of outcomes) {
-          const label = { kind: outcome.kind, trigger: outcome.group };
-          if (outcome.state === 'delivered') {
-            delivered.inc(label);
-            latency.observe(label, outcome.latencyMs / 1000);
-          } else {
-            failed.inc(label);
-            if (outcome.state === 'retrying') retried.inc(label);
-            else dead.inc(label);
-          }
-        }
-        // One NOTIFY per batch, not per event: the subscription sends each outcome on its own.
-        pubSub.publish(DELIVERY_OUTCOMES_TOPIC, outcomes);
-      },
-    };
-  },
+  create: (platform) => createEventsServices(platform),
   routes: eventsRoutes,
   metadata: eventsMetadata,
   metadataFiles: yamlKeyFile('cron_triggers', 'cron_triggers.yaml'),

@@ -1,5 +1,5 @@
 import type { JobDefinition } from '../../platform/jobs';
-import type { FilesServices } from '.';
+import type { FilesServices } from './files.services';
 import { FILE_PROCESSING_QUEUE } from './files.service';
 
 /** The processing job of each upload (the content's own problems end it as FAILED, without retries). */

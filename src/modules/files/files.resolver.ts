@@ -3,7 +3,7 @@ import { UUIDResolver } from 'graphql-scalars';
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { AcceptsUploadBody } from '../../graphql/upload-body';
-import type { FilesServices } from '.';
+import type { FilesServices } from './files.services';
 import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import { FILE_PROCESSING_UPDATED, FILES_TABLE } from './files.service';

@@ -4,7 +4,7 @@ import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import { resolveSession, type Session, type SessionSettings } from '../../http/session';
 import type { SignedQuery } from '../../platform/signed-urls';
-import type { FilesServices } from '.';
+import type { FilesServices } from './files.services';
 import type { ContentAnswer, FileVariant } from './files.service';
 import { UPLOAD_FILE_ROLES } from './files.types';
 

@@ -1,7 +1,7 @@
 import { Arg, Authorized, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { ADMIN_ROLE } from '../../http/session';
 import { DEFAULT_JOBS_PAGE, MAX_JOBS_PAGE } from './jobs.service';
-import type { JobsServices } from '.';
+import type { JobsServices } from './jobs.services';
 import { Job, JobStateValue } from './jobs.types';
 
 @Resolver()

@@ -7,7 +7,7 @@ import { EVERY_ROLE } from '../../http/session';
 import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import { CUSTOMER_ROWS } from './billing.service';
-import type { PaymentsServices } from '.';
+import type { PaymentsServices } from './payments.services';
 import { paymentTopic } from './payments.service';
 import {
   License,

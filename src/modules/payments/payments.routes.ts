@@ -7,7 +7,7 @@ import { resolveSession } from '../../http/session';
 import { takeQuota } from '../../platform/quotas';
 import { rateLimitCaller } from '../../platform/rate-limits';
 import { PAYMENT_PROVIDERS, type PaymentProviderName } from '../../config';
-import type { PaymentsServices } from '.';
+import type { PaymentsServices } from './payments.services';
 import { PROCESS_PAYMENT_ROLES } from './payments.types';
 
 /** The engine-compatible handler route of processPayment (`/actions/process-payment`). */

@@ -1,5 +1,5 @@
 import type { JobDefinition } from '../../platform/jobs';
-import type { ReportsServices } from '.';
+import type { ReportsServices } from './reports.services';
 import { REPORT_QUEUE } from './reports.service';
 
 /** The report worker. A failure of the report itself ends it FAILED; a crash or timeout is retried from the start. */

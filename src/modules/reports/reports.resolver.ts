@@ -3,7 +3,7 @@ import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, ty
 import type { GraphQLContext } from '../../graphql/context';
 import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
-import type { ReportsServices } from '.';
+import type { ReportsServices } from './reports.services';
 import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE } from './reports.service';
 import { GENERATE_REPORT_ROLES, GenerateReportOutput, ReportInput, ReportJob } from './reports.types';
 

@@ -4,7 +4,7 @@ import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
 import type { SignedQuery } from '../../platform/signed-urls';
 import { LINK_QUERY, optionalSession, sendContent } from '../files/files.routes';
-import type { ReportsServices } from '.';
+import type { ReportsServices } from './reports.services';
 import { GENERATE_REPORT_ROLES, ReportFormat, ReportKind } from './reports.types';
 
 /** The engine-compatible handler route of generateReport. */

@@ -5,7 +5,7 @@ import { ADMIN_ROLE } from '../../http/session';
 import { rowVisible, USERS_TABLE } from '../../platform/row-filter';
 import { enforceRateLimit } from '../../platform/rate-limits';
 import { USER_REGISTERED } from './users.service';
-import type { UsersServices } from '.';
+import type { UsersServices } from './users.services';
 import {
   BULK_CREATE_USERS_ROLES,
   BulkCreateUsersInput,

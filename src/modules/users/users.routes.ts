@@ -1,5 +1,5 @@
 import type { ActionDefinition } from '../../http/actions';
-import type { UsersServices } from '.';
+import type { UsersServices } from './users.services';
 import { BULK_CREATE_USERS_ROLES, REGISTER_USER_ROLES, REGISTRATION_LIMITS } from './users.types';
 
 /** The engine-compatible handler routes of the users actions. */
