@@ -15,7 +15,7 @@ import { startServer } from '../src/main';
 import type { GraphQLContext } from '../src/graphql/context';
 import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
 import { Refusal } from '../src/common/refusal';
-import { resolveSession, type SessionSettings } from '../src/http/session';
+import { resolveSession, type SessionSettings } from '../src/platform/session';
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
 import { RateLimits, rateLimitRules } from '../src/platform/rate-limits';
 import { AuthService } from '../src/modules/auth/auth.service';

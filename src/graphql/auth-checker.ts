@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { AuthChecker } from 'type-graphql';
-import { isRoleAllowed } from '../http/session';
+import { isRoleAllowed } from '../platform/session';
 import type { GraphQLContext } from './context';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Session } from '../http/session';
+import type { Session } from '../platform/session';
 import type { RateLimits } from '../platform/rate-limits';
 
 /** What every resolver receives: the caller's session, and a logger bound to the request. */

@@ -7,7 +7,7 @@ import { LRUCache } from 'lru-cache';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Refusal } from '../common/refusal';
 import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
-import { ADMIN_ROLE, resolveSession, type Session, type SessionSettings } from '../http/session';
+import { ADMIN_ROLE, resolveSession, type Session, type SessionSettings } from '../platform/session';
 import type { WebSocketLimits } from '../config';
 import { ConcurrentCounts } from '../platform/quotas';
 import type { RateLimits } from '../platform/rate-limits';

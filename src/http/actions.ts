@@ -5,7 +5,7 @@ import { secretsEqual } from '../common/secrets';
 import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
 import { takeQuota, type QuotaName } from '../platform/quotas';
 import { rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
-import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from './session';
+import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from '../platform/session';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from './errors';
 import { requires } from './security-schemes';
 

@@ -36,7 +36,7 @@ import { observeResponses } from './response-observers';
 import { addRouteHook, isRestRouteWithBody, READ_METHODS } from './route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
-import { resolveSession, type Session } from './session';
+import { resolveSession, type Session } from '../platform/session';
 import { runWithSessionVariables } from '../db/session-variables';
 
 export const GRAPHQL_PATH = '/v1/graphql';

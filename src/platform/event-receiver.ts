@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { secretsEqual } from '../common/secrets';
-import { ADMIN_SECRET_HEADER } from '../http/session';
+import { ADMIN_SECRET_HEADER } from './session';
 
 /** An event trigger's delivery (spec 1 §2.4), as a receiver gets it. */
 export interface TriggerEvent {

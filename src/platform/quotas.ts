@@ -1,6 +1,6 @@
 import { isTooManyRequests, tooManyRequests } from '../common/refusal';
 import type { GraphQLContext } from '../graphql/context';
-import { ADMIN_ROLE, type Session } from '../http/session';
+import { ADMIN_ROLE, type Session } from './session';
 import { graphqlCaller, type RateLimitCaller, type RateLimits } from './rate-limits';
 
 /**

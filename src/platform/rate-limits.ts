@@ -9,7 +9,7 @@ import { Refusal, tooManyRequests } from '../common/refusal';
 import { sha256Hex } from '../common/sha256';
 import type { Config } from '../config';
 import type { GraphQLContext } from '../graphql/context';
-import { CLIENT_ADDRESS_HEADER, type Session } from '../http/session';
+import { CLIENT_ADDRESS_HEADER, type Session } from './session';
 
 /**
  * What a limit counts by: the client address, the session's user id, or a token the caller

@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { ADMIN_ROLE, type Session } from '../http/session';
+import { ADMIN_ROLE, type Session } from './session';
 import { UUID } from '../common/ids';
 
 /**

@@ -1,4 +1,4 @@
-import { resolveSession, type Session } from '../../src/http/session';
+import { resolveSession, type Session } from '../../src/platform/session';
 import { filterRows, rowFilterSql, type OwnedTable } from '../../src/platform/row-filter';
 import { authPost, GENEROUS_AUTH_LIMITS } from '../support/auth';
 import { ADMIN_SECRET, JWT_SECRET, startTestServer, type TestServer } from '../support/server';

@@ -1,7 +1,7 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { Refusal } from '../../src/common/refusal';
-import { resolveSession, type SessionSettings } from '../../src/http/session';
+import { resolveSession, type SessionSettings } from '../../src/platform/session';
 import { SessionDocument } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, type TestServer } from '../support/server';

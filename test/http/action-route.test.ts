@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { buildSchema } from 'graphql';
 import { registerActionRoute } from '../../src/http/actions';
 import { installErrorHandling } from '../../src/http/errors';
-import type { Session } from '../../src/http/session';
+import type { Session } from '../../src/platform/session';
 import pino from 'pino';
 import { RateLimits } from '../../src/platform/rate-limits';
 

@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import type { CustomService } from '../../config';
 import { actionPath } from '../../http/actions';
-import { ADMIN_SECRET_HEADER, CLIENT_ADDRESS_HEADER, type Session } from '../../http/session';
+import { ADMIN_SECRET_HEADER, CLIENT_ADDRESS_HEADER, type Session } from '../../platform/session';
 import { OutboundHttpError, type OutboundHttp } from '../../platform/outbound-http';
 import { resolveTemplate, type ActionEntry } from './actions.metadata';
 

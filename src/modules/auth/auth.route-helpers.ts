@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { isTooManyRequests, Refusal } from '../../common/refusal';
-import { bearerClaims, resolveSession } from '../../http/session';
+import { bearerClaims, resolveSession } from '../../platform/session';
 import type { RateLimitName } from '../../platform/rate-limits';
 import { authError, isAuthError } from './auth-errors';
 import { UUID } from '../../common/ids';

@@ -1,4 +1,4 @@
-import type { Session } from '../../http/session';
+import type { Session } from '../../platform/session';
 import type { SessionInfo } from './auth.types';
 
 export class AuthService {

@@ -1,6 +1,6 @@
 import { PasswordHasher } from '../../common/passwords';
 import { ConfigError, type Config, type JwtSecretConfig } from '../../config';
-import type { SessionSettings } from '../../http/session';
+import type { SessionSettings } from '../../platform/session';
 import { mailDeliveryProblem } from '../../platform/mail/transport';
 import type { Platform } from '../../platform/module';
 import type { RateLimits } from '../../platform/rate-limits';

@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { isUnstorableText, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import type { EventPublisher } from '../../graphql/pubsub';
-import type { Session } from '../../http/session';
+import type { Session } from '../../platform/session';
 import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import type { SignatureProblem, SignedQuery, UrlSigner } from '../../platform/signed-urls';

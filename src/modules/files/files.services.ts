@@ -1,4 +1,4 @@
-import type { SessionSettings } from '../../http/session';
+import type { SessionSettings } from '../../platform/session';
 import type { Platform } from '../../platform/module';
 import { UrlSigner } from '../../platform/signed-urls';
 import { createStorage, type ObjectStorage } from '../../platform/storage';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import type { PaymentProviderName } from '../../config';
 import { fieldErrors } from '../../common/validation';
-import { ADMIN_ROLE, type Session } from '../../http/session';
+import { ADMIN_ROLE, type Session } from '../../platform/session';
 import { filterRows, type OwnedTable } from '../../platform/row-filter';
 import { LicenseRecord, type LicenseStatus } from './license.entity';
 import { LicenseActivationInput, type BillingSubscription, type License, type LicenseActivationOutput } from './payments.types';

@@ -3,7 +3,7 @@ import { secretsEqual } from '../../common/secrets';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../http/security-schemes';
-import { resolveSession } from '../../http/session';
+import { resolveSession } from '../../platform/session';
 import { takeQuota } from '../../platform/quotas';
 import { rateLimitCaller } from '../../platform/rate-limits';
 import { PAYMENT_PROVIDERS, type PaymentProviderName } from '../../config';

@@ -6,7 +6,7 @@ import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
 import { queryPrepared } from '../../db/prepared-statements';
 import type { EventPublisher } from '../../graphql/pubsub';
-import { ADMIN_ROLE, type Session } from '../../http/session';
+import { ADMIN_ROLE, type Session } from '../../platform/session';
 import { UUID } from '../../common/ids';
 import { customerRows } from './billing.service';
 import { PaymentRecord } from './payment.entity';

@@ -1,4 +1,4 @@
-import type { SessionSettings } from '../../http/session';
+import type { SessionSettings } from '../../platform/session';
 import type { Platform } from '../../platform/module';
 import type { RateLimits } from '../../platform/rate-limits';
 import { BackupProvider } from './backup.provider';

@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { Refusal } from '../../common/refusal';
 import type { EventPublisher } from '../../graphql/pubsub';
-import { ADMIN_ROLE, type Session } from '../../http/session';
+import { ADMIN_ROLE, type Session } from '../../platform/session';
 import { JOBS_SCHEMA } from '../../platform/job-queue';
 import type { JobSender } from '../../platform/jobs';
 import type { SignedQuery, UrlSigner } from '../../platform/signed-urls';

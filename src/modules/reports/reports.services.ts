@@ -1,4 +1,4 @@
-import type { SessionSettings } from '../../http/session';
+import type { SessionSettings } from '../../platform/session';
 import type { ModuleServices, Platform } from '../../platform/module';
 import { filesModule } from '../files';
 import { ReportRunner } from './report-runner.service';
