@@ -7,7 +7,7 @@ import { customServicesFromEnv, type CustomService } from './custom-services';
 import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
-import { ADMIN_ROLE } from '../platform/session';
+import { ADMIN_ROLE } from '../common/roles';
 import { owaspMinimumMemoryKib, type PasswordHashSettings } from './password-hash';
 
 export type { JwtSecretConfig } from './jwt-secret';

@@ -1,6 +1,7 @@
 import { isTooManyRequests, tooManyRequests } from '../common/refusal';
 import type { GraphQLContext } from '../graphql/context';
-import { ADMIN_ROLE, type Session } from './session';
+import { ADMIN_ROLE } from '../common/roles';
+import { type Session } from './session';
 import { graphqlCaller, type RateLimitCaller, type RateLimits } from './rate-limits';
 
 /**

@@ -1,5 +1,6 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { ADMIN_ROLE, type Session } from './session';
+import { ADMIN_ROLE } from '../common/roles';
+import { type Session } from './session';
 import { UUID } from '../common/ids';
 
 /**

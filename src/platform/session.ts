@@ -2,6 +2,7 @@ import { createVerifier, TokenError } from 'fast-jwt';
 import { LRUCache } from 'lru-cache';
 import type { JwtSecretConfig } from '../config';
 import { Refusal } from '../common/refusal';
+import { ADMIN_ROLE, EVERY_ROLE } from '../common/roles';
 import { secretsEqual } from '../common/secrets';
 
 /** Who is calling: the role the request runs as and the session variables (x-gql-* names). */
@@ -40,9 +41,6 @@ export interface SessionSettings {
   unauthorizedRole: string;
 }
 
-export const ADMIN_ROLE = 'admin';
-/** In a list of roles that may call something: every role, the unauthorised one included. */
-export const EVERY_ROLE = '*';
 const VARIABLE_PREFIX = 'x-gql-';
 export const ADMIN_SECRET_HEADER = 'x-gql-admin-secret';
 /**

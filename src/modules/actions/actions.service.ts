@@ -7,7 +7,8 @@ import { unstorableTextPaths, UNSTORABLE_TEXT_MESSAGE } from '../../common/text'
 import type { GraphQLContext } from '../../graphql/context';
 import type { PostgresPubSub } from '../../graphql/pubsub';
 import type { ServedSchema } from '../../graphql/served-schema';
-import { ADMIN_ROLE, type Session } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
+import { type Session } from '../../platform/session';
 import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import { MetadataError, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';

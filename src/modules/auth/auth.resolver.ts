@@ -1,6 +1,6 @@
 import { Authorized, Ctx, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { EVERY_ROLE } from '../../platform/session';
+import { EVERY_ROLE } from '../../common/roles';
 import type { AuthServices } from './auth.services';
 import { SessionInfo } from './auth.types';
 

@@ -2,7 +2,7 @@ import type { GraphQLField } from 'graphql';
 import { Authorized, Extensions } from 'type-graphql';
 import type { RootFieldRule } from '../../graphql/root-fields';
 import type { Session } from '../../platform/session';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 
 /** The role a secret key's calls to /api/graphql run as: the management API of its project only. */
 export const ERROR_API_ROLE = 'error_api';

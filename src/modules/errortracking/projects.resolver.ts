@@ -1,5 +1,5 @@
 import { Arg, Authorized, ID, Mutation, Query, Resolver } from 'type-graphql';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 import type { ErrorTrackingServices } from './errortracking.services';
 import {
   CreatedErrorToken,

@@ -1,7 +1,7 @@
 import { JSONObjectResolver } from 'graphql-scalars';
 import { Arg, Authorized, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { Refusal } from '../../common/refusal';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 import { MetadataError } from '../../platform/metadata';
 import type { DeliveryOutcome } from './dispatcher';
 import { MAX_EVENTS_PAGE } from './events-admin.service';

@@ -1,5 +1,5 @@
 import { Arg, Authorized, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_JOBS_PAGE, MAX_JOBS_PAGE } from './jobs.service';
 import type { JobsServices } from './jobs.services';
 import { Job, JobStateValue } from './jobs.types';

@@ -2,7 +2,7 @@ import { JSONObjectResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { Refusal } from '../../common/refusal';
 import type { GraphQLContext } from '../../graphql/context';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 import { MAX_PAGE, type IssueProgress, type Subscriber, type SubscriberMail } from './newsletter.model';
 import type { NewsletterServices } from './newsletter.services';
 import {

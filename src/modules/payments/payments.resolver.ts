@@ -3,7 +3,7 @@ import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
-import { EVERY_ROLE } from '../../platform/session';
+import { EVERY_ROLE } from '../../common/roles';
 import { enforceQuota } from '../../platform/quotas';
 import { rowVisible } from '../../platform/row-filter';
 import { CUSTOMER_ROWS } from './billing.service';

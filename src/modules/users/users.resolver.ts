@@ -1,7 +1,7 @@
 import { Arg, Authorized, Ctx, Mutation, Resolver, Root, Subscription } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
-import { ADMIN_ROLE } from '../../platform/session';
+import { ADMIN_ROLE } from '../../common/roles';
 import { rowVisible, USERS_TABLE } from '../../platform/row-filter';
 import { enforceRateLimit } from '../../platform/rate-limits';
 import { USER_REGISTERED } from './users.service';

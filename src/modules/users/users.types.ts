@@ -3,7 +3,7 @@ import { UUIDResolver } from 'graphql-scalars';
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { FieldError } from '../../common/field-error.types';
 import { rule, rules } from '../../common/validation';
-import { ADMIN_ROLE, EVERY_ROLE } from '../../platform/session';
+import { ADMIN_ROLE, EVERY_ROLE } from '../../common/roles';
 import type { RateLimitName } from '../../platform/rate-limits';
 import { SIGN_UP_LIMIT } from '../auth/sign-up-policy.service';
 
