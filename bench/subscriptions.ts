@@ -9,7 +9,7 @@ import path from 'node:path';
 import pino from 'pino';
 import pg from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
-import { PostgresPubSub } from '../src/graphql/pubsub';
+import { PostgresPubSub } from '../src/platform/pubsub';
 import { SUBSCRIPTIONS_PATH } from '../src/graphql/subscriptions';
 import { USER_REGISTERED } from '../src/modules/users/users.service';
 import { DEFAULT_SOURCE_ACCOUNT } from '../src/platform/row-filter';

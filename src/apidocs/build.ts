@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { buildDeclaredSchema } from '../graphql/schema';
-import { ServedSchema } from '../graphql/served-schema';
+import { ServedSchema } from '../platform/served-schema';
 import { buildApiApp } from '../main';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';

@@ -4,7 +4,7 @@ import type { OperationExecutor } from './compiled-execution';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
-import { ServedSchema } from './served-schema';
+import { ServedSchema } from '../platform/served-schema';
 
 /**
  * On a context whose query this lane ran and that answered with errors (or threw): Apollo's

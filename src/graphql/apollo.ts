@@ -20,7 +20,7 @@ import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
 import { EXECUTED_OUTCOME, type LaneContext } from './accepted-queries';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
-import { ServedSchema } from './served-schema';
+import { ServedSchema } from '../platform/served-schema';
 import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 

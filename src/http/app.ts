@@ -23,7 +23,7 @@ import { clientAddress, trustFunction } from '../platform/client-address';
 import type { RateLimits } from '../platform/rate-limits';
 import { requestOutcomesObserver, type RequestOutcomes } from '../platform/request-outcomes';
 import { keepRawBodies } from '../platform/signatures';
-import type { ServedSchema } from '../graphql/served-schema';
+import type { ServedSchema } from '../platform/served-schema';
 import { actionUrl, registerActionRoute, type ActionDefinition } from './actions';
 import { CorsPolicy } from './cors';
 import { answerClientError, installErrorHandling, sendError } from './errors';

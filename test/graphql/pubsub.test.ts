@@ -1,7 +1,7 @@
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { createDataSource, runMigrations } from '../../src/db/data-source';
-import { PostgresPubSub } from '../../src/graphql/pubsub';
+import { PostgresPubSub } from '../../src/platform/pubsub';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 let database: TestDatabase;

@@ -6,7 +6,7 @@ import type { DataSource } from 'typeorm';
 import { createDataSource, runMigrations } from '../../src/db/data-source';
 import { authChecker } from '../../src/graphql/auth-checker';
 import type { GraphQLContext } from '../../src/graphql/context';
-import { PostgresPubSub } from '../../src/graphql/pubsub';
+import { PostgresPubSub } from '../../src/platform/pubsub';
 import { markSharedEventFields, SHARED_EVENTS_EXTENSION } from '../../src/graphql/subscription-groups';
 import { attachSubscriptions } from '../../src/graphql/subscriptions';
 import { createTestDatabase, type TestDatabase } from '../support/database';

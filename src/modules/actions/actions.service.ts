@@ -5,8 +5,8 @@ import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-m
 import type { DataSource, EntityManager } from 'typeorm';
 import { unstorableTextPaths, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import type { GraphQLContext } from '../../graphql/context';
-import type { PostgresPubSub } from '../../graphql/pubsub';
-import type { ServedSchema } from '../../graphql/served-schema';
+import type { PostgresPubSub } from '../../platform/pubsub';
+import type { ServedSchema } from '../../platform/served-schema';
 import { ADMIN_ROLE } from '../../common/roles';
 import { type Session } from '../../platform/session';
 import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';

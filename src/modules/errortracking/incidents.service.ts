@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { EventPublisher } from '../../graphql/pubsub';
+import type { EventPublisher } from '../../platform/pubsub';
 import { decodeCursor, encodeCursor, type Page } from '../../common/cursors';
 import { pageSize } from './errors.service';
 import { Refusal } from '../../common/refusal';

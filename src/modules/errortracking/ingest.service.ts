@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { PostgresPubSub } from '../../graphql/pubsub';
+import type { PostgresPubSub } from '../../platform/pubsub';
 import { GroupCommit } from '../../platform/group-commit';
 import type { NormalizedEvent } from './event';
 import { rows } from '../../db/sql';

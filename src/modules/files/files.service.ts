@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { isUnstorableText, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
-import type { EventPublisher } from '../../graphql/pubsub';
+import type { EventPublisher } from '../../platform/pubsub';
 import type { Session } from '../../platform/session';
 import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';

@@ -5,7 +5,7 @@ import type { PaymentProviderName } from '../../config';
 import type { FieldError } from '../../common/field-error.types';
 import { fieldErrors } from '../../common/validation';
 import { queryPrepared } from '../../db/prepared-statements';
-import type { EventPublisher } from '../../graphql/pubsub';
+import type { EventPublisher } from '../../platform/pubsub';
 import { ADMIN_ROLE } from '../../common/roles';
 import { type Session } from '../../platform/session';
 import { UUID } from '../../common/ids';

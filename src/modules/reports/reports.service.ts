@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { Refusal } from '../../common/refusal';
-import type { EventPublisher } from '../../graphql/pubsub';
+import type { EventPublisher } from '../../platform/pubsub';
 import { ADMIN_ROLE } from '../../common/roles';
 import { type Session } from '../../platform/session';
 import { JOBS_SCHEMA } from '../../platform/job-queue';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { QueryFailedError, type Repository } from 'typeorm';
 import type { PasswordHasher } from '../../common/passwords';
 import { fieldErrors } from '../../common/validation';
-import type { EventPublisher } from '../../graphql/pubsub';
+import type { EventPublisher } from '../../platform/pubsub';
 import { AUTH_ERRORS } from '../auth/auth-errors';
 import type { SignUpPolicy } from '../auth/sign-up-policy.service';
 import type { User } from './user.entity';

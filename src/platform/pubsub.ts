@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { PubSub } from 'type-graphql';
-import { PostgresListener, reportDatabaseTrouble } from '../platform/pg-listener';
-import type { RecurringTask } from '../platform/recurring';
+import { PostgresListener, reportDatabaseTrouble } from './pg-listener';
+import type { RecurringTask } from './recurring';
 import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
