@@ -21,7 +21,7 @@ import {
   type GraphQLSchema,
   type GraphQLType,
 } from 'graphql';
-import { requires } from '../http/security-schemes';
+import { requires } from '../platform/fastify/security-schemes';
 
 /** An action: its GraphQL operation and the path of its engine-compatible handler route. */
 export interface ActionRoute {

@@ -1,5 +1,5 @@
 import type { GraphQLSchema } from 'graphql';
-import { SECURITY_SCHEMES } from '../http/security-schemes';
+import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
 import type { Declarations, PluginManifest, ServiceDocument } from './declarations';
 import { shownPath } from './declarations';
 import { GRAPHQL_SCHEMAS, graphqlOperationsMarkdown, graphqlPaths, type ActionRoute } from './graphql-reference';

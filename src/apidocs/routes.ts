@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { PLINTH_VERSION } from '../common/package-version';
 import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
-import { SECURITY_SCHEMES } from '../http/security-schemes';
+import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
 import { OPENAPI_PATH, openApiDocument } from './openapi';

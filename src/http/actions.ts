@@ -7,7 +7,7 @@ import { takeQuota, type QuotaName } from '../platform/quotas';
 import { rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from '../platform/session';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from './errors';
-import { requires } from './security-schemes';
+import { requires } from '../platform/fastify/security-schemes';
 
 /** The path segment of an action: its name in kebab case (spec 1 §2.1: registerUser gives register-user). */
 export function actionPath(actionName: string): string {

@@ -32,8 +32,8 @@ import { createHttpServer, identify, requestIdOf, type ServerTimeouts } from './
 import { installInputTextCheck } from './input-text';
 import { installJsonDepthCheck } from './json-depth';
 import { requestLogger } from './request-logger';
-import { observeResponses } from './response-observers';
-import { addRouteHook, isRestRouteWithBody, READ_METHODS } from './route-hooks';
+import { observeResponses } from '../platform/fastify/response-observers';
+import { addRouteHook, isRestRouteWithBody, READ_METHODS } from '../platform/fastify/route-hooks';
 import { registerMetadataRoute } from './metadata';
 import type { MetadataApi } from '../platform/metadata';
 import { resolveSession, type Session } from '../platform/session';

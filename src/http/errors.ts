@@ -5,7 +5,7 @@ import type { FieldError } from '../common/field-error.types';
 import { Refusal } from '../common/refusal';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
-import { dropUnreadBody } from './unread-body';
+import { dropUnreadBody } from '../platform/fastify/unread-body';
 
 /** What a client is told of an error the server did not expect; the details go to the log. */
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';

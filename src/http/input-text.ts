@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { UNSTORABLE_TEXT_MESSAGE, unstorableTextPaths } from '../common/text';
 import { sendError } from './errors';
-import { addRouteHook } from './route-hooks';
+import { addRouteHook } from '../platform/fastify/route-hooks';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

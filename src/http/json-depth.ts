@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { jsonDeeperThan } from '../common/json-depth';
 import { JSON_TOO_DEEP } from '../graphql/limits';
 import { sendError } from './errors';
-import { addRouteHook, isRestRouteWithBody } from './route-hooks';
+import { addRouteHook, isRestRouteWithBody } from '../platform/fastify/route-hooks';
 
 /**
  * Every REST route with a body refuses one whose objects and arrays nest deeper than `maxDepth`

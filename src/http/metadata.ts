@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { secretsEqual } from '../common/secrets';
 import { MetadataError, type MetadataApi, type MetadataRequest } from '../platform/metadata';
-import { requires } from './security-schemes';
+import { requires } from '../platform/fastify/security-schemes';
 import { ADMIN_SECRET_HEADER } from '../platform/session';
 
 export const METADATA_PATH = '/v1/metadata';

@@ -2,8 +2,8 @@ import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server'
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { secretsEqual } from '../common/secrets';
-import type { ResponseObserver } from '../http/response-observers';
-import { requires } from '../http/security-schemes';
+import type { ResponseObserver } from './fastify/response-observers';
+import { requires } from './fastify/security-schemes';
 
 /** Who may read /metrics (PLINTH_METRICS). */
 export type MetricsAccess = { mode: 'off' } | { mode: 'loopback' } | { mode: 'token'; token: string };

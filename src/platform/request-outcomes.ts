@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { ResponseObserver } from '../http/response-observers';
+import type { ResponseObserver } from './fastify/response-observers';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

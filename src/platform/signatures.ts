@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { addRouteHook } from '../http/route-hooks';
+import { addRouteHook } from './fastify/route-hooks';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

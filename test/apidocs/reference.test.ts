@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { buildSchema, parse, validate } from 'graphql';
 import { request } from 'undici';
 import { GRAPHQL_PATH } from '../../src/http/app';
-import { SECURITY_SCHEMES } from '../../src/http/security-schemes';
+import { SECURITY_SCHEMES } from '../../src/platform/fastify/security-schemes';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { operationsOf, validateOpenApi, type OpenApiDocument } from '../support/openapi';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { UNREAD_BODY_LINGER_MS } from '../../src/http/unread-body';
+import { UNREAD_BODY_LINGER_MS } from '../../src/platform/fastify/unread-body';
 import type { TestDatabase } from '../support/database';
 import { spawnServerOnNewDatabase, type SpawnedServer } from '../support/spawn';
 import { ADMIN, projectWithKey, sendEvent } from './support';

@@ -1,4 +1,4 @@
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import type { DeanonymizeInput } from './account-input';
 import { bearerUser, type AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, OK, PASSWORD, SESSION_SCHEMA, SIGN_UP_OPTIONS, TAGS, text } from './auth.schemas';

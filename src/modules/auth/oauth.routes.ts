@@ -3,8 +3,8 @@ import { unstorableTextPaths, UNSTORABLE_TEXT_MESSAGE } from '../../common/text'
 import { OAUTH_PROVIDER_NAMES, type OAuthProviderName } from '../../config/oauth-providers';
 import { isDatabaseUnavailable } from '../../db/unavailable';
 import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../../http/errors';
-import { requires } from '../../http/security-schemes';
-import { dropUnreadBody } from '../../http/unread-body';
+import { requires } from '../../platform/fastify/security-schemes';
+import { dropUnreadBody } from '../../platform/fastify/unread-body';
 import { bearerUser, type AuthRoute } from './auth.route-helpers';
 import { ERRORS, OK, REDIRECT, REDIRECT_TO, TAGS, text } from './auth.schemas';
 import type { AuthServices } from './auth.services';

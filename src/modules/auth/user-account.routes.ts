@@ -1,4 +1,4 @@
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import { accountOwner, bearerUser, type AuthRoute } from './auth.route-helpers';
 import { EMAIL, ERRORS, OK, OPTIONS_REDIRECT, PASSWORD, TAGS, TICKET, USER_SCHEMA } from './auth.schemas';
 import type { AuthServices } from './auth.services';

@@ -2,7 +2,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isTooManyRequests, Refusal, tooManyRequests } from '../../common/refusal';
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import type { RateLimiter } from '../../platform/rate-limits';
 import { invalidEvent, normalizeEvent, type NormalizedEvent } from './event';
 import type { ErrorTrackingServices } from './errortracking.services';

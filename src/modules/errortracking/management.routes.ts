@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isTooManyRequests, Refusal, tooManyRequests } from '../../common/refusal';
 import { sendError } from '../../http/errors';
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import { isGraphQLRequestMediaType, prefersHtml, unsupportedGraphQLMediaTypeMessage } from '../../graphql/media-type';
 import { actorOf, SECRET_KEY_FIELDS, secretKeySession } from './access';
 import type { ErrorTrackingServices } from './errortracking.services';

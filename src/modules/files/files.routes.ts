@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import { resolveSession, type Session, type SessionSettings } from '../../platform/session';
 import type { SignedQuery } from '../../platform/signed-urls';
 import type { FilesServices } from './files.services';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../common/secrets';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from '../../http/errors';
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import { resolveSession } from '../../platform/session';
 import { takeQuota } from '../../platform/quotas';
 import { rateLimitCaller } from '../../platform/rate-limits';

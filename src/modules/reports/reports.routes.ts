@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ActionDefinition } from '../../http/actions';
 import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
-import { requires } from '../../http/security-schemes';
+import { requires } from '../../platform/fastify/security-schemes';
 import type { SignedQuery } from '../../platform/signed-urls';
 import { LINK_QUERY, optionalSession, sendContent } from '../files/files.routes';
 import type { ReportsServices } from './reports.services';
