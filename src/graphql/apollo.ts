@@ -14,7 +14,7 @@ import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/unavailable';
-import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../http/errors';
+import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../common/error-messages';
 import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';

@@ -6,7 +6,7 @@ import { CloseCode, type Context } from 'graphql-ws';
 import { LRUCache } from 'lru-cache';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Refusal } from '../common/refusal';
-import { INTERNAL_ERROR_MESSAGE } from '../http/errors';
+import { INTERNAL_ERROR_MESSAGE } from '../common/error-messages';
 import { ADMIN_ROLE } from '../common/roles';
 import { resolveSession, type Session, type SessionSettings } from '../platform/session';
 import type { WebSocketLimits } from '../config';

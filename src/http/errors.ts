@@ -1,17 +1,13 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../common/error-messages';
 import type { FieldError } from '../common/field-error.types';
 import { Refusal } from '../common/refusal';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { APPLICATION_JSON, chooseGraphQLMediaType } from '../graphql/media-type';
 import { dropUnreadBody } from '../platform/fastify/unread-body';
 
-/** What a client is told of an error the server did not expect; the details go to the log. */
-export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
-
-/** What a client is told while the database cannot be reached; Retry-After says when to try again. */
-export const DATABASE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable: try again shortly';
 const DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /**

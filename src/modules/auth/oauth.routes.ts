@@ -2,7 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { unstorableTextPaths, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import { OAUTH_PROVIDER_NAMES, type OAuthProviderName } from '../../config/oauth-providers';
 import { isDatabaseUnavailable } from '../../db/unavailable';
-import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../../http/errors';
+import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
 import { requires } from '../../platform/fastify/security-schemes';
 import { dropUnreadBody } from '../../platform/fastify/unread-body';
 import { bearerUser, type AuthRoute } from './auth.route-helpers';
