@@ -1,10 +1,10 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import { secretsEqual } from '../common/secrets';
 import { outputJsonSchema, rootFieldType } from '../graphql/json-schema';
-import { takeQuota, type QuotaName } from '../platform/quotas';
-import { rateLimitCaller, type RateLimitName, type RateLimits } from '../platform/rate-limits';
+import type { ActionDefinition } from '../platform/actions';
+import { takeQuota } from '../platform/quotas';
+import { rateLimitCaller, type RateLimits } from '../platform/rate-limits';
 import { ADMIN_SECRET_HEADER, assertedSession, CLIENT_ADDRESS_HEADER, isRoleAllowed, variablesFromHeaders, type Session } from '../platform/session';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from './errors';
 import { requires } from '../platform/fastify/security-schemes';
@@ -21,26 +21,6 @@ export function actionPath(actionName: string): string {
 /** The handler URL path of an action under a route prefix (`/` or `/actions`, say). */
 export function actionUrl(prefix: string, actionName: string): string {
   return `${prefix === '/' ? '' : prefix}/${actionPath(actionName)}`;
-}
-
-export interface ActionDefinition {
-  /** The GraphQL name of the action, as the engine sends it in `action.name`. */
-  name: string;
-  /** Roles that may call it, the same list its resolver declares with @Authorized. */
-  roles: readonly string[];
-  /** JSON schema of the action's arguments (the envelope's `input`). */
-  argumentsSchema: Record<string, unknown>;
-  /** Named limits the route applies once the session is known, besides actionHandlers (rateLimitCaller says who counts). */
-  rateLimits?: RateLimitName[];
-  /** A quota (platform/quotas.ts) the route applies once the session is known, after the rate limits. */
-  quota?: QuotaName;
-  /** The request carries a file: its body may be as large as the upload body limit. */
-  carriesUpload?: boolean;
-  /**
-   * Calls the service; its answer (with `success`) is the response envelope. `headers` are the
-   * handler request's (the engine forwards client headers such as Idempotency-Key when told to).
-   */
-  handle(argumentsValue: Record<string, unknown>, session: Session, headers: IncomingHttpHeaders): Promise<{ success: boolean }>;
 }
 
 interface ActionEnvelope {

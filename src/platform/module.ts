@@ -5,7 +5,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Config, ProcessRole } from '../config';
 import type { PostgresPubSub } from './pubsub';
 import type { ServedSchema } from './served-schema';
-import type { ActionDefinition } from '../http/actions';
+import type { ActionDefinition } from './actions';
 import type { Metrics } from './metrics';
 import type { OutboundHttp } from './outbound-http';
 import type { RateLimits } from './rate-limits';

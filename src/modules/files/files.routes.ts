@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ActionDefinition } from '../../http/actions';
+import type { ActionDefinition } from '../../platform/actions';
 import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../platform/fastify/security-schemes';
 import { resolveSession, type Session, type SessionSettings } from '../../platform/session';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../common/secrets';
-import type { ActionDefinition } from '../../http/actions';
+import type { ActionDefinition } from '../../platform/actions';
 import { ENVELOPE_ERROR_SCHEMA, RATE_LIMITED_ENVELOPE_SCHEMA, sendError } from '../../http/errors';
 import { requires } from '../../platform/fastify/security-schemes';
 import { resolveSession } from '../../platform/session';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ActionDefinition } from '../../http/actions';
+import type { ActionDefinition } from '../../platform/actions';
 import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
 import { requires } from '../../platform/fastify/security-schemes';
 import type { SignedQuery } from '../../platform/signed-urls';

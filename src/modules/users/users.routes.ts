@@ -1,4 +1,4 @@
-import type { ActionDefinition } from '../../http/actions';
+import type { ActionDefinition } from '../../platform/actions';
 import type { UsersServices } from './users.services';
 import { BULK_CREATE_USERS_ROLES, REGISTER_USER_ROLES, REGISTRATION_LIMITS } from './users.types';
 
