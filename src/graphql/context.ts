@@ -9,7 +9,7 @@ export interface GraphQLContext {
   logger: FastifyBaseLogger;
   /** The client's address (X-Forwarded-For counts only from TRUST_PROXY peers). */
   clientIp: string;
-  /** The server's named limits, for enforceRateLimit (platform/rate-limits.ts). */
+  /** The server's named limits, for enforceRateLimit (graphql/rate-limits.ts). */
   rateLimits: RateLimits;
   /** The request's Idempotency-Key header (HTTP only, never a WebSocket connection's): a retried mutation that honours it has its effect once. */
   idempotencyKey?: string | string[];

@@ -1,8 +1,7 @@
 import { isTooManyRequests, tooManyRequests } from '../common/refusal';
-import type { GraphQLContext } from '../graphql/context';
 import { ADMIN_ROLE } from '../common/roles';
 import { type Session } from './session';
-import { graphqlCaller, type RateLimitCaller, type RateLimits } from './rate-limits';
+import type { RateLimitCaller, RateLimits } from './rate-limits';
 
 /**
  * Quotas on what users create: one point per request in a window, per user id (else client
@@ -41,11 +40,6 @@ export async function takeQuota(rateLimits: RateLimits, name: QuotaName, session
     const seconds = error.retryAfterSeconds;
     throw tooManyRequests(seconds, `Too many ${COUNTED[name]}: at most ${points} per ${windowText(durationSeconds)} for each user; try again in ${seconds} s`);
   }
-}
-
-/** For resolvers: the quota's point for the caller (graphqlCaller), as enforceRateLimit. */
-export async function enforceQuota(context: GraphQLContext, name: QuotaName): Promise<void> {
-  await takeQuota(context.rateLimits, name, context.session, graphqlCaller(context));
 }
 
 /**

@@ -5,10 +5,9 @@ import { poolOf } from '../db/sql';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { DataSource } from 'typeorm';
-import { Refusal, tooManyRequests } from '../common/refusal';
+import { tooManyRequests } from '../common/refusal';
 import { sha256Hex } from '../common/sha256';
 import type { Config } from '../config';
-import type { GraphQLContext } from '../graphql/context';
 import { CLIENT_ADDRESS_HEADER, type Session } from './session';
 
 /**
@@ -249,16 +248,4 @@ export function rateLimitCaller(
   const clientAddress = typeof named === 'string' ? named.trim() : '';
   if (net.isIP(clientAddress) === 0) return { error: `${CLIENT_ADDRESS_HEADER} must be one IP address, the end user's` };
   return { ip: clientAddress, userId: session.userId };
-}
-
-/** Who a GraphQL request counts as (rateLimitCaller); a named address that is not one is refused. */
-export function graphqlCaller(context: GraphQLContext): RateLimitCaller {
-  const caller = rateLimitCaller(context.session, context.clientIp, context.requestHeaders);
-  if ('error' in caller) throw new Refusal('BAD_REQUEST', caller.error, 400);
-  return caller;
-}
-
-/** For resolvers: takes a point of the named limit for the caller; past it the field fails with RATE_LIMITED and retryAfter. */
-export async function enforceRateLimit(context: GraphQLContext, name: RateLimitName): Promise<void> {
-  await context.rateLimits.get(name).consume(graphqlCaller(context));
 }

@@ -4,7 +4,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { AcceptsUploadBody } from '../../graphql/upload-body';
 import type { FilesServices } from './files.services';
-import { enforceQuota } from '../../platform/quotas';
+import { enforceQuota } from '../../graphql/rate-limits';
 import { rowVisible } from '../../platform/row-filter';
 import { FILE_PROCESSING_UPDATED, FILES_TABLE } from './files.service';
 import { FileInfo, FileUploadInput, FileUploadOutput, UPLOAD_FILE_ROLES } from './files.types';

@@ -4,7 +4,7 @@ import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver, Root, Subscriptio
 import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { EVERY_ROLE } from '../../common/roles';
-import { enforceQuota } from '../../platform/quotas';
+import { enforceQuota } from '../../graphql/rate-limits';
 import { rowVisible } from '../../platform/row-filter';
 import { CUSTOMER_ROWS } from './billing.service';
 import type { PaymentsServices } from './payments.services';

@@ -1,7 +1,7 @@
 import { UUIDResolver } from 'graphql-scalars';
 import { Arg, Authorized, Ctx, Mutation, Query, Resolver, Root, Subscription, type SubscriptionHandlerData } from 'type-graphql';
 import type { GraphQLContext } from '../../graphql/context';
-import { enforceQuota } from '../../platform/quotas';
+import { enforceQuota } from '../../graphql/rate-limits';
 import { rowVisible } from '../../platform/row-filter';
 import type { ReportsServices } from './reports.services';
 import { REPORT_JOB_UPDATED, REPORT_JOBS_TABLE } from './reports.service';

@@ -3,7 +3,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import { ChecksOwnText } from '../../graphql/input-text';
 import { ADMIN_ROLE } from '../../common/roles';
 import { rowVisible, USERS_TABLE } from '../../platform/row-filter';
-import { enforceRateLimit } from '../../platform/rate-limits';
+import { enforceRateLimit } from '../../graphql/rate-limits';
 import { USER_REGISTERED } from './users.service';
 import type { UsersServices } from './users.services';
 import {
