@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { DATABASE_UNAVAILABLE_MESSAGE, INTERNAL_ERROR_MESSAGE } from '../common/error-messages';
 import type { GraphQLContext } from './context';
+import { documentHeapBytes } from './document-heap';
 import type { QueryLimits } from './limits';
 import { APPLICATION_JSON, chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
 import { EXECUTED_OUTCOME, type LaneContext } from './accepted-queries';
@@ -118,16 +119,6 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
     }),
     stop: async () => stop?.(),
   };
-}
-
-/**
- * What a parsed document takes on the heap: measured at about 70 bytes per character of its
- * source (tokens, nodes and locations), four times the JSON length Apollo counts by default.
- */
-const HEAP_BYTES_PER_SOURCE_CHARACTER = 70;
-
-export function documentHeapBytes(document: DocumentNode): number {
-  return Math.max(1, (document.loc?.end ?? 0) * HEAP_BYTES_PER_SOURCE_CHARACTER);
 }
 
 /**

@@ -13,7 +13,7 @@ import type { WebSocketLimits } from '../config';
 import { ConcurrentCounts } from '../platform/quotas';
 import type { RateLimits } from '../platform/rate-limits';
 import type { GraphQLContext } from './context';
-import { documentHeapBytes } from './apollo';
+import { documentHeapBytes } from './document-heap';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { documentSizeError, type QueryLimits } from './limits';
 import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';

