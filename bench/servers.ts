@@ -14,6 +14,8 @@ import { createDataSource } from '../src/db/data-source';
 import { startServer } from '../src/main';
 import type { GraphQLContext } from '../src/graphql/context';
 import { buildPlinthSchema, ResolverContainer } from '../src/graphql/schema';
+import { MODULES } from '../src/modules';
+import { resolverClasses } from '../src/platform/module';
 import { Refusal } from '../src/common/refusal';
 import { resolveSession, type SessionSettings } from '../src/platform/session';
 import { AuthResolver } from '../src/modules/auth/auth.resolver';
@@ -203,7 +205,7 @@ async function schemaFromPlinthResolvers(dataSource: DataSource, publicUrl: stri
       throw new Error('subscriptions are not part of the benchmark');
     },
   };
-  return buildPlinthSchema({ container, pubSub });
+  return buildPlinthSchema({ resolvers: resolverClasses(MODULES), container, pubSub });
 }
 
 /** Same configuration path as Plinth (loadConfig of the same environment), so JWT checks are identical. */

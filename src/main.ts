@@ -18,7 +18,7 @@ import { JobQueue } from './platform/job-queue';
 import { IdleCollector } from './platform/idle-collection';
 import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
-import { ModuleServices, type AnyModule, type Platform } from './platform/module';
+import { ModuleServices, resolverClasses, type AnyModule, type Platform } from './platform/module';
 import { RecurringWork } from './platform/recurring';
 import { createOutboundHttp } from './platform/outbound-http';
 import { MetadataApi } from './platform/metadata';
@@ -216,7 +216,7 @@ export async function startServer(
       await recurring.start();
     }
 
-    if (serveApi) platform.schema.setBase(await buildPlinthSchema({ container, pubSub }));
+    if (serveApi) platform.schema.setBase(await buildPlinthSchema({ resolvers: resolverClasses(MODULES), container, pubSub }));
     const app = serveApi
       ? await buildApiApp(platform, modules, services)
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });

@@ -9,7 +9,7 @@ import { buildApiApp } from '../main';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
 import { RequestOutcomes } from '../platform/request-outcomes';
-import { ModuleServices, type AnyModule, type Platform } from '../platform/module';
+import { ModuleServices, resolverClasses, type AnyModule, type Platform } from '../platform/module';
 import { RateLimits, rateLimitRules } from '../platform/rate-limits';
 import { readDeclarations, shownPath } from './declarations';
 import { OPENAPI_PATH } from './openapi';
@@ -108,7 +108,7 @@ export async function documentationApp(config: Config, logger: Logger, modules: 
     shutdown: new AbortController().signal,
     schema: new ServedSchema(),
   };
-  platform.schema.setBase(await buildDeclaredSchema());
+  platform.schema.setBase(await buildDeclaredSchema(resolverClasses(MODULES)));
   const services = new ModuleServices();
   for (const module of modules) services.set(module, standIn(`the ${module.name} module's services`));
   // Generated from the routes, whatever an earlier build left.

@@ -8,6 +8,7 @@ import { environmentWithEnvFile } from '../config/env-file';
 import { pendingMigrations, revertLastMigration, runMigrations } from '../db/data-source';
 import { buildDeclaredSchema, printPlinthSchema } from '../graphql/schema';
 import { MODULES } from '../modules';
+import { resolverClasses } from '../platform/module';
 import { createLogger, startServer } from '../main';
 import { registerBuildCommand } from './build';
 import { registerMailCommands } from './mail';
@@ -107,7 +108,7 @@ program
   .option('--check <file>', 'exit 1 when <file> differs from what the resolvers emit')
   .option('--with-metadata', "the schema as served: with the actions the database's metadata declares (opens the database)")
   .action(async (options: { output?: string; check?: string; withMetadata?: boolean }) => {
-    let schema = await buildDeclaredSchema();
+    let schema = await buildDeclaredSchema(resolverClasses(MODULES));
     if (options.withMetadata) {
       const config = configuration();
       const base = schema;

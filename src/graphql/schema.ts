@@ -1,20 +1,15 @@
 import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema, type ContainerType, type NonEmptyArray, type PubSub } from 'type-graphql';
-import { MODULES } from '../modules';
 import { authChecker } from './auth-checker';
 import { guardRootArgumentText } from './input-text';
 import { markSharedEventFields } from './subscription-groups';
 
-/** Every resolver class of the one schema, from the modules' declarations. */
-export function allResolvers(): NonEmptyArray<Function> {
-  const [first, ...rest] = MODULES.flatMap((module) => module.resolvers ?? []);
-  if (!first) throw new Error('no module declares a resolver');
-  return [first, ...rest];
-}
+/** The resolver classes of the one schema: the caller gives them (the modules' declarations, platform/module.ts: resolverClasses). */
+export type SchemaResolvers = NonEmptyArray<Function>;
 
-export async function buildPlinthSchema(options: { container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
+export async function buildPlinthSchema(options: { resolvers: SchemaResolvers; container: ContainerType; pubSub: PubSub }): Promise<GraphQLSchema> {
   const schema = await buildSchema({
-    resolvers: allResolvers(),
+    resolvers: options.resolvers,
     container: options.container,
     pubSub: options.pubSub,
     authChecker,
@@ -30,9 +25,9 @@ export async function buildPlinthSchema(options: { container: ContainerType; pub
 }
 
 /** The schema the resolvers declare, built without any service: to print or document it (no resolver runs, nothing is published). */
-export function buildDeclaredSchema(): Promise<GraphQLSchema> {
+export function buildDeclaredSchema(resolvers: SchemaResolvers): Promise<GraphQLSchema> {
   const inert = { publish: () => undefined, subscribe: () => (async function* () {})() };
-  return buildPlinthSchema({ container: new ResolverContainer(), pubSub: inert });
+  return buildPlinthSchema({ resolvers, container: new ResolverContainer(), pubSub: inert });
 }
 
 /** The committed form of the schema: sorted, so that it changes only when the types do. */

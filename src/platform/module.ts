@@ -117,3 +117,10 @@ export class ModuleServices {
     return this.byModule.get(module) as Services;
   }
 }
+
+/** Every resolver class the modules declare, in their order: what the schema is built from. */
+export function resolverClasses(modules: readonly AnyModule[]): [ResolverClass<unknown>, ...ResolverClass<unknown>[]] {
+  const [first, ...rest] = modules.flatMap((module): ResolverClass<unknown>[] => module.resolvers ?? []);
+  if (!first) throw new Error('no module declares a resolver');
+  return [first, ...rest];
+}
