@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { apiReferenceOptions } from './apidocs/routes';
+import { apiReference, apiReferenceOptions } from './apidocs/routes';
 import type { Config } from './config';
 import { withDevelopmentSecrets } from './config/dev-secrets';
 import { createDataSource, runMigrations, withMigrationLock } from './db/data-source';
@@ -11,7 +11,7 @@ import { openDatabaseEndpoint } from './db/database';
 import { PostgresPubSub } from './platform/pubsub';
 import { buildPlinthSchema, ResolverContainer } from './graphql/schema';
 import { ServedSchema } from './platform/served-schema';
-import { buildHttpApp } from './http/app';
+import { buildApiApp } from './http/api-app';
 import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
 import { JobQueue } from './platform/job-queue';
@@ -21,7 +21,6 @@ import { Metrics } from './platform/metrics';
 import { ModuleServices, resolverClasses, type AnyModule, type Platform } from './platform/module';
 import { RecurringWork } from './platform/recurring';
 import { createOutboundHttp } from './platform/outbound-http';
-import { MetadataApi } from './platform/metadata';
 import { createRateLimits } from './platform/rate-limits';
 import { RequestOutcomes } from './platform/request-outcomes';
 import { settlesWithin } from './platform/settles-within';
@@ -218,7 +217,7 @@ export async function startServer(
 
     if (serveApi) platform.schema.setBase(await buildPlinthSchema({ resolvers: resolverClasses(MODULES), container, pubSub }));
     const app = serveApi
-      ? await buildApiApp(platform, modules, services)
+      ? await buildApiApp(platform, modules, services, apiReference(apiReferenceOptions(config)))
       : buildProbeApp({ logger, dataSource, metrics, metricsAccess: config.metrics });
     cleanup.push({ step: 'http server', run: () => app.close() });
     await app.listen({ host: config.host, port: config.port });
@@ -246,66 +245,4 @@ export async function startServer(
     await close();
     throw error;
   }
-}
-
-/**
- * The full HTTP server of the api role: GraphQL, subscriptions, actions, the modules' routes,
- * serving `platform.schema` (its base set).
- * `plinth build` builds it too, with stand-ins for the database and the services (src/apidocs/build.ts).
- */
-export function buildApiApp(
-  { config, logger, dataSource, metrics, rateLimits, requestOutcomes, schema }: Platform,
-  modules: readonly AnyModule[],
-  services: ModuleServices,
-  apiDocs = apiReferenceOptions(config),
-): Promise<FastifyInstance> {
-  const graphql = config.graphql;
-  const sessionSettings = {
-    adminSecret: graphql.adminSecret!,
-    jwtSecret: graphql.jwtSecret!,
-    unauthorizedRole: graphql.unauthorizedRole,
-  };
-  return buildHttpApp({
-    logger,
-    schema,
-    dataSource,
-    apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes, compiledExecution: graphql.compiledExecution },
-    limits: {
-      maxDepth: graphql.maxDepth,
-      maxComplexity: graphql.maxComplexity,
-      maxTokens: graphql.maxTokens,
-      maxDocumentBytes: graphql.maxDocumentBytes,
-      maxAliases: graphql.maxAliases,
-      maxRootFields: graphql.maxRootFields,
-      maxVariablesDepth: config.requestMaxJsonDepth,
-    },
-    subscriptions: {
-      ...sessionSettings,
-      initTimeoutMs: graphql.wsInitTimeoutMs,
-      limits: graphql.wsLimits,
-      maxPayload: graphql.bodyLimit,
-      multiplexing: graphql.subscriptionMultiplexing,
-      compiledExecution: graphql.compiledExecution,
-    },
-    bodyLimit: graphql.bodyLimit,
-    uploadBodyLimit: config.files.uploadBodyLimit,
-    corsOrigins: graphql.corsOrigins,
-    actionsRoute: config.actionsRoute,
-    metrics,
-    metricsAccess: config.metrics,
-    trustProxy: config.trustProxy,
-    requestTimeoutMs: config.requestTimeoutMs,
-    maxJsonDepth: config.requestMaxJsonDepth,
-    rateLimits,
-    requestOutcomes,
-    apiDocs,
-    actions: modules.flatMap((module) => module.actions?.(services.get(module)) ?? []),
-    metadata: new MetadataApi(
-      dataSource,
-      modules.flatMap((module) => (module.metadata ? [module.metadata(services.get(module))] : [])),
-    ),
-    routes: (routesApp) => {
-      for (const module of modules) module.routes?.(routesApp, services.get(module), config);
-    },
-  });
 }

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { buildDeclaredSchema } from '../graphql/schema';
 import { ServedSchema } from '../platform/served-schema';
-import { buildApiApp } from '../main';
+import { buildApiApp } from '../http/api-app';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
 import { RequestOutcomes } from '../platform/request-outcomes';
@@ -13,7 +13,7 @@ import { ModuleServices, resolverClasses, type AnyModule, type Platform } from '
 import { RateLimits, rateLimitRules } from '../platform/rate-limits';
 import { readDeclarations, shownPath } from './declarations';
 import { OPENAPI_PATH } from './openapi';
-import { apiReferenceOptions, PAGE_FILE, SPEC_FILE } from './routes';
+import { apiReference, apiReferenceOptions, PAGE_FILE, SPEC_FILE } from './routes';
 
 /** The serving block `plinth build` writes into PLINTH_PROXY_CONF_DIR. */
 const PROXY_CONF_FILE = 'api-docs.conf';
@@ -112,7 +112,7 @@ export async function documentationApp(config: Config, logger: Logger, modules: 
   const services = new ModuleServices();
   for (const module of modules) services.set(module, standIn(`the ${module.name} module's services`));
   // Generated from the routes, whatever an earlier build left.
-  const app = await buildApiApp(platform, modules, services, { ...apiReferenceOptions(config), builtDir: undefined });
+  const app = await buildApiApp(platform, modules, services, apiReference({ ...apiReferenceOptions(config), builtDir: undefined }));
   await app.ready();
   return app;
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { PLINTH_VERSION } from '../common/package-version';
 import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
+import type { ApiReference } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
@@ -23,6 +24,17 @@ export interface ApiReferenceOptions extends DeclarationSources {
   publicUrl: string;
   /** Where `plinth build` wrote the files, served when both are there; unset: always generate them (the build itself). */
   builtDir: string | undefined;
+}
+
+/** The reference as the http layer serves it (http/app.ts); undefined when API_DOCS_ENABLED is false. */
+export function apiReference(options: ApiReferenceOptions): ApiReference | undefined {
+  if (!options.settings.enabled) return undefined;
+  const graphiql = graphiqlResponder(options.settings);
+  return {
+    openPaths: [OPENAPI_PATH],
+    install: (app, context) => installApiReference(app, options, context),
+    graphiql: (request, reply) => graphiql(request, reply),
+  };
 }
 
 /** The reference as a server started from `config` serves it. */

@@ -2,11 +2,9 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { Readable, Transform } from 'node:stream';
 import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
-import { GraphQLError, parse, type DocumentNode } from 'graphql';
+import { GraphQLError, parse, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { OPENAPI_PATH } from '../apidocs/openapi';
-import { graphiqlResponder, installApiReference, type ApiReferenceOptions } from '../apidocs/routes';
 import { Refusal } from '../common/refusal';
 import type { TrustProxy } from '../config';
 import { AcceptedQueryLane, type LaneContext } from '../graphql/accepted-queries';
@@ -85,10 +83,23 @@ export interface HttpAppOptions {
   rateLimits: RateLimits;
   /** The metadata API at POST /v1/metadata. */
   metadata: MetadataApi;
-  /** The API reference (/api-docs, the page, GraphiQL), when API_DOCS_ENABLED. */
-  apiDocs: ApiReferenceOptions;
+  /** The API reference (/api-docs, the page, GraphiQL); undefined when API_DOCS_ENABLED is false. */
+  apiDocs: ApiReference | undefined;
   /** Good and bad requests per service, for SLOs. */
   requestOutcomes: RequestOutcomes;
+}
+
+/**
+ * The API reference as this layer serves it; src/apidocs builds it (apiReference), above the
+ * http layer, since it documents the whole application.
+ */
+export interface ApiReference {
+  /** Paths any origin may read (CORS): the OpenAPI document. */
+  openPaths: string[];
+  /** Registers the reference's routes; called first, so that it documents the routes registered after it. */
+  install(app: FastifyInstance, context: { schema: GraphQLSchema; actions: readonly { name: string; path: string }[]; logger: Logger }): Promise<void>;
+  /** GraphiQL, for a browser asking the GraphQL endpoint for HTML. */
+  graphiql(request: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
 
 /**
@@ -213,8 +224,8 @@ function closeConnectionsWhenIdle(app: FastifyInstance): void {
 export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
   const { logger, subscriptions: sessionSettings, rateLimits } = options;
   const trust = trustFunction(options.trustProxy ?? false);
-  const apiDocs = options.apiDocs.settings.enabled;
-  const cors = new CorsPolicy(options.corsOrigins, apiDocs ? [OPENAPI_PATH] : []);
+  const { apiDocs } = options;
+  const cors = new CorsPolicy(options.corsOrigins, apiDocs?.openPaths ?? []);
   /** What every request gets before routing, on whichever port it came (AUTH_PORT too): its id and CORS headers. */
   const beforeRouting = (request: IncomingMessage, response: ServerResponse) => {
     identify(request, response);
@@ -262,9 +273,9 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // First: it documents the routes registered after it.
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
-    await installApiReference(app, options.apiDocs, { schema: options.schema.base, actions, logger });
+    await apiDocs.install(app, { schema: options.schema.base, actions, logger });
   }
-  const graphiql = apiDocs ? graphiqlResponder(options.apiDocs.settings) : undefined;
+  const graphiql = apiDocs ? (request: FastifyRequest, reply: FastifyReply) => apiDocs.graphiql(request, reply) : undefined;
   installErrorHandling(app);
   keepRawBodies(app);
   closeConnectionsWhenIdle(app);
