@@ -34,6 +34,11 @@ export type RowScope = { kind: 'all' } | { kind: 'none' } | { kind: 'equal'; col
 const SOURCE_ACCOUNT_VARIABLE = 'x-gql-source-account-id';
 /** The source account of a row whose owner names none (the users table's default). */
 export const DEFAULT_SOURCE_ACCOUNT = 'primary';
+/** The source account a new row is made in: the one the session names (a token's claim), else its owner's (the database's trigger). */
+export function sessionSourceAccount(session: Session): string | null {
+  return session.variables[SOURCE_ACCOUNT_VARIABLE] || null;
+}
+
 /** The users table itself: role me sees its own row, role user too. */
 export const USERS_TABLE: OwnedTable = { owner: 'id', uuid: true };
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;

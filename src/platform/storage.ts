@@ -6,6 +6,12 @@ import { pipeline } from 'node:stream/promises';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../config';
 
+/** What a content route is told: the bytes and how to present them, or why not. */
+export type ContentAnswer =
+  | { found: true; stream: Readable; size: number; contentType: string; fileName: string; inline: boolean }
+  | { found: false; status: 401 | 403 | 404; code: string; message: string };
+
+
 /** An object's content: all of it, or a stream of chunks written as they come. */
 export type StorageContent = Buffer | AsyncIterable<Buffer>;
 

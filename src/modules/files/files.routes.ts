@@ -1,11 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ActionDefinition } from '../../platform/actions';
-import { ENVELOPE_ERROR_SCHEMA, sendError } from '../../http/errors';
+import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
+import { LINK_QUERY, optionalSession, sendContent } from '../../http/stored-content';
 import { requires } from '../../platform/fastify/security-schemes';
-import { resolveSession, type Session, type SessionSettings } from '../../platform/session';
 import type { SignedQuery } from '../../platform/signed-urls';
 import type { FilesServices } from './files.services';
-import type { ContentAnswer, FileVariant } from './files.service';
+import type { FileVariant } from './files.service';
 import { UPLOAD_FILE_ROLES } from './files.types';
 
 /** The engine-compatible handler route of uploadAndProcessFile. */
@@ -22,15 +22,6 @@ export function filesActions({ files }: FilesServices): ActionDefinition[] {
     },
   ];
 }
-
-/** The query of a signed link (src/platform/signed-urls.ts). */
-export const LINK_QUERY = {
-  type: 'object',
-  properties: {
-    expires: { type: 'string', description: 'Unix time (seconds) after which the link no longer works' },
-    signature: { type: 'string', description: 'HMAC-SHA256 of the path and expiry, base64url' },
-  },
-} as const;
 
 /** The content routes: a signed link works alone; without one, the owner's or an admin's session. */
 export function filesRoutes(app: FastifyInstance, services: FilesServices): void {
@@ -71,27 +62,4 @@ export function filesRoutes(app: FastifyInstance, services: FilesServices): void
       },
     });
   }
-}
-
-/** The caller's session when it presented credentials (refused when they are bad); undefined without. */
-export function optionalSession(request: FastifyRequest, settings: SessionSettings): Session | undefined {
-  const { headers } = request;
-  if (headers.authorization === undefined && headers['x-gql-admin-secret'] === undefined) return undefined;
-  return resolveSession(headers, settings);
-}
-
-/** Streams stored bytes with headers that keep a browser from reading them as anything else. */
-export function sendContent(reply: FastifyReply, answer: ContentAnswer): FastifyReply {
-  if (!answer.found) return sendError(reply, answer.status, answer.code, answer.message);
-  const disposition = answer.inline ? 'inline' : 'attachment';
-  const ascii = answer.fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  return reply
-    .code(200)
-    .header('content-type', answer.contentType)
-    .header('content-length', answer.size)
-    .header('content-disposition', `${disposition}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(answer.fileName)}`)
-    .header('x-content-type-options', 'nosniff')
-    .header('content-security-policy', "default-src 'none'; sandbox")
-    .header('cache-control', 'private, no-store')
-    .send(answer.stream);
 }

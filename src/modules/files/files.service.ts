@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { FieldError } from '../../common/field-error.types';
 import { isUnstorableText, UNSTORABLE_TEXT_MESSAGE } from '../../common/text';
 import type { EventPublisher } from '../../platform/pubsub';
 import type { Session } from '../../platform/session';
-import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
+import { rowFilterSql, sessionSourceAccount, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import type { SignatureProblem, SignedQuery, UrlSigner } from '../../platform/signed-urls';
-import type { ObjectStorage } from '../../platform/storage';
+import type { ContentAnswer, ObjectStorage } from '../../platform/storage';
 import {
   type DataParseResult,
   type FileInfo,
@@ -66,11 +65,6 @@ export interface FileRow {
 
 export type FileVariant = 'content' | 'thumbnail';
 
-/** What the content route is told: the bytes and how to present them, or why not. */
-export type ContentAnswer =
-  | { found: true; stream: Readable; size: number; contentType: string; fileName: string; inline: boolean }
-  | { found: false; status: 401 | 403 | 404; code: string; message: string };
-
 /** A character outside base64's standard alphabet (padding aside): one class, no repetition, so no backtracking. */
 const OUTSIDE_BASE64_ALPHABET = /[^A-Za-z0-9+/]/;
 /** Raster images are shown in place; everything else downloads (nosniff and a sandbox CSP besides). */
@@ -79,11 +73,6 @@ const MAX_FILE_NAME = 255;
 
 /** Files are user-owned rows (spec 2 §2.3): their owner's, and its source account's admins'. */
 export const FILES_TABLE: OwnedTable = { owner: 'owner_id' };
-
-/** The source account a new row is made in: the one the session names (a token's claim), else its owner's (the database's trigger). */
-export function sessionSourceAccount(session: Session): string | null {
-  return session.variables['x-gql-source-account-id'] || null;
-}
 
 export function storageKeyOf(fileId: string, variant: FileVariant): string {
   return `files/${fileId}/${variant}`;

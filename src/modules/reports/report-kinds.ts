@@ -1,6 +1,5 @@
 import { JOBS_SCHEMA } from '../../platform/job-queue';
 import { scopeSql, USERS_TABLE, type OwnedTable, type RowScope } from '../../platform/row-filter';
-import { FILES_TABLE } from '../files/files.service';
 import { ReportKind } from './reports.types';
 
 /** A report's filter: the time range, and the rows of user-owned tables its requester may see. */
@@ -42,7 +41,8 @@ export const REPORT_KINDS: Record<ReportKind, ReportKindDefinition> = {
     columns: ['id', 'owner_id', 'file_name', 'file_type', 'file_size', 'status', 'checksum_sha256', 'created_at', 'processed_at'],
     select: `id, owner_id, file_name, file_type, file_size::integer AS file_size, status, result->>'checksum_sha256' AS checksum_sha256, created_at, processed_at`,
     source: `files WHERE ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)`,
-    owned: FILES_TABLE,
+    // The files module's table, user-owned by owner_id.
+    owned: { owner: 'owner_id' },
     orderBy: 'created_at, id',
   },
   [ReportKind.JOBS]: {

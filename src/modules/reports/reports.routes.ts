@@ -3,7 +3,7 @@ import type { ActionDefinition } from '../../platform/actions';
 import { ENVELOPE_ERROR_SCHEMA } from '../../http/errors';
 import { requires } from '../../platform/fastify/security-schemes';
 import type { SignedQuery } from '../../platform/signed-urls';
-import { LINK_QUERY, optionalSession, sendContent } from '../files/files.routes';
+import { LINK_QUERY, optionalSession, sendContent } from '../../http/stored-content';
 import type { ReportsServices } from './reports.services';
 import { GENERATE_REPORT_ROLES, ReportFormat, ReportKind } from './reports.types';
 
