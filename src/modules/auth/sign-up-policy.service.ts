@@ -1,6 +1,6 @@
 import type { Config } from '../../config';
 import type { RateLimitName } from '../../platform/rate-limits';
-import { authError, invalidRequest } from './auth-errors';
+import { AUTH_ERRORS, authError, invalidRequest } from './auth-errors';
 import type { BreachedPasswords } from './breached-passwords.service';
 
 /** The limit every sign-up takes a point of, per client address (AUTH_RATE_LIMIT_SIGNUPS_*). */
@@ -32,6 +32,9 @@ export class SignUpPolicy {
   assertOpen(): void {
     if (!this.isOpen()) throw authError('signup-disabled');
   }
+
+  /** Why a breached password is refused (Nhost's password-in-hibp-database), for callers that answer per field. */
+  readonly breachedPasswordMessage = AUTH_ERRORS['password-in-hibp-database'].message;
 
   /** AUTH_PASSWORD_MIN_LENGTH and AUTH_PASSWORD_MAX_LENGTH, for messages. */
   get passwordBounds(): { minLength: number; maxLength: number } {

@@ -4,7 +4,6 @@ import { QueryFailedError, type Repository } from 'typeorm';
 import type { PasswordHasher } from '../../common/passwords';
 import { fieldErrors } from '../../common/validation';
 import type { EventPublisher } from '../../platform/pubsub';
-import { AUTH_ERRORS } from '../auth/auth-errors';
 import type { SignUpPolicy } from '../auth/sign-up-policy.service';
 import type { User } from './user.entity';
 import { RegisterUserInput, type RegisterUserOutput, type UserInfo } from './users.types';
@@ -43,7 +42,7 @@ export class UsersService {
     }
     // Only a password that could be used is sent to the breach check.
     if (errors.length === 0 && (await this.signUps.isBreached(input.password))) {
-      errors.push({ field: 'password', message: AUTH_ERRORS['password-in-hibp-database'].message, code: 'BREACHED_PASSWORD' });
+      errors.push({ field: 'password', message: this.signUps.breachedPasswordMessage, code: 'BREACHED_PASSWORD' });
     }
     if (errors.length > 0) {
       const order = Object.keys(input);

@@ -5,13 +5,12 @@ import { FieldError } from '../../common/field-error.types';
 import { rule, rules } from '../../common/validation';
 import { ADMIN_ROLE, EVERY_ROLE } from '../../common/roles';
 import type { RateLimitName } from '../../platform/rate-limits';
-import { SIGN_UP_LIMIT } from '../auth/sign-up-policy.service';
 
 /** Registration is sign-up: every role may call it, anonymous included. */
 export const REGISTER_USER_ROLES = [EVERY_ROLE];
 
-/** Spec 1 §8's registration limit, and the sign-up limit every sign-up takes (the auth service's policy). */
-export const REGISTRATION_LIMITS: RateLimitName[] = ['registration', SIGN_UP_LIMIT];
+/** Spec 1 §8's registration limit, and the sign-up limit every sign-up takes (authSignups: the auth module's SIGN_UP_LIMIT). */
+export const REGISTRATION_LIMITS: RateLimitName[] = ['registration', 'authSignups'];
 
 /** Creating accounts for others is an administrator's task. */
 export const BULK_CREATE_USERS_ROLES = [ADMIN_ROLE];
