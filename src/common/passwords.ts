@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Algorithm, hash, verify } from '@node-rs/argon2';
-import type { PasswordHashSettings } from '../config/password-hash';
+
+/** argon2id's cost: AUTH_PASSWORD_HASH_MEMORY_KIB, _ITERATIONS and _PARALLELISM. */
+export interface PasswordHashSettings {
+  memoryKib: number;
+  iterations: number;
+  parallelism: number;
+}
 
 /**
  * Password hashes: argon2id at the configured cost. A hash records its parameters

@@ -8,7 +8,8 @@ import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettin
 import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
 import { ADMIN_ROLE } from '../common/roles';
-import { owaspMinimumMemoryKib, type PasswordHashSettings } from './password-hash';
+import type { PasswordHashSettings } from '../common/passwords';
+import { owaspMinimumMemoryKib } from './password-hash';
 
 export type { JwtSecretConfig } from './jwt-secret';
 export type { CustomService } from './custom-services';

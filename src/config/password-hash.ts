@@ -1,10 +1,3 @@
-/** argon2id's cost: AUTH_PASSWORD_HASH_MEMORY_KIB, _ITERATIONS and _PARALLELISM. */
-export interface PasswordHashSettings {
-  memoryKib: number;
-  iterations: number;
-  parallelism: number;
-}
-
 /**
  * OWASP's minimum memory for each iteration count (its Password Storage Cheat Sheet: five
  * equivalent argon2id settings, 1 lane); from 5 iterations on, 7 MiB. Weaker settings are refused.
