@@ -171,14 +171,27 @@ async function runServer(): Promise<void> {
     return { ...server, postgresMicros };
   };
   const send = (message: ChildMessage) => process.send!(message);
-  process.on('message', async (message: ParentMessage) => {
-    if (message.type === 'stop') return void Promise.all([server.close(), bare.close(), monitor.end()]).finally(() => process.exit(0));
-    if (message.type === 'usage') return send({ type: 'usage', ...(await usage()) });
+  const answer = async (message: ParentMessage): Promise<void> => {
+    if (message.type === 'stop') {
+      // The process ends whether or not everything closed.
+      void Promise.all([server.close(), bare.close(), monitor.end()]).finally(() => process.exit(0));
+      return;
+    }
+    if (message.type === 'usage') {
+      send({ type: 'usage', ...(await usage()) });
+      return;
+    }
     // argon2id verifications of one hash, `concurrency` at a time, in this process (its thread pool).
     const result = await during(message.seconds, message.concurrency, async () => {
       if (!(await verify(hash, PASSWORD))) throw new Error('argon2 verify failed');
     });
     send({ type: 'argon2', result });
+  };
+  process.on('message', (message: ParentMessage) => {
+    answer(message).catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
   });
   const { memoryKib, iterations, parallelism } = config.auth.passwordHash;
   send({ type: 'ready', url: server.url, bareUrl: bare.url, hashCost: `argon2id ${memoryKib} KiB, ${iterations} passes, ${parallelism} lane(s)` });

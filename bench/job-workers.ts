@@ -73,7 +73,8 @@ export async function runWorkerRole(target: JobTarget, url: string): Promise<voi
   const exit = () => {
     if (stopping) return;
     stopping = true;
-    stop().finally(() => process.exit(0));
+    // The process ends whether or not the stop finished cleanly.
+    void stop().finally(() => process.exit(0));
   };
   process.on('message', (message: StopMessage) => message.type === 'stop' && exit());
   process.on('disconnect', exit);

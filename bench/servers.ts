@@ -147,7 +147,8 @@ export async function serveInChild(start: () => Promise<BenchServer>): Promise<v
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close().finally(() => process.exit(0));
+    // The process ends whether or not the server closed cleanly.
+    void server.close().finally(() => process.exit(0));
   };
   process.on('message', (message: ParentMessage) => {
     if (message.type === 'stop') return stop();

@@ -70,7 +70,13 @@ program
         logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out (PLINTH_SHUTDOWN_TIMEOUT_MS)');
         process.exit(1);
       }, config.shutdownTimeoutMs + SHUTDOWN_BACKSTOP_MARGIN_MS).unref();
-      Promise.all([server.close(), services?.stop()]).then(([unfinished]) => process.exit(unfinished.length === 0 ? 0 : 1));
+      Promise.all([server.close(), services?.stop()]).then(
+        ([unfinished]) => process.exit(unfinished.length === 0 ? 0 : 1),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);

@@ -37,7 +37,7 @@ export interface JobContext {
 }
 
 /** A queue a module declares, with its worker. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a list holds queues of every data type; each worker states its own
 export interface JobDefinition<Data = any> {
   /**
    * Lower-case letters, digits, `_` and `-`, starting with a letter. Its settings' variables

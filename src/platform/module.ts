@@ -99,7 +99,7 @@ export interface PlinthModule<Services = unknown> {
 }
 
 /** A module of any services type, as the list holds them. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the list holds modules of every services type
 export type AnyModule = PlinthModule<any>;
 
 /** The services of the modules created so far, looked up by module (so the type follows). */

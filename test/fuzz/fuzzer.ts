@@ -141,7 +141,7 @@ function playWebSocket(base: string, c: WebSocketCase): Promise<{ closedBy: 'ser
       socket.terminate();
       resolve({ problem: `the WebSocket conversation did not end within ${REQUEST_TIMEOUT_MS} ms` });
     }, REQUEST_TIMEOUT_MS);
-    socket.on('open', async () => {
+    const playFrames = async () => {
       for (const frame of c.frames) {
         if (socket.readyState !== WebSocket.OPEN) break;
         socket.send(frame);
@@ -151,6 +151,13 @@ function playWebSocket(base: string, c: WebSocketCase): Promise<{ closedBy: 'ser
         clientClosing = true;
         if (socket.readyState === WebSocket.OPEN) socket.close(1000, 'fuzz case done');
       }, 120);
+    };
+    socket.on('open', () => {
+      playFrames().catch((error: unknown) => {
+        clearTimeout(hung);
+        socket.terminate();
+        resolve({ problem: `the client could not send the case's frames: ${String(error)}` });
+      });
     });
     socket.on('message', (data) => {
       const text = String(data);

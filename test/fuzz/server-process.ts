@@ -21,7 +21,8 @@ async function main(): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close().finally(() => process.exit(0));
+    // The process ends whether or not the server closed cleanly.
+    void server.close().finally(() => process.exit(0));
   };
   process.on('message', (message: { type: string }) => message.type === 'stop' && stop());
   process.on('disconnect', stop);

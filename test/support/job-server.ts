@@ -12,7 +12,13 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const server = await startServer(config, createLogger(config), [...MODULES, recorderModule()]);
   process.once('SIGTERM', () => {
-    server.close().then(() => process.exit(0));
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
   });
 }
 
