@@ -1,11 +1,9 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import type { QueueSettings } from '../platform/jobs';
 import { jwtSecretSchema, type JwtSecretConfig } from './jwt-secret';
 import { customServicesFromEnv, type CustomService } from './custom-services';
 import { oauthProvidersFromEnv, type OAuthProviderName, type OAuthProviderSettings } from './oauth-providers';
-import type { MetricsAccess } from '../platform/metrics';
 import { MAIL_ADDRESS } from '../common/mail-address';
 import { ADMIN_ROLE } from '../common/roles';
 import type { PasswordHashSettings } from '../common/passwords';
@@ -71,6 +69,30 @@ const baseUrl = nonEmpty.refine(
   },
   { error: 'must be an absolute http(s) URL without a trailing slash, query or fragment, such as https://api.example.com' },
 );
+
+/**
+ * Per-queue settings. Each has a default (JOBS_DEFAULT_<SETTING>); a module's JobDefinition
+ * overrides it for its queue, and JOBS_<QUEUE>_<SETTING> overrides both (README, Jobs).
+ */
+export interface QueueSettings {
+  /** Jobs of this queue one process runs at once. */
+  concurrency: number;
+  /** Retries after the first attempt fails (a timeout or a crash counts as a failed attempt). */
+  retryLimit: number;
+  /** Seconds before the first retry. */
+  retryDelaySeconds: number;
+  /** Doubles the delay at each retry (with up to as much again of random jitter). */
+  retryBackoff: boolean;
+  /**
+   * A job running longer than this is aborted (its signal fires) and fails. It is also the
+   * lease: after a crash, the job is taken back and retried once this (plus a two-second margin)
+   * has passed since it started, at the next maintenance (JOBS_MAINTENANCE_INTERVAL_SECONDS).
+   */
+  timeoutSeconds: number;
+}
+
+/** Who may read /metrics (PLINTH_METRICS). */
+export type MetricsAccess = { mode: 'off' } | { mode: 'loopback' } | { mode: 'token'; token: string };
 
 /**
  * The per-queue job settings: their validation, read from JOBS_DEFAULT_<SETTING>, from

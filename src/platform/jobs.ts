@@ -1,30 +1,13 @@
 import type { EntityManager } from 'typeorm';
+import type { QueueSettings } from '../config';
 
 /**
  * Background jobs: pg-boss in the project's database (schema `pgboss`). This file is the
  * contract modules code against; `JobQueue` (job-queue.ts) implements it.
  */
 
-/**
- * Per-queue settings. Each has a default (JOBS_DEFAULT_<SETTING>); a module's JobDefinition
- * overrides it for its queue, and JOBS_<QUEUE>_<SETTING> overrides both (README, Jobs).
- */
-export interface QueueSettings {
-  /** Jobs of this queue one process runs at once. */
-  concurrency: number;
-  /** Retries after the first attempt fails (a timeout or a crash counts as a failed attempt). */
-  retryLimit: number;
-  /** Seconds before the first retry. */
-  retryDelaySeconds: number;
-  /** Doubles the delay at each retry (with up to as much again of random jitter). */
-  retryBackoff: boolean;
-  /**
-   * A job running longer than this is aborted (its signal fires) and fails. It is also the
-   * lease: after a crash, the job is taken back and retried once this (plus a two-second margin)
-   * has passed since it started, at the next maintenance (JOBS_MAINTENANCE_INTERVAL_SECONDS).
-   */
-  timeoutSeconds: number;
-}
+/** Per-queue settings: config/index.ts defines them with their variables. */
+export type { QueueSettings };
 
 /** What a worker is handed. */
 export interface JobContext {

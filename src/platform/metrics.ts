@@ -1,12 +1,13 @@
 import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import type { MetricsAccess } from '../config';
 import { secretsEqual } from '../common/secrets';
 import type { ResponseObserver } from './fastify/response-observers';
 import { requires } from './fastify/security-schemes';
 
-/** Who may read /metrics (PLINTH_METRICS). */
-export type MetricsAccess = { mode: 'off' } | { mode: 'loopback' } | { mode: 'token'; token: string };
+/** Who may read /metrics: defined with PLINTH_METRICS in config. */
+export type { MetricsAccess };
 
 /** Distinct operation names kept as label values; past this, names count as "(other)". */
 const OPERATION_NAME_LIMIT = 500;
