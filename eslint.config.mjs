@@ -66,12 +66,9 @@ export default tseslint.config(
       'import-x/no-restricted-paths': ['error', { zones: layerZones }],
     },
   },
-  {
-    files: ['src/modules/*/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', otherModuleFiles(0)] },
-  },
-  {
-    files: ['src/modules/*/*/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', otherModuleFiles(1)] },
-  },
+  // A module's own folder and up to three folders below it.
+  ...[0, 1, 2, 3].map((depth) => ({
+    files: [`src/modules/*/${'*/'.repeat(depth)}*.ts`],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', otherModuleFiles(depth)] },
+  })),
 );
