@@ -37,6 +37,8 @@ describe('the configuration of representative environments', () => {
 describe('the problems of invalid settings', () => {
   const refusals: { env: Record<string, string>; problems: string[] }[] = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'refusals.json'), 'utf8'));
   it.each(refusals.map((refusal) => [Object.keys(refusal.env).join(' '), refusal] as const))('%s', (_name, { env, problems }) => {
-    expect(problemsOf(env)).toEqual(problems);
+    // Several problems come area by area (before the split: in the order of one long list), so their order is not pinned.
+    const found = problemsOf(env);
+    expect(problems.length > 1 ? found?.sort() : found).toEqual(problems.length > 1 ? [...problems].sort() : problems);
   });
 });
