@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config';
+import { AREAS, ConfigError, loadConfig } from '../src/config';
+import { configurationReference } from '../src/config/reference';
 import { withDevelopmentSecrets } from '../src/config/dev-secrets';
 import { environmentWithEnvFile } from '../src/config/env-file';
 
@@ -520,5 +521,23 @@ describe('payment settings', () => {
 
   it('never repeats the admin key', () => {
     expect(problemsOf({ ADMIN_KEY: 'tiny-secret' }).join('\n')).not.toContain('tiny-secret');
+  });
+});
+
+describe('the configuration reference', () => {
+  const reference = configurationReference();
+
+  it('has a row for every variable of every area, with its default and meaning', () => {
+    for (const area of AREAS) {
+      for (const variable of Object.keys(area.variables)) expect(reference).toMatch(new RegExp(`^\\| \`${variable}\` \\| [^|]+ \\| [^|]+ \\|$`, 'm'));
+    }
+    expect(reference).toContain('| `AUTH_ALLOWED_ROLES` | `user,me` |');
+    expect(reference).toContain('| `PLINTH_PUBLIC_URL` | `http://localhost:<PORT>` |');
+    expect(reference).toContain('| `JOBS_<QUEUE>_<SETTING>` |');
+  });
+
+  it('declares each variable in one area only', () => {
+    const variables = AREAS.flatMap((area) => Object.keys(area.variables));
+    expect(new Set(variables).size).toBe(variables.length);
   });
 });

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
-import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { PLINTH_VERSION } from '../common/package-version';
 import { ConfigError, loadConfig, type Config } from '../config';
@@ -20,6 +19,8 @@ import { metadataCommand } from './metadata';
 import { servicesCommand, startDeclaredServices } from './services';
 import { newsletterCommand } from './newsletter';
 import { eventsCommand } from './events';
+import { configCommand } from './config';
+import { emitGenerated } from './generated-file';
 
 /** Reads the configuration (environment over .env, then command-line overrides) or exits naming the bad variable. */
 function configuration(overrides: Record<string, string | undefined> = {}): Config {
@@ -125,19 +126,7 @@ program
         return served;
       });
     }
-    const sdl = printPlinthSchema(schema);
-    if (options.check) {
-      const committed = fs.existsSync(options.check) ? fs.readFileSync(options.check, 'utf8') : '';
-      if (committed !== sdl) {
-        process.stderr.write(`${options.check} is stale: run "npm run schema" and commit the result\n`);
-        process.exit(1);
-      }
-      process.stdout.write(`${options.check} matches the resolvers\n`);
-    } else if (options.output) {
-      fs.writeFileSync(options.output, sdl);
-    } else {
-      process.stdout.write(sdl);
-    }
+    emitGenerated(printPlinthSchema(schema), options, 'the resolvers', 'npm run schema');
   });
 
 registerMailCommands(program, configuration);
@@ -148,6 +137,7 @@ program.addCommand(newsletterCommand(configuration));
 program.addCommand(authCommand(configuration));
 program.addCommand(errorsCommand(configuration));
 program.addCommand(eventsCommand(configuration));
+program.addCommand(configCommand());
 registerBuildCommand(program, configuration);
 
 program.parseAsync().catch((error: unknown) => {
