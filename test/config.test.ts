@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AREAS, ConfigError, loadConfig } from '../src/config';
+import { environmentSchema } from '../src/config/environment';
 import { configurationReference } from '../src/config/reference';
 import { withDevelopmentSecrets } from '../src/config/dev-secrets';
 import { environmentWithEnvFile } from '../src/config/env-file';
@@ -536,8 +537,9 @@ describe('the configuration reference', () => {
     expect(reference).toContain('| `JOBS_<QUEUE>_<SETTING>` |');
   });
 
-  it('declares each variable in one area only', () => {
+  it('declares each variable in one area only, and validates the variables of every area', () => {
     const variables = AREAS.flatMap((area) => Object.keys(area.variables));
     expect(new Set(variables).size).toBe(variables.length);
+    expect(Object.keys(environmentSchema.shape).sort()).toEqual(variables.sort());
   });
 });

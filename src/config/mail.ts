@@ -33,7 +33,7 @@ export const mailVariables = {
     .describe('sender name of every mail'),
   AUTH_EMAIL_TEMPLATES_DIR: nonEmpty.default('./email-templates').describe('`<name>.mjml` or `<name>.html` here replaces the built-in template `<name>`'),
   MAIL_TEMPLATE_CACHE_SIZE: integer(1, 10_000).default(100).describe('compiled mail templates kept in memory'),
-  MAIL_RETRY_LIMIT: integer(0, 1000).default(10).describe('retries of a mail the SMTP server (or the delivery API) did not take'),
+  MAIL_RETRY_LIMIT: integer(0, 1000).default(10).describe('retries of a mail the SMTP server did not take'),
   MAIL_RETRY_DELAY_SECONDS: integer(1, 86_400).default(30).describe('delay before the first retry of a mail (it doubles at each retry)'),
   EMAIL_DELIVERY_API_KEY: nonEmpty
     .optional()

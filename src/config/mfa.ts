@@ -20,7 +20,7 @@ export const mfaVariables = {
     .default([])
     .describe('roles a session carries only once the user has a second factor on, comma-separated'),
   AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: integer(1, 100).default(5).describe('wrong codes one sign-in ticket (or one SMS code) allows before it is void'),
-  AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10).describe('second-factor attempts per client address and window'),
+  AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10).describe('second-factor codes tried per user (whatever the address) and window'),
   AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300).describe('the window, in seconds, of `AUTH_RATE_LIMIT_MFA_BURST`'),
   AUTH_MFA_SMS_ENABLED: boolean.default(false).describe('codes by SMS through the gateway (`AUTH_SMS_*` required then)'),
   AUTH_SMS_PROVIDER: z.enum(['twilio'], { error: 'must be twilio' }).optional().meta({ description: 'the SMS gateway: `twilio` (its Messages API)', unset: 'none' }),
