@@ -1,7 +1,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { registerMetricsRoute, type Metrics, type MetricsAccess } from '../platform/metrics';
+import type { Metrics, MetricsAccess } from '../platform/metrics';
+import { registerMetricsRoute } from './metrics-route';
 import { installErrorHandling } from './errors';
 
 const readiness = (status: string, database: string, description: string) => ({

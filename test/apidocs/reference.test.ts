@@ -4,7 +4,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { buildSchema, parse, validate } from 'graphql';
 import { request } from 'undici';
-import { GRAPHQL_PATH } from '../../src/http/app';
+import { GRAPHQL_PATH } from '../../src/http/graphql-route';
 import { SECURITY_SCHEMES } from '../../src/platform/fastify/security-schemes';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { operationsOf, validateOpenApi, type OpenApiDocument } from '../support/openapi';

@@ -3,7 +3,7 @@ import { graphql, postGraphQL } from '../support/graphql';
 import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { isLoopback } from '../../src/platform/metrics';
+import { isLoopback } from '../../src/http/metrics-route';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 let database: TestDatabase;
