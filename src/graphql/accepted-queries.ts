@@ -32,7 +32,7 @@ export interface AcceptedQueryAnswer {
  * (the complexity limit, the media type, the metrics, the response Apollo would write) and hands
  * everything else to Apollo: a first sight, a mutation, GET, extensions, a refused session, a
  * complexity over the limit, and any result with errors (whose formatting, logging and status
- * stay Apollo's alone). test/graphql/accepted-queries.test.ts holds the answers byte for byte.
+ * stay Apollo's alone). test/graphql/compiled-execution.test.ts holds the answers byte for byte.
  */
 export class AcceptedQueryLane {
   constructor(

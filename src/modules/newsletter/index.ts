@@ -5,7 +5,7 @@ import { newsletterRoutes } from './newsletter.routes';
 import { createNewsletterServices, type NewsletterServices } from './newsletter.services';
 
 /**
- * The newsletter (spec 3 §1.2, issue 14): double opt-in subscription, the welcome series, the
+ * The newsletter (spec 3 §1.2): double opt-in subscription, the welcome series, the
  * bi-weekly issue, unsubscription and clean-up; REST routes for people and forms, admin GraphQL.
  */
 export const newsletterModule: PlinthModule<NewsletterServices> = {
