@@ -19,7 +19,7 @@ let database: TestDatabase;
 let folder: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ empty: true });
 });
 afterAll(async () => {
   await database.drop();

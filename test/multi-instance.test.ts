@@ -18,7 +18,7 @@ async function start(): Promise<SpawnedServer> {
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ empty: true });
 });
 afterAll(async () => {
   for (const server of running) server.child.kill('SIGKILL');
