@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { verify } from '@node-rs/argon2';
 import pg from 'pg';
 import { PasswordHasher } from '../../src/common/passwords';
+import { loadConfig } from '../../src/config';
 import { AUTH_ERRORS } from '../../src/modules/auth/auth-errors';
 import { authCall, authPost, GENEROUS_AUTH_LIMITS, linkIn, type AuthErrorBody } from '../support/auth';
 import { startBreachList, type BreachList } from '../support/breach-list';
@@ -25,6 +26,10 @@ let receiver: SmtpReceiver;
 let breachList: BreachList;
 let counter = 0;
 
+// This file is about passwords: its server hashes at the default cost, not the tests' cheaper one
+// (TEST_PASSWORD_HASH): the timing test measures the hash, the rehash test asserts the cost.
+const DEFAULT_PASSWORD_HASH = loadConfig({}).auth.passwordHash;
+
 beforeAll(async () => {
   receiver = await startSmtpReceiver();
   breachList = await startBreachList(BREACHED);
@@ -38,6 +43,8 @@ beforeAll(async () => {
     AUTH_ALLOWED_ROLES: 'user,me,editor',
     AUTH_PASSWORD_HIBP_ENABLED: 'true',
     AUTH_PASSWORD_HIBP_API_URL: breachList.url,
+    AUTH_PASSWORD_HASH_MEMORY_KIB: String(DEFAULT_PASSWORD_HASH.memoryKib),
+    AUTH_PASSWORD_HASH_ITERATIONS: String(DEFAULT_PASSWORD_HASH.iterations),
   });
 });
 afterAll(async () => {

@@ -12,6 +12,12 @@ export const JWT_SECRET = JSON.stringify({ type: 'HS256', key: JWT_KEY, claims_n
 export const STORAGE_URL_SIGNING_SECRET = 'test-storage-url-signing-secret-0123456789';
 /** What a test server needs besides testEnvironment to run as in production (the key of signed links). */
 export const PRODUCTION = { NODE_ENV: 'production', STORAGE_URL_SIGNING_SECRET };
+/**
+ * argon2id's cost in test servers: the cheapest OWASP accepts (7 MiB, 5 passes), about 8 ms a
+ * hash where the default (64 MiB, 2 passes) takes 170 ms on a loaded 2-core machine, and the suite
+ * hashes thousands of passwords. The default and the rehash to the configured cost have tests.
+ */
+export const TEST_PASSWORD_HASH = { AUTH_PASSWORD_HASH_MEMORY_KIB: '7168', AUTH_PASSWORD_HASH_ITERATIONS: '5' };
 
 /** The environment a test server runs with, on the given database. */
 export function testEnvironment(databaseUrl: string, overrides: Record<string, string> = {}): Record<string, string> {
@@ -29,6 +35,7 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     AUTH_RATE_LIMIT_SIGNUPS_BURST: '1000000',
     // Likewise the handler routes' limiter (spec 1 §8); test/actions/handler-routes.test.ts tests it.
     RATE_LIMIT_ACTION_HANDLERS_POINTS: '1000000',
+    ...TEST_PASSWORD_HASH,
     // The suite runs with compiled execution on (the default) and, in a second run, off.
     GQL_GRAPHQL_COMPILED_EXECUTION: compiledExecutionEnabled() ? 'true' : 'false',
     // A full collection of a Jest worker's heap (its servers and every test's objects) paused the
