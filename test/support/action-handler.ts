@@ -25,6 +25,7 @@ export interface ActionHandlerServer {
 export async function startActionHandler(): Promise<ActionHandlerServer> {
   const routes = new Map<string, (call: ReceivedCall) => HandlerReply>();
   const calls: ReceivedCall[] = [];
+  const delayed = new Set<NodeJS.Timeout>();
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -39,8 +40,15 @@ export async function startActionHandler(): Promise<ActionHandlerServer> {
         response.writeHead(reply.status, { 'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json', ...reply.headers });
         response.end(text);
       };
-      if (reply.delayMs) setTimeout(send, reply.delayMs);
-      else send();
+      if (!reply.delayMs) return send();
+      // A delayed answer is dropped with its connection (a caller killed while waiting) and at
+      // close: its timer (up to a minute) would otherwise keep the Jest worker from exiting.
+      const timer = setTimeout(send, reply.delayMs);
+      delayed.add(timer);
+      response.on('close', () => {
+        clearTimeout(timer);
+        delayed.delete(timer);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -51,6 +59,7 @@ export async function startActionHandler(): Promise<ActionHandlerServer> {
     route: (path, reply) => void routes.set(path, reply),
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of delayed) clearTimeout(timer);
         server.closeAllConnections();
         server.close(() => resolve());
       }),
