@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { signToken } from '../support/tokens';
+import { until } from '../support/until';
 
 /**
  * GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER, _MAX_SUBSCRIPTIONS_PER_CONNECTION and
@@ -55,6 +56,22 @@ class Connection {
     this.socket.send(JSON.stringify({ id, type: 'complete' }));
   }
 
+  /**
+   * Resolves once the server answered a ping sent now: it has counted every subscribe sent before
+   * (graphql-ws hands it each message in order, and onSubscribe counts before its first await).
+   * Errors for them may still be on their way: a wait for "none came" still needs settle().
+   */
+  async flushed(): Promise<void> {
+    const pongs = this.received.filter((message) => message.type === 'pong').length;
+    this.socket.send(JSON.stringify({ type: 'ping' }));
+    await until(() => this.received.filter((message) => message.type === 'pong').length > pongs, 10_000, 'a pong');
+  }
+
+  /** Resolves once the server sent an error for subscription `id`; those sent before on this connection got theirs first. */
+  async errorFor(id: string): Promise<void> {
+    await until(() => this.errors().has(id), 10_000, `an error for subscription ${id}`);
+  }
+
   /** Errors the server sent for subscriptions, by id. */
   errors(): Map<string, { message: string; extensions?: Record<string, unknown> }[]> {
     const found = new Map<string, { message: string; extensions?: Record<string, unknown> }[]>();
@@ -71,7 +88,9 @@ class Connection {
 }
 
 const asUser = (userId: string) => ({ headers: { authorization: `Bearer ${signToken({ userId })}` } });
+/** Long enough for a message the server would send to arrive: the wait before asserting that none came. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
+
 
 async function connected(count: number, params: Record<string, unknown>): Promise<Connection[]> {
   const connections = Array.from({ length: count }, () => new Connection(params));
@@ -134,11 +153,12 @@ describe('subscriptions (GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION 100, _P
     const [connection] = await connected(1, asUser(randomUUID()));
     try {
       for (let id = 1; id <= 100; id++) connection.subscribe(String(id));
+      await connection.flushed();
       await settle();
       expect(connection.errors()).toEqual(new Map());
 
       connection.subscribe('101');
-      await settle();
+      await connection.errorFor('101');
       expect(connection.errors()).toEqual(
         new Map([['101', [{ message: 'Too many subscriptions on this connection: at most 100 at once; complete one first', extensions: QUOTA }]]]),
       );
@@ -146,7 +166,7 @@ describe('subscriptions (GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION 100, _P
       connection.complete('1');
       connection.subscribe('102');
       connection.subscribe('103');
-      await settle();
+      await connection.errorFor('103');
       expect([...connection.errors().keys()]).toEqual(['101', '103']);
 
       // Completing one and subscribing at once with a new id moves no count: still 100 at once.
@@ -154,21 +174,22 @@ describe('subscriptions (GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION 100, _P
         connection.complete(String(id));
         connection.subscribe(`again-${id}`);
       }
+      await connection.flushed();
       await settle();
       expect([...connection.errors().keys()]).toEqual(['101', '103']);
       connection.subscribe('104');
-      await settle();
+      await connection.errorFor('104');
       expect([...connection.errors().keys()]).toEqual(['101', '103', '104']);
 
       // An id taken again before its subscription has ended is refused (its end would drop the
       // new one from the connection, uncounted); once it has ended, the id may be used again.
       connection.complete('31');
       connection.subscribe('31');
-      await settle();
+      await connection.errorFor('31');
       expect(connection.errors().get('31')).toEqual([{ message: 'Subscription 31 is still ending; subscribe with another id', extensions: { code: 'SUBSCRIBER_ALREADY_EXISTS' } }]);
       connection.subscribe('31');
       connection.subscribe('105');
-      await settle();
+      await connection.errorFor('105');
       expect([...connection.errors().keys()]).toEqual(['101', '103', '104', '31', '105']);
       expect(connection.received.filter((message) => message.type === 'error' && message.id === '31')).toHaveLength(1);
       expect(connection.socket.readyState).toBe(WebSocket.OPEN);
@@ -184,11 +205,13 @@ describe('subscriptions (GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION 100, _P
     try {
       for (let id = 1; id <= 100; id++) first.subscribe(`a${id}`);
       for (let id = 1; id <= 100; id++) second.subscribe(`b${id}`);
+      await Promise.all([first.flushed(), second.flushed()]);
       await settle();
       expect([first.errors(), second.errors()]).toEqual([new Map(), new Map()]);
 
       third.subscribe('c1');
       other.subscribe('d1');
+      await Promise.all([third.errorFor('c1'), other.flushed()]);
       await settle();
       expect(third.errors()).toEqual(
         new Map([['c1', [{ message: 'Too many subscriptions for this user: at most 200 at once across connections; complete one first', extensions: QUOTA }]]]),

@@ -9,7 +9,8 @@ import {
 } from '../generated/graphql';
 import { freePort } from '../support/global-setup';
 import { graphql } from '../support/graphql';
-import { mailTo, newsletterEnvironment, until } from '../support/newsletter';
+import { mailTo, newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { ADMIN_SECRET, startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 import { runCli } from '../support/spawn';

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { newsletterEnvironment, until } from '../support/newsletter';
+import { newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { PRODUCTION, startTestServer, type TestServer } from '../support/server';
 
 /**

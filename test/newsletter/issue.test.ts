@@ -5,7 +5,8 @@ import { unsubscribeToken } from '../../src/modules/newsletter/newsletter.tokens
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { freePort } from '../support/global-setup';
 import { postGraphQL } from '../support/graphql';
-import { newsletterEnvironment, UNSUBSCRIBE_SECRET, until } from '../support/newsletter';
+import { newsletterEnvironment, UNSUBSCRIBE_SECRET } from '../support/newsletter';
+import { until } from '../support/until';
 import { ADMIN_SECRET, testEnvironment } from '../support/server';
 import { startSmtpReceiver, type ReceivedMail, type SmtpReceiver } from '../support/smtp';
 import { runCli, spawnServer, type SpawnedServer } from '../support/spawn';

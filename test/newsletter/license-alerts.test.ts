@@ -6,7 +6,8 @@ import { LicenseAlerts } from '../../src/modules/newsletter/license-alerts.servi
 import { createMailer, mailTemplates } from '../../src/platform/mail/mailer';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { freePort } from '../support/global-setup';
-import { header, linkIn, mailsTo, newsletterEnvironment, until } from '../support/newsletter';
+import { header, linkIn, mailsTo, newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/global-setup';
 import { postGraphQL } from '../support/graphql';
-import { newsletterEnvironment, until } from '../support/newsletter';
+import { newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { ADMIN_SECRET, PRODUCTION, startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 

@@ -1,6 +1,7 @@
 import { confirmToken } from '../../src/modules/newsletter/newsletter.tokens';
 import { freePort } from '../support/global-setup';
-import { CONFIRM_SECRET, header, linkIn, mailsTo, mailTo, newsletterEnvironment, until } from '../support/newsletter';
+import { CONFIRM_SECRET, header, linkIn, mailsTo, mailTo, newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 

@@ -1,5 +1,6 @@
 import { freePort } from '../support/global-setup';
-import { header, linkIn, mailsTo, mailTo, newsletterEnvironment, until } from '../support/newsletter';
+import { header, linkIn, mailsTo, mailTo, newsletterEnvironment } from '../support/newsletter';
+import { until } from '../support/until';
 import { startTestServer, type TestServer } from '../support/server';
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 

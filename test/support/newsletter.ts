@@ -56,11 +56,3 @@ export function header(mail: ReceivedMail, name: string): string | undefined {
   const line = mail.parsed.headerLines.find((entry) => entry.key === name.toLowerCase())?.line;
   return line?.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
 }
-
-export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000, what = 'the condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
