@@ -31,6 +31,10 @@ const VARIABLES = {
   ROADMAP_TEASER: 'Scheduled reports.',
 };
 
+// A send of READERS mails across a kill or an unsubscription: its waits allow up to 150 s on a
+// loaded machine (more than Jest's default 60 s for the whole test).
+const ISSUE_SEND_TIMEOUT_MS = 180_000;
+
 async function start(overrides: Record<string, string> = {}): Promise<SpawnedServer> {
   const server = await spawnServer({ ...environment, ...overrides });
   running.add(server);
@@ -137,7 +141,7 @@ describe('the bi-weekly issue', () => {
     const rows = await database.query<{ status: string; count: number }>('SELECT status, count(*)::int AS count FROM newsletter_issue_recipients GROUP BY status');
     expect(rows).toEqual([{ status: 'sent', count: READERS }]);
     expect(receiver.received.some((mail) => mail.recipients.includes('pending@example.com') || mail.recipients.includes('gone@example.com'))).toBe(false);
-  });
+  }, ISSUE_SEND_TIMEOUT_MS);
 
   it('sends an issue number once: asking again is refused, and the CLI shows the progress', async () => {
     const again = await runCli(['newsletter', 'send-issue', '--issue', '1', '--vars', varsFile], environment);
@@ -201,5 +205,5 @@ describe('the bi-weekly issue', () => {
       { issueNumber: 2, status: 'sent', recipients: READERS, sent: READERS - skipped[0].count, skipped: skipped[0].count, pending: 0 },
       { issueNumber: 1, status: 'sent', recipients: READERS, sent: READERS, skipped: 0, pending: 0 },
     ]);
-  });
+  }, ISSUE_SEND_TIMEOUT_MS);
 });
