@@ -8,6 +8,9 @@ import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/s
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
+// Each test runs several `plinth auth` processes, 3 to 10 s each on a loaded machine (the role
+// test nine): past Jest's default 60 s.
+jest.setTimeout(180_000);
 const AUTH_URL = 'https://auth.plinth.test';
 
 let database: TestDatabase;
