@@ -22,7 +22,8 @@ beforeAll(async () => {
       PRIMARY_PROVIDER_PRICE_ID_TEAM: 'price_team_yearly',
       BILLING_PROVIDER: 'primary',
       BILLING_CHECKOUT_SUCCESS_URL: 'https://app.example.com/thanks',
-      PAYMENTS_PROVIDER_TIMEOUT_MS: '300',
+      // Past a slow provider's 2 s below; a loopback call in this process can take 300 ms on a loaded machine.
+      PAYMENTS_PROVIDER_TIMEOUT_MS: '1000',
     }),
   );
   alice = await createUser(server.database, 'alice@example.com');
@@ -89,7 +90,7 @@ describe('POST /billing/checkout', () => {
       const team = await checkout({ product: 'team' });
       expect(team).toMatchObject({ status: 400, body: { error_code: 'UNKNOWN_PRODUCT', message: expect.stringContaining('pro') } });
 
-      backup.delayMs = 1000;
+      backup.delayMs = 2000;
       const slow = await checkout({ product: 'pro' });
       expect(slow).toMatchObject({ status: 504, body: { error_code: 'PROVIDER_TIMEOUT' } });
     } finally {
