@@ -8,6 +8,7 @@ import { jobsModule } from './jobs';
 import { newsletterModule } from './newsletter';
 import { paymentsModule } from './payments';
 import { reportsModule } from './reports';
+import { tablesModule } from './tables';
 import { usersModule } from './users';
 
 /**
@@ -25,4 +26,5 @@ export const MODULES: readonly AnyModule[] = [
   errorTrackingModule,
   eventsModule,
   actionsModule,
+  tablesModule,
 ];

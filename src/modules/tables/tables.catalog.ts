@@ -1,0 +1,83 @@
+import type { Queryable } from '../../db/sql';
+import { rows } from '../../db/sql';
+import type { QualifiedTable } from './tables.metadata';
+
+/** A column as pg_catalog describes it. */
+export interface CatalogColumn {
+  name: string;
+  /** The type's name in pg_type (`int4`, `timestamptz`, `_text` for an array of text). */
+  typeName: string;
+  /** The type as SQL writes it, without modifiers (`integer`, `character varying`): the cast of a bound value. */
+  sqlType: string;
+  nullable: boolean;
+}
+
+/** A foreign key of a table: its columns and the columns they reference, in order. */
+export interface CatalogForeignKey {
+  columns: string[];
+  references: QualifiedTable;
+  referencedColumns: string[];
+}
+
+export interface CatalogTable {
+  table: QualifiedTable;
+  columns: CatalogColumn[];
+  primaryKey: string[];
+  foreignKeys: CatalogForeignKey[];
+}
+
+/**
+ * The definitions of `tables` (tables, views, materialized views and foreign tables) read from
+ * pg_catalog in three statements; a table that does not exist is absent from the answer.
+ */
+export async function readCatalog(db: Queryable, tables: readonly QualifiedTable[]): Promise<Map<string, CatalogTable>> {
+  const found = new Map<string, CatalogTable>();
+  const wanted = [...new Map(tables.map((table) => [tableKey(table), table])).values()];
+  if (wanted.length === 0) return found;
+  const schemas = wanted.map((table) => table.schema);
+  const names = wanted.map((table) => table.name);
+  const columns = await rows<{ schema: string; table: string; name: string; type_name: string; sql_type: string; nullable: boolean }>(
+    db,
+    `SELECT n.nspname AS schema, c.relname AS table, a.attname AS name, t.typname AS type_name,
+            format_type(a.atttypid, NULL) AS sql_type, NOT a.attnotnull AS nullable
+       FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
+       JOIN pg_namespace n ON n.nspname = wanted.schema
+       JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+       JOIN pg_type t ON t.oid = a.atttypid
+      ORDER BY n.nspname, c.relname, a.attnum`,
+    [schemas, names],
+  );
+  for (const column of columns) {
+    const key = tableKey({ schema: column.schema, name: column.table });
+    let table = found.get(key);
+    if (!table) found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [] }));
+    table.columns.push({ name: column.name, typeName: column.type_name, sqlType: column.sql_type, nullable: column.nullable });
+  }
+  const constraints = await rows<{ schema: string; table: string; kind: 'p' | 'f'; columns: string[]; ref_schema: string | null; ref_table: string | null; ref_columns: string[] | null }>(
+    db,
+    `SELECT n.nspname AS schema, c.relname AS table, k.contype AS kind,
+            ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY AS key(attnum, position)
+                    JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = key.attnum ORDER BY key.position) AS columns,
+            rn.nspname AS ref_schema, rc.relname AS ref_table,
+            CASE WHEN k.contype = 'f' THEN ARRAY(SELECT a.attname::text FROM unnest(k.confkey) WITH ORDINALITY AS key(attnum, position)
+                    JOIN pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = key.attnum ORDER BY key.position) END AS ref_columns
+       FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
+       JOIN pg_namespace n ON n.nspname = wanted.schema
+       JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name
+       JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype IN ('p', 'f')
+       LEFT JOIN pg_class rc ON rc.oid = k.confrelid
+       LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+      ORDER BY k.conname`,
+    [schemas, names],
+  );
+  for (const constraint of constraints) {
+    const table = found.get(tableKey({ schema: constraint.schema, name: constraint.table }));
+    if (!table) continue;
+    if (constraint.kind === 'p') table.primaryKey = constraint.columns;
+    else table.foreignKeys.push({ columns: constraint.columns, references: { schema: constraint.ref_schema!, name: constraint.ref_table! }, referencedColumns: constraint.ref_columns! });
+  }
+  return found;
+}
+
+export const tableKey = (table: QualifiedTable) => `${table.schema}.${table.name}`;

@@ -1,0 +1,461 @@
+import {
+  getArgumentValues,
+  getDirectiveValues,
+  GraphQLError,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  isObjectType,
+  Kind,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type SelectionSetNode,
+} from 'graphql';
+import { escapeIdentifier } from 'pg';
+import { tableKey } from './tables.catalog';
+import { isObject, tableText, type BoolExp } from './tables.metadata';
+import type { ColumnModel, PermissionModel, RelationshipModel, TableModel } from './tables.model';
+import { hiddenField, type RootKind } from './tables.schema';
+
+/** One statement: its text (identifiers quoted, values as $n only) and its bound values. */
+export interface CompiledStatement {
+  text: string;
+  parameters: unknown[];
+}
+
+/** Whom a statement is compiled for. */
+export interface Reader {
+  role: string;
+  /** The unrestricted admin: every table, column and row. */
+  admin: boolean;
+  /** Session variables, lower-case `x-gql-*` names. */
+  variables: Record<string, string>;
+}
+
+/** What the compiler reads of GraphQL's resolve info. */
+export interface Operation {
+  schema: GraphQLSchema;
+  fieldNodes: readonly FieldNode[];
+  parentType: GraphQLObjectType;
+  fragments: Record<string, FragmentDefinitionNode>;
+  variableValues: Record<string, unknown>;
+}
+
+/** The one quoting of identifiers in this module. */
+const quote = (identifier: string) => escapeIdentifier(identifier);
+const qualified = (table: TableModel) => `${quote(table.table.schema)}.${quote(table.table.name)}`;
+const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+/** A JSON key of the statement: a response key, which the GraphQL parser made a Name. */
+function key(name: string): string {
+  if (!GRAPHQL_NAME.test(name)) throw new Error(`not a GraphQL name: ${name}`);
+  return `'${name}'`;
+}
+
+const DIRECTIONS: Record<string, string> = {
+  asc: 'ASC NULLS LAST',
+  asc_nulls_last: 'ASC NULLS LAST',
+  asc_nulls_first: 'ASC NULLS FIRST',
+  desc: 'DESC NULLS FIRST',
+  desc_nulls_first: 'DESC NULLS FIRST',
+  desc_nulls_last: 'DESC NULLS LAST',
+};
+
+/** The SQL function of each aggregate field but count (the same names). */
+const AGGREGATES: Record<string, string> = { sum: 'sum', avg: 'avg', max: 'max', min: 'min' };
+
+const COMPARISONS: Record<string, string> = { _eq: '=', _neq: '<>', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=' };
+const TEXT_MATCHES: Record<string, string> = {
+  _like: 'LIKE', _nlike: 'NOT LIKE', _ilike: 'ILIKE', _nilike: 'NOT ILIKE', _similar: 'SIMILAR TO', _nsimilar: 'NOT SIMILAR TO',
+  _regex: '~', _nregex: '!~', _iregex: '~*', _niregex: '!~*',
+};
+const JSONB_OPERATORS: Record<string, [string, string]> = {
+  _contains: ['@>', 'jsonb'], _contained_in: ['<@', 'jsonb'], _has_key: ['?', 'text'], _has_keys_any: ['?|', 'text[]'], _has_keys_all: ['?&', 'text[]'],
+};
+
+/** A refusal of the caller's arguments (an operator misused, an unknown session variable). */
+function badInput(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+interface ListArguments {
+  where?: BoolExp | null;
+  order_by?: Record<string, unknown>[] | Record<string, unknown> | null;
+  limit?: number | null;
+  offset?: number | null;
+  distinct_on?: string[] | string | null;
+}
+
+/**
+ * Compiles one root field of the generated API into one statement that builds its whole JSON
+ * answer in PostgreSQL: json_build_object per row, json_agg per list, a LATERAL join per
+ * relationship, the reader's row filter and limit inside every table it reads.
+ */
+export class StatementCompiler {
+  private readonly parameters: unknown[] = [];
+  private aliases = 0;
+
+  /** `operation` is needed to compile a root field, not a permission's filter alone. */
+  constructor(
+    private readonly reader: Reader,
+    private readonly tables: ReadonlyMap<string, TableModel>,
+    private readonly given?: Operation,
+  ) {}
+
+  private get operation(): Operation {
+    if (!this.given) throw new Error('compiling a root field needs its operation');
+    return this.given;
+  }
+
+  /** A permission's filter alone on the table under alias `_0` (checked when it is created). */
+  filterOf(table: TableModel, permission: PermissionModel): CompiledStatement {
+    return { text: this.permissionFilter(table, this.alias(), permission), parameters: this.parameters };
+  }
+
+  compile(table: TableModel, kind: RootKind, args: Record<string, unknown>): CompiledStatement {
+    const node = this.operation.fieldNodes[0];
+    const rootName = node.name.value;
+    const permission = this.permission(table, `field "${rootName}" not found in type: 'query_root'`);
+    const field = this.operation.parentType.getFields()[rootName];
+    const selections = this.fieldsOf(this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet), field.type);
+    let text: string;
+    if (kind === 'selectByPk') {
+      if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name))) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+      const alias = this.alias();
+      const conditions = table.primaryKey.map((column) => `${alias}.${quote(column.name)} = ${this.bind(args[column.field], column.sqlType)}`);
+      conditions.push(this.permissionFilter(table, alias, permission));
+      const { json, joins } = this.rowJson(table, alias, selections);
+      text = `SELECT ${json} AS "j" FROM ${qualified(table)} AS ${alias}${joins} WHERE ${conditions.join(' AND ')}`;
+    } else if (kind === 'select') {
+      text = this.listQuery(table, args as ListArguments, selections, [], permission);
+    } else {
+      if (!this.reader.admin && !permission!.allowAggregations) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+      text = this.aggregateQuery(table, args as ListArguments, selections, [], permission);
+    }
+    return { text, parameters: this.parameters };
+  }
+
+  private alias(): string {
+    return quote(`_${this.aliases++}`);
+  }
+
+  private bind(value: unknown, cast?: string): string {
+    this.parameters.push(value);
+    return `$${this.parameters.length}${cast ? `::${cast}` : ''}`;
+  }
+
+  /** The reader's permission on `table` (undefined for the admin); hidden when there is none. */
+  private permission(table: TableModel, hidden: string): PermissionModel | undefined {
+    if (this.reader.admin) return undefined;
+    const permission = table.permissions.get(this.reader.role);
+    if (!permission) throw hiddenField(hidden);
+    return permission;
+  }
+
+  private permissionFilter(table: TableModel, alias: string, permission: PermissionModel | undefined): string {
+    return permission ? this.boolExp(permission.filter, table, alias, 'permission') : 'true';
+  }
+
+  private visibleColumn(table: TableModel, field: string, permission: PermissionModel | undefined, where = ''): ColumnModel {
+    const column = table.columnsByField.get(field);
+    if (!column || (permission && !permission.columns.has(column.name))) throw hiddenField(`field "${field}" not found in type: '${table.typeName}${where}'`);
+    return column;
+  }
+
+  /** The fields selected on an object type, fragments and @skip/@include applied, in order. */
+  private fieldsOf(selectionSets: readonly (SelectionSetNode | undefined)[], type: unknown): FieldNode[] {
+    let named = type as { ofType?: unknown };
+    while (named.ofType) named = named.ofType as { ofType?: unknown };
+    const objectType = named as GraphQLObjectType;
+    const fields: FieldNode[] = [];
+    const visit = (selectionSet: SelectionSetNode | undefined) => {
+      for (const selection of selectionSet?.selections ?? []) {
+        if (!this.included(selection)) continue;
+        if (selection.kind === Kind.FIELD) fields.push(selection);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          if (!selection.typeCondition || selection.typeCondition.name.value === objectType.name) visit(selection.selectionSet);
+        } else {
+          const fragment = this.operation.fragments[selection.name.value];
+          if (fragment && fragment.typeCondition.name.value === objectType.name) visit(fragment.selectionSet);
+        }
+      }
+    };
+    for (const selectionSet of selectionSets) visit(selectionSet);
+    return fields;
+  }
+
+  private included(node: Parameters<typeof getDirectiveValues>[1]): boolean {
+    const skip = getDirectiveValues(GraphQLSkipDirective, node, this.operation.variableValues);
+    if (skip?.if === true) return false;
+    const include = getDirectiveValues(GraphQLIncludeDirective, node, this.operation.variableValues);
+    return include?.if !== false;
+  }
+
+  private argumentsOf(type: GraphQLObjectType, node: FieldNode): Record<string, unknown> {
+    return getArgumentValues(type.getFields()[node.name.value], node, this.operation.variableValues);
+  }
+
+  /** A generated type of the schema the operation runs on. */
+  private objectType(name: string): GraphQLObjectType {
+    const type = this.operation.schema.getType(name);
+    if (!isObjectType(type)) throw new Error(`the generated type ${name} is missing`);
+    return type;
+  }
+
+  /** `json_build_object(...)` of one row of `table` under `alias`, and the LATERAL joins it needs. */
+  private rowJson(table: TableModel, alias: string, fields: FieldNode[]): { json: string; joins: string } {
+    const type = this.objectType(table.typeName);
+    const permission = this.reader.admin ? undefined : table.permissions.get(this.reader.role);
+    const pairs: string[] = [];
+    let joins = '';
+    for (const node of fields) {
+      const name = node.name.value;
+      const responseKey = node.alias?.value ?? name;
+      if (name === '__typename') continue;
+      const relationship = table.relationships.get(name) ?? (name.endsWith('_aggregate') ? table.relationships.get(name.slice(0, -'_aggregate'.length)) : undefined);
+      if (relationship && (name === relationship.name || relationship.kind === 'array')) {
+        const target = relationship.target;
+        const targetPermission = this.permission(target, `field "${name}" not found in type: '${table.typeName}'`);
+        const joined = this.alias();
+        const inner = this.alias();
+        const mapping = this.mappingConditions(relationship, alias, inner);
+        const selected = this.fieldsOf([node.selectionSet], type.getFields()[name].type);
+        let query: string;
+        if (relationship.kind === 'object') {
+          const { json, joins: innerJoins } = this.rowJson(target, inner, selected);
+          const conditions = [...mapping, this.permissionFilter(target, inner, targetPermission)];
+          query = `SELECT ${json} AS "j" FROM ${qualified(target)} AS ${inner}${innerJoins} WHERE ${conditions.join(' AND ')} LIMIT 1`;
+        } else if (name === relationship.name) {
+          query = this.listQuery(target, this.argumentsOf(type, node) as ListArguments, selected, mapping, targetPermission, inner);
+        } else {
+          if (targetPermission && !targetPermission.allowAggregations) throw hiddenField(`field "${name}" not found in type: '${table.typeName}'`);
+          query = this.aggregateQuery(target, this.argumentsOf(type, node) as ListArguments, selected, mapping, targetPermission, inner);
+        }
+        joins += ` LEFT JOIN LATERAL (${query}) AS ${joined} ON true`;
+        pairs.push(`${key(responseKey)}, ${joined}."j"`);
+        continue;
+      }
+      const column = this.visibleColumn(table, name, permission);
+      pairs.push(`${key(responseKey)}, ${alias}.${quote(column.name)}`);
+    }
+    return { json: buildObject(pairs), joins };
+  }
+
+  private mappingConditions(relationship: RelationshipModel, outer: string, inner: string): string[] {
+    return relationship.mapping.map(([local, remote]) => `${inner}.${quote(remote)} = ${outer}.${quote(local)}`);
+  }
+
+  /** The rows of `table` (where, order, distinct, limit, offset, the reader's filter), as the subquery `_s` with columns j and o<n>. */
+  private rowsQuery(
+    table: TableModel,
+    args: ListArguments,
+    rowJson: ((alias: string) => { json: string; joins: string }) | undefined,
+    extraColumns: string[],
+    conditions: string[],
+    permission: PermissionModel | undefined,
+    alias: string,
+  ): { text: string; order: string[] } {
+    const where = [...conditions, this.permissionFilter(table, alias, permission)];
+    if (args.where) where.push(this.boolExp(args.where, table, alias, 'query'));
+    const orderBy = args.order_by ? (Array.isArray(args.order_by) ? args.order_by : [args.order_by]) : [];
+    const order = orderBy.flatMap((item) => this.orderExpressions(table, alias, item, permission));
+    const distinct = args.distinct_on ? (Array.isArray(args.distinct_on) ? args.distinct_on : [args.distinct_on]) : [];
+    const distinctColumns = distinct.map((field) => `${alias}.${quote(this.visibleColumn(table, field, permission).name)}`);
+    if (distinctColumns.length && order.length) {
+      const leading = order.slice(0, distinctColumns.length).map((item) => item.expression);
+      if (distinctColumns.some((column) => !leading.includes(column))) throw badInput('"distinct_on" columns must match initial "order_by" columns');
+    }
+    const innerOrder = order.length ? order : distinctColumns.map((expression) => ({ expression, direction: 'ASC' }));
+    const columns: string[] = [];
+    let joins = '';
+    if (rowJson) {
+      const built = rowJson(alias);
+      columns.push(`${built.json} AS "j"`);
+      joins = built.joins;
+    }
+    order.forEach((item, index) => columns.push(`${item.expression} AS "o${index}"`));
+    columns.push(...extraColumns);
+    if (columns.length === 0) columns.push('1 AS "one"');
+    let text = `SELECT ${distinctColumns.length ? `DISTINCT ON (${distinctColumns.join(', ')}) ` : ''}${columns.join(', ')} FROM ${qualified(table)} AS ${alias}${joins} WHERE ${where.join(' AND ')}`;
+    if (innerOrder.length) text += ` ORDER BY ${innerOrder.map((item) => `${item.expression} ${item.direction}`).join(', ')}`;
+    const limits = [args.limit, permission?.limit].filter((value): value is number => typeof value === 'number');
+    if (args.limit !== undefined && args.limit !== null && args.limit < 0) throw badInput('"limit" must not be negative');
+    if (args.offset !== undefined && args.offset !== null && args.offset < 0) throw badInput('"offset" must not be negative');
+    if (limits.length) text += ` LIMIT ${this.bind(Math.min(...limits), 'integer')}`;
+    if (typeof args.offset === 'number') text += ` OFFSET ${this.bind(args.offset, 'integer')}`;
+    return { text, order: order.map((item, index) => `"_s"."o${index}" ${item.direction}`) };
+  }
+
+  private listQuery(table: TableModel, args: ListArguments, fields: FieldNode[], conditions: string[], permission: PermissionModel | undefined, alias = this.alias()): string {
+    const rows = this.rowsQuery(table, args, (at) => this.rowJson(table, at, fields), [], conditions, permission, alias);
+    return `SELECT coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json) AS "j" FROM (${rows.text}) AS "_s"`;
+  }
+
+  /** `<table>_aggregate { aggregate { count sum {...} ... } nodes {...} }` over the same rows as the list. */
+  private aggregateQuery(table: TableModel, args: ListArguments, fields: FieldNode[], conditions: string[], permission: PermissionModel | undefined, alias = this.alias()): string {
+    const aggregateType = this.objectType(`${table.typeName}_aggregate`);
+    const fieldsType = this.objectType(`${table.typeName}_aggregate_fields`);
+    const nodes = fields.filter((node) => node.name.value === 'nodes');
+    const extra: string[] = [];
+    const columnAlias = new Map<string, string>();
+    const aggregated = (column: ColumnModel) => {
+      if (!columnAlias.has(column.name)) {
+        const name = `a${columnAlias.size}`;
+        columnAlias.set(column.name, name);
+        extra.push(`${alias}.${quote(column.name)} AS "${name}"`);
+      }
+      return `"_s"."${columnAlias.get(column.name)}"`;
+    };
+    const pairs: string[] = [];
+    for (const node of fields) {
+      const name = node.name.value;
+      const responseKey = key(node.alias?.value ?? name);
+      if (name === 'nodes') pairs.push(`${responseKey}, NODES`);
+      if (name !== 'aggregate') continue;
+      const inner: string[] = [];
+      for (const aggregateNode of this.fieldsOf([node.selectionSet], aggregateType.getFields().aggregate.type)) {
+        const function_ = aggregateNode.name.value;
+        const aggregateKey = key(aggregateNode.alias?.value ?? function_);
+        if (function_ === '__typename') continue;
+        if (function_ === 'count') {
+          const countArgs = this.argumentsOf(fieldsType, aggregateNode) as { columns?: string[] | null; distinct?: boolean | null };
+          const columns = (countArgs.columns ?? []).map((field) => aggregated(this.visibleColumn(table, field, permission)));
+          const distinct = countArgs.distinct ? 'DISTINCT ' : '';
+          const counted = columns.length === 0 ? '*' : `${distinct}${columns.length === 1 ? columns[0] : `(${columns.join(', ')})`}`;
+          inner.push(`${aggregateKey}, count(${counted})`);
+          continue;
+        }
+        const columnPairs = this.fieldsOf([aggregateNode.selectionSet], fieldsType.getFields()[function_].type)
+          .filter((columnNode) => columnNode.name.value !== '__typename')
+          .map((columnNode) => `${key(columnNode.alias?.value ?? columnNode.name.value)}, ${AGGREGATES[function_]}(${aggregated(this.visibleColumn(table, columnNode.name.value, permission))})`);
+        inner.push(`${aggregateKey}, ${buildObject(columnPairs)}`);
+      }
+      pairs.push(`${responseKey}, ${buildObject(inner)}`);
+    }
+    const nodeFields = this.fieldsOf(nodes.map((node) => node.selectionSet), aggregateType.getFields().nodes.type);
+    const rows = this.rowsQuery(table, args, nodes.length ? (at) => this.rowJson(table, at, nodeFields) : undefined, extra, conditions, permission, alias);
+    const nodesJson = `coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json)`;
+    const json = buildObject(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
+    return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s"`;
+  }
+
+  /** The ORDER BY items of one `<table>_order_by` object (through object relationships). */
+  private orderExpressions(table: TableModel, alias: string, item: Record<string, unknown>, permission: PermissionModel | undefined): { expression: string; direction: string }[] {
+    const items: { expression: string; direction: string }[] = [];
+    for (const [field, value] of Object.entries(item)) {
+      if (value === null || value === undefined) continue;
+      const relationship = table.relationships.get(field);
+      if (relationship && relationship.kind === 'object' && isObject(value)) {
+        const target = relationship.target;
+        const targetPermission = this.permission(target, `field "${field}" not found in type: '${table.typeName}_order_by'`);
+        for (const nested of this.orderExpressions(target, '"_r"', value, targetPermission)) {
+          const inner = this.alias();
+          const expression = nested.expression.split('"_r".').join(`${inner}.`);
+          const conditions = [...this.mappingConditions(relationship, alias, inner), this.permissionFilter(target, inner, targetPermission)];
+          items.push({ expression: `(SELECT ${expression} FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')} LIMIT 1)`, direction: nested.direction });
+        }
+        continue;
+      }
+      const column = this.visibleColumn(table, field, permission, '_order_by');
+      const direction = DIRECTIONS[String(value)];
+      if (!direction) throw badInput(`unknown ordering ${JSON.stringify(value)}`);
+      items.push({ expression: `${alias}.${quote(column.name)}`, direction });
+    }
+    return items;
+  }
+
+  /**
+   * A boolean expression (a query's `where`, keyed by field names, or a permission's filter,
+   * keyed by column names and comparing with session variables) as an SQL condition.
+   */
+  private boolExp(exp: unknown, table: TableModel, alias: string, mode: 'query' | 'permission'): string {
+    if (!isObject(exp)) throw badInput(`a boolean expression of ${table.typeName} must be an object`);
+    const parts: string[] = [];
+    for (const [field, value] of Object.entries(exp)) {
+      if (value === undefined) continue;
+      if (value === null) throw badInput(`"${field}" of ${table.typeName}_bool_exp cannot be null`);
+      if (field === '_and' || field === '_or') {
+        const list = (Array.isArray(value) ? value : [value]).map((item) => this.boolExp(item, table, alias, mode));
+        parts.push(list.length === 0 ? (field === '_and' ? 'true' : 'false') : `(${list.join(field === '_and' ? ' AND ' : ' OR ')})`);
+      } else if (field === '_not') {
+        parts.push(`NOT (${this.boolExp(value, table, alias, mode)})`);
+      } else if (field === '_exists' && mode === 'permission') {
+        const given = isObject(value) ? value : {};
+        const named = isObject(given._table) ? given._table : { name: given._table };
+        const target = typeof named.name === 'string' ? this.tables.get(tableKey({ schema: typeof named.schema === 'string' ? named.schema : 'public', name: named.name })) : undefined;
+        if (!target) throw badInput('_exists names a table that is not tracked');
+        const inner = this.alias();
+        parts.push(`EXISTS (SELECT 1 FROM ${qualified(target)} AS ${inner} WHERE ${this.boolExp(given._where ?? {}, target, inner, mode)})`);
+      } else if (table.relationships.has(field)) {
+        const relationship = table.relationships.get(field)!;
+        const target = relationship.target;
+        const inner = this.alias();
+        const conditions = [...this.mappingConditions(relationship, alias, inner), this.boolExp(value, target, inner, mode)];
+        if (mode === 'query') conditions.push(this.permissionFilter(target, inner, this.permission(target, `field "${field}" not found in type: '${table.typeName}_bool_exp'`)));
+        parts.push(`EXISTS (SELECT 1 FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')})`);
+      } else {
+        const column =
+          mode === 'permission'
+            ? table.columns.find((candidate) => candidate.name === field) ?? table.columnsByField.get(field)
+            : this.visibleColumn(table, field, this.reader.admin ? undefined : table.permissions.get(this.reader.role), '_bool_exp');
+        if (!column) throw badInput(`no column "${field}" in ${tableText(table.table)}`);
+        parts.push(this.comparison(column, `${alias}.${quote(column.name)}`, value, mode));
+      }
+    }
+    return parts.length === 0 ? 'true' : parts.length === 1 ? parts[0] : `(${parts.join(' AND ')})`;
+  }
+
+  private comparison(column: ColumnModel, expression: string, operators: unknown, mode: 'query' | 'permission'): string {
+    if (!isObject(operators)) throw badInput(`the comparison on "${column.field}" must be an object of operators`);
+    const parts: string[] = [];
+    const json = column.scalar === 'jsonb' || column.scalar === 'json';
+    const operand = (value: unknown, cast: string, list = false) => {
+      const resolved = mode === 'permission' ? this.sessionValue(value) : value;
+      if (resolved === null || resolved === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
+      if (list && typeof resolved !== 'string' && !Array.isArray(resolved)) throw badInput(`the operand on "${column.field}" must be a list`);
+      const bound = json && !list ? JSON.stringify(resolved) : list && json && Array.isArray(resolved) ? resolved.map((item) => JSON.stringify(item)) : resolved;
+      return this.bind(bound, cast);
+    };
+    for (const [operator, value] of Object.entries(operators)) {
+      if (value === undefined) continue;
+      if (COMPARISONS[operator]) parts.push(`${expression} ${COMPARISONS[operator]} ${operand(value, column.sqlType)}`);
+      else if (operator === '_in') parts.push(`${expression} = ANY(${operand(value, `${column.sqlType}[]`, true)})`);
+      else if (operator === '_nin') parts.push(`${expression} <> ALL(${operand(value, `${column.sqlType}[]`, true)})`);
+      else if (operator === '_is_null') {
+        if (typeof value !== 'boolean') throw badInput(`_is_null on "${column.field}" takes a boolean`);
+        parts.push(`(${expression} IS NULL) = ${this.bind(value, 'boolean')}`);
+      } else if (TEXT_MATCHES[operator] && (column.scalar === 'String' || column.scalar === 'citext' || column.scalar === 'bpchar')) {
+        parts.push(`${expression} ${TEXT_MATCHES[operator]} ${operand(value, column.sqlType)}`);
+      } else if (JSONB_OPERATORS[operator] && column.scalar === 'jsonb') {
+        const [sqlOperator, cast] = JSONB_OPERATORS[operator];
+        const resolved = mode === 'permission' ? this.sessionValue(value) : value;
+        parts.push(`${expression} ${sqlOperator} ${this.bind(cast === 'jsonb' ? JSON.stringify(resolved) : resolved, cast)}`);
+      } else {
+        throw badInput(`the operator "${operator}" does not apply to the column "${column.field}" (${column.scalar})`);
+      }
+    }
+    return parts.length === 0 ? 'true' : parts.join(' AND ');
+  }
+
+  /** A permission's operand: a session variable named as `X-Gql-*` or `X-Hasura-*`, or a literal. */
+  private sessionValue(value: unknown): unknown {
+    if (typeof value !== 'string') return value;
+    const match = /^x-(gql|hasura)-(.+)$/i.exec(value);
+    if (!match) return value;
+    const name = `x-gql-${match[2].toLowerCase()}`;
+    const variable = this.reader.variables[name];
+    if (variable === undefined) throw badInput(`missing session variable: "${name}"`);
+    return variable;
+  }
+}
+
+/**
+ * `json_build_object` of key/value pairs; over 50 pairs (its 100-argument limit) the parts are
+ * joined as jsonb, whose key order GraphQL's execution does not depend on.
+ */
+function buildObject(pairs: string[]): string {
+  if (pairs.length <= 50) return `json_build_object(${pairs.join(', ')})`;
+  const chunks: string[] = [];
+  for (let index = 0; index < pairs.length; index += 50) chunks.push(`jsonb_build_object(${pairs.slice(index, index + 50).join(', ')})`);
+  return `(${chunks.join(' || ')})::json`;
+}

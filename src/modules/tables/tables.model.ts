@@ -1,0 +1,191 @@
+import { tableKey, type CatalogForeignKey, type CatalogTable } from './tables.catalog';
+import { sameTable, tableText, type BoolExp, type QualifiedTable, type RelationshipEntry, type TrackedTableEntry } from './tables.metadata';
+
+/** A column of a tracked table as the API shows it. */
+export interface ColumnModel {
+  name: string;
+  /** Its GraphQL field name (column_config's custom_name, or the column's name). */
+  field: string;
+  /** Hasura's scalar name for its type (`Int`, `String`, `uuid`, `timestamptz`, ...). */
+  scalar: string;
+  sqlType: string;
+  nullable: boolean;
+}
+
+export interface RelationshipModel {
+  name: string;
+  kind: 'object' | 'array';
+  target: TableModel;
+  /** Pairs of (column of this table, column of the target). */
+  mapping: [string, string][];
+}
+
+export interface PermissionModel {
+  columns: Set<string>;
+  filter: BoolExp;
+  limit?: number;
+  allowAggregations: boolean;
+}
+
+/** A tracked table resolved against the catalog: what the schema and the compiler are made of. */
+export interface TableModel {
+  table: QualifiedTable;
+  /** The GraphQL name of its object type, the base of every generated name. */
+  typeName: string;
+  roots: { select: string; selectByPk: string; selectAggregate: string };
+  columns: ColumnModel[];
+  columnsByField: Map<string, ColumnModel>;
+  primaryKey: ColumnModel[];
+  relationships: Map<string, RelationshipModel>;
+  permissions: Map<string, PermissionModel>;
+}
+
+/** A part of the metadata that cannot be served now (get_inconsistent_metadata). */
+export interface Inconsistency {
+  type: 'table' | 'object_relation' | 'array_relation' | 'select_permission';
+  name: string;
+  reason: string;
+  definition: unknown;
+}
+
+/** Hasura's GraphQL scalar names of PostgreSQL's types (pg_type.typname); others keep their own name. */
+const SCALARS: Record<string, string> = {
+  int4: 'Int', int2: 'smallint', int8: 'bigint', float4: 'Float', float8: 'float8', numeric: 'numeric', bool: 'Boolean',
+  text: 'String', varchar: 'String', name: 'String', bpchar: 'bpchar', citext: 'citext', uuid: 'uuid', date: 'date', time: 'time',
+  timetz: 'timetz', timestamp: 'timestamp', timestamptz: 'timestamptz', interval: 'interval', json: 'json', jsonb: 'jsonb',
+  money: 'money', inet: 'inet', bytea: 'bytea', oid: 'oid',
+};
+export const GRAPHQL_BUILT_IN_SCALARS = new Set(['Int', 'Float', 'String', 'Boolean', 'ID']);
+/** Scalars whose columns take the text operators (_like, _ilike, _similar, _regex...). */
+export const TEXT_SCALARS = new Set(['String', 'citext', 'bpchar']);
+/** Scalars summed and averaged by `<table>_aggregate`. */
+export const NUMERIC_SCALARS = new Set(['Int', 'smallint', 'bigint', 'Float', 'float8', 'numeric', 'money']);
+/** Scalars without an order (max/min skip them). */
+export const UNORDERED_SCALARS = new Set(['json', 'jsonb', 'Boolean']);
+
+const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+
+function scalarOf(typeName: string): string {
+  // An array's element type name begins with an underscore: the array is shown as its JSON (a later increment types it).
+  if (typeName.startsWith('_')) return 'json';
+  return SCALARS[typeName] ?? (GRAPHQL_NAME.test(typeName) ? typeName : 'String');
+}
+
+/**
+ * The tracked tables resolved against the catalog. A table missing from the catalog, a
+ * relationship whose columns or key do not exist, or a permission naming an unknown column is
+ * left out and reported; the rest is served.
+ */
+export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Map<string, CatalogTable>): { tables: TableModel[]; inconsistencies: Inconsistency[] } {
+  const inconsistencies: Inconsistency[] = [];
+  const byKey = new Map<string, TableModel>();
+  for (const entry of entries) {
+    const found = catalog.get(tableKey(entry.table));
+    if (!found) {
+      inconsistencies.push({ type: 'table', name: tableText(entry.table), reason: `no table or view ${tableText(entry.table)} exists`, definition: entry.table });
+      continue;
+    }
+    const model = tableModel(entry, found);
+    const unnamed = [model.typeName, ...model.columns.map((column) => column.field)].find((name) => !GRAPHQL_NAME.test(name));
+    if (unnamed !== undefined) {
+      const reason = `${JSON.stringify(unnamed)} is not a valid GraphQL name: give it a custom name (configuration.custom_name or column_config)`;
+      inconsistencies.push({ type: 'table', name: tableText(entry.table), reason, definition: entry.table });
+      continue;
+    }
+    byKey.set(tableKey(entry.table), model);
+  }
+  for (const entry of entries) {
+    const model = byKey.get(tableKey(entry.table));
+    if (!model) continue;
+    const catalogTable = catalog.get(tableKey(entry.table))!;
+    for (const [kind, list] of [['object', entry.object_relationships ?? []], ['array', entry.array_relationships ?? []]] as const) {
+      for (const relationship of list) {
+        try {
+          model.relationships.set(relationship.name, relationshipModel(kind, relationship, model, catalogTable, byKey, catalog));
+        } catch (error) {
+          inconsistencies.push({ type: `${kind}_relation`, name: `${relationship.name} of ${tableText(entry.table)}`, reason: (error as Error).message, definition: relationship });
+        }
+      }
+    }
+    for (const { role, permission } of entry.select_permissions ?? []) {
+      const columns = permission.columns === '*' ? model.columns.map((column) => column.name) : permission.columns;
+      const unknown = columns.find((column) => !model.columns.some((candidate) => candidate.name === column));
+      if (unknown) {
+        inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: `no column "${unknown}" in ${tableText(entry.table)}`, definition: permission });
+        continue;
+      }
+      model.permissions.set(role, { columns: new Set(columns), filter: permission.filter, limit: permission.limit, allowAggregations: permission.allow_aggregations === true });
+    }
+  }
+  return { tables: [...byKey.values()], inconsistencies };
+}
+
+function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
+  const configuration = entry.configuration ?? {};
+  const typeName = configuration.custom_name ?? (entry.table.schema === 'public' ? entry.table.name : `${entry.table.schema}_${entry.table.name}`);
+  const columns = found.columns.map((column) => ({
+    name: column.name,
+    field: configuration.column_config?.[column.name]?.custom_name ?? column.name,
+    scalar: scalarOf(column.typeName),
+    sqlType: column.sqlType,
+    nullable: column.nullable,
+  }));
+  const roots = configuration.custom_root_fields ?? {};
+  return {
+    table: entry.table,
+    typeName,
+    roots: { select: roots.select ?? typeName, selectByPk: roots.select_by_pk ?? `${typeName}_by_pk`, selectAggregate: roots.select_aggregate ?? `${typeName}_aggregate` },
+    columns,
+    columnsByField: new Map(columns.map((column) => [column.field, column])),
+    primaryKey: found.primaryKey.map((name) => columns.find((column) => column.name === name)!),
+    relationships: new Map(),
+    permissions: new Map(),
+  };
+}
+
+function relationshipModel(
+  kind: 'object' | 'array',
+  relationship: RelationshipEntry,
+  model: TableModel,
+  catalogTable: CatalogTable,
+  tracked: Map<string, TableModel>,
+  catalog: Map<string, CatalogTable>,
+): RelationshipModel {
+  const trackedTarget = (table: QualifiedTable) => {
+    const target = tracked.get(tableKey(table));
+    if (!target) throw new Error(`the remote table ${tableText(table)} is not tracked`);
+    return target;
+  };
+  const hasColumn = (table: TableModel, column: string) => {
+    if (!table.columns.some((candidate) => candidate.name === column)) throw new Error(`no column "${column}" in ${tableText(table.table)}`);
+  };
+  const using = relationship.using;
+  if ('manual_configuration' in using) {
+    const target = trackedTarget(using.manual_configuration.remote_table);
+    const mapping = Object.entries(using.manual_configuration.column_mapping);
+    for (const [local, remote] of mapping) {
+      hasColumn(model, local);
+      hasColumn(target, remote);
+    }
+    return { name: relationship.name, kind, target, mapping };
+  }
+  const on = using.foreign_key_constraint_on;
+  if (typeof on === 'string' || Array.isArray(on)) {
+    // A foreign key of this table, on these columns.
+    const columns = typeof on === 'string' ? [on] : on;
+    const key = catalogTable.foreignKeys.find((candidate) => sameColumns(candidate.columns, columns));
+    if (!key) throw new Error(`no foreign key constraint on ${tableText(model.table)} (${columns.join(', ')})`);
+    const target = trackedTarget(key.references);
+    return { name: relationship.name, kind, target, mapping: key.columns.map((column, index) => [column, key.referencedColumns[index]]) };
+  }
+  // A foreign key of the remote table, on its columns, referencing this one.
+  const target = trackedTarget(on.table);
+  const remoteColumns = on.columns ?? (on.column ? [on.column] : []);
+  const key: CatalogForeignKey | undefined = catalog
+    .get(tableKey(on.table))
+    ?.foreignKeys.find((candidate) => sameColumns(candidate.columns, remoteColumns) && sameTable(candidate.references, model.table));
+  if (!key) throw new Error(`no foreign key constraint on ${tableText(on.table)} (${remoteColumns.join(', ')}) referencing ${tableText(model.table)}`);
+  return { name: relationship.name, kind, target, mapping: key.referencedColumns.map((column, index) => [column, key.columns[index]]) };
+}
+
+const sameColumns = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((column) => b.includes(column));

@@ -1,0 +1,203 @@
+import {
+  extendSchema,
+  GraphQLError,
+  isObjectType,
+  parse,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+} from 'graphql';
+import type { GraphQLContext } from '../../graphql/context';
+import { tableText } from './tables.metadata';
+import { GRAPHQL_BUILT_IN_SCALARS, NUMERIC_SCALARS, TEXT_SCALARS, UNORDERED_SCALARS, type Inconsistency, type TableModel } from './tables.model';
+
+/** The three root fields of a table. */
+export type RootKind = 'select' | 'selectByPk' | 'selectAggregate';
+
+/** What the generated root fields call: the service, which compiles and runs one statement. */
+export interface TableRunner {
+  select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+}
+
+const ORDER_BY_ENUM = `"""column ordering options"""
+enum order_by {
+  """in ascending order, nulls last"""
+  asc
+  """in ascending order, nulls first"""
+  asc_nulls_first
+  """in ascending order, nulls last"""
+  asc_nulls_last
+  """in descending order, nulls first"""
+  desc
+  """in descending order, nulls first"""
+  desc_nulls_first
+  """in descending order, nulls last"""
+  desc_nulls_last
+}`;
+
+/** Names the generated types of `table` take (all begin with its type name). */
+export function generatedTypeNames(table: TableModel): string[] {
+  const base = table.typeName;
+  return [base, `${base}_aggregate`, `${base}_aggregate_fields`, `${base}_bool_exp`, `${base}_order_by`, `${base}_select_column`, `${base}_sum_fields`, `${base}_avg_fields`, `${base}_max_fields`, `${base}_min_fields`];
+}
+
+function comparisonType(scalar: string): string {
+  const operators = [`_eq: ${scalar}`, `_neq: ${scalar}`, `_gt: ${scalar}`, `_gte: ${scalar}`, `_lt: ${scalar}`, `_lte: ${scalar}`, `_in: [${scalar}!]`, `_nin: [${scalar}!]`, '_is_null: Boolean'];
+  if (TEXT_SCALARS.has(scalar)) {
+    for (const operator of ['_like', '_nlike', '_ilike', '_nilike', '_similar', '_nsimilar', '_regex', '_nregex', '_iregex', '_niregex']) operators.push(`${operator}: ${scalar}`);
+  }
+  if (scalar === 'jsonb') operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
+  return `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""\ninput ${scalar}_comparison_exp {\n  ${operators.join('\n  ')}\n}`;
+}
+
+const listArguments = (typeName: string) =>
+  `distinct_on: [${typeName}_select_column!], limit: Int, offset: Int, order_by: [${typeName}_order_by!], where: ${typeName}_bool_exp`;
+
+function tableSdl(table: TableModel): string[] {
+  const name = table.typeName;
+  const described = `table ${tableText(table.table)}`;
+  const fields = table.columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
+  const boolFields = [`  _and: [${name}_bool_exp!]`, `  _or: [${name}_bool_exp!]`, `  _not: ${name}_bool_exp`, ...table.columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`)];
+  const orderFields = table.columns.map((column) => `  ${column.field}: order_by`);
+  for (const relationship of table.relationships.values()) {
+    const target = relationship.target.typeName;
+    if (relationship.kind === 'object') {
+      fields.push(`  ${relationship.name}: ${target}`);
+      orderFields.push(`  ${relationship.name}: ${target}_order_by`);
+    } else {
+      fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
+      fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
+    }
+    boolFields.push(`  ${relationship.name}: ${target}_bool_exp`);
+  }
+  const numeric = table.columns.filter((column) => NUMERIC_SCALARS.has(column.scalar));
+  const ordered = table.columns.filter((column) => !UNORDERED_SCALARS.has(column.scalar));
+  const parts = [
+    `"""columns and relationships of ${JSON.stringify(tableText(table.table)).slice(1, -1)}"""\ntype ${name} {\n${fields.join('\n')}\n}`,
+    `"""aggregated selection of ${described}"""\ntype ${name}_aggregate {\n  aggregate: ${name}_aggregate_fields\n  nodes: [${name}!]!\n}`,
+    `"""Boolean expression to filter rows from the ${described}. All fields are combined with a logical 'AND'."""\ninput ${name}_bool_exp {\n${boolFields.join('\n')}\n}`,
+    `"""Ordering options when selecting data from ${described}."""\ninput ${name}_order_by {\n${orderFields.join('\n')}\n}`,
+    `"""select columns of ${described}"""\nenum ${name}_select_column {\n${table.columns.map((column) => `  ${column.field}`).join('\n')}\n}`,
+  ];
+  const aggregateFields = [`  count(columns: [${name}_select_column!], distinct: Boolean): Int!`];
+  const subtype = (suffix: string, columns: typeof table.columns, scalar: (column: (typeof table.columns)[number]) => string) => {
+    if (columns.length === 0) return;
+    aggregateFields.push(`  ${suffix}: ${name}_${suffix}_fields`);
+    parts.push(`type ${name}_${suffix}_fields {\n${columns.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
+  };
+  subtype('sum', numeric, (column) => (column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar === 'Float' ? 'Float' : column.scalar));
+  subtype('avg', numeric, () => 'Float');
+  subtype('max', ordered, (column) => column.scalar);
+  subtype('min', ordered, (column) => column.scalar);
+  parts.push(`"""aggregate fields of ${described}"""\ntype ${name}_aggregate_fields {\n${aggregateFields.join('\n')}\n}`);
+  return parts;
+}
+
+function rootFieldsSdl(table: TableModel): string[] {
+  const name = table.typeName;
+  const described = `from the table ${tableText(table.table)}`;
+  const roots = [
+    `  """fetch data ${described}"""\n  ${table.roots.select}(${listArguments(name)}): [${name}!]!`,
+    `  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`,
+  ];
+  if (table.primaryKey.length > 0) {
+    const keys = table.primaryKey.map((column) => `${column.field}: ${column.scalar}!`).join(', ');
+    roots.push(`  """fetch data ${described} using primary key columns"""\n  ${table.roots.selectByPk}(${keys}): ${name}`);
+  }
+  return roots;
+}
+
+/** The root field names of a table (by_pk only with a primary key). */
+export function rootFieldNames(table: TableModel): string[] {
+  return [table.roots.select, table.roots.selectAggregate, ...(table.primaryKey.length ? [table.roots.selectByPk] : [])];
+}
+
+/**
+ * Why `table`'s generated names cannot join `base` (a type or root field of that name exists,
+ * or another tracked table takes it), or undefined.
+ */
+export function nameClash(base: GraphQLSchema, table: TableModel, others: readonly TableModel[]): string | undefined {
+  for (const typeName of generatedTypeNames(table)) {
+    if (base.getType(typeName)) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the type ${typeName} of the schema: give the table a custom_name`;
+    const other = others.find((candidate) => generatedTypeNames(candidate).includes(typeName));
+    if (other) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}: give one a custom_name`;
+  }
+  const query = base.getQueryType()?.getFields() ?? {};
+  for (const field of rootFieldNames(table)) {
+    if (query[field]) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
+    const other = others.find((candidate) => rootFieldNames(candidate).includes(field));
+    if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
+  }
+  return undefined;
+}
+
+/**
+ * `base` with the generated API of `tables`: for each table its object, aggregate, bool_exp,
+ * order_by and select_column types and its root fields on Query, with the shared scalars,
+ * comparison types and `order_by` enum declared once (or taken from `base` when it has them).
+ * Tables whose names clash are left out and reported in `inconsistencies`. Without `runner`
+ * the fields resolve nothing (to print or check the schema).
+ */
+export function extendWithTables(base: GraphQLSchema, tables: readonly TableModel[], runner?: TableRunner, inconsistencies: Inconsistency[] = []): GraphQLSchema {
+  const served: TableModel[] = [];
+  for (const table of tables) {
+    const clash = nameClash(base, table, served);
+    if (clash) inconsistencies.push({ type: 'table', name: tableText(table.table), reason: clash, definition: table.table });
+    else served.push(table);
+  }
+  // A relationship to a table left out cannot be served either.
+  const servedSet = new Set(served);
+  for (const table of served) {
+    for (const [name, relationship] of table.relationships) {
+      if (!servedSet.has(relationship.target)) {
+        table.relationships.delete(name);
+        inconsistencies.push({ type: `${relationship.kind}_relation`, name: `${name} of ${tableText(table.table)}`, reason: `the remote table ${tableText(relationship.target.table)} is not served`, definition: name });
+      }
+    }
+  }
+  if (served.length === 0) return base;
+  const scalars = new Set(served.flatMap((table) => table.columns.map((column) => column.scalar)));
+  for (const table of served) for (const column of table.columns) if (column.scalar === 'Int' || column.scalar === 'smallint') scalars.add('bigint');
+  scalars.add('Float');
+  const parts: string[] = [];
+  for (const scalar of scalars) {
+    if (!GRAPHQL_BUILT_IN_SCALARS.has(scalar) && !base.getType(scalar)) parts.push(`scalar ${scalar}`);
+  }
+  for (const scalar of new Set(served.flatMap((table) => table.columns.map((column) => column.scalar)))) {
+    if (!base.getType(`${scalar}_comparison_exp`)) parts.push(comparisonType(scalar));
+  }
+  if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
+  for (const table of served) parts.push(...tableSdl(table));
+  const queryRoot = base.getQueryType();
+  const roots = served.flatMap(rootFieldsSdl).join('\n');
+  parts.push(queryRoot ? `extend type ${queryRoot.name} {\n${roots}\n}` : `type Query {\n${roots}\n}\n\nextend schema {\n  query: Query\n}`);
+
+  const schema = extendSchema(base, parse(parts.join('\n\n')));
+  if (runner) attachResolvers(schema, served, runner);
+  return schema;
+}
+
+/**
+ * Root fields call the runner; every field of the generated object types reads its answer by
+ * response key, since the statement builds its JSON under the document's aliases.
+ */
+function attachResolvers(schema: GraphQLSchema, tables: readonly TableModel[], runner: TableRunner): void {
+  const query = schema.getQueryType()!.getFields();
+  const byResponseKey: GraphQLFieldResolver<Record<string, unknown>, unknown> = (source, _args, _context, info) => source[info.path.key as string];
+  for (const table of tables) {
+    for (const [kind, field] of [['select', table.roots.select], ['selectAggregate', table.roots.selectAggregate], ['selectByPk', table.roots.selectByPk]] as const) {
+      if (!query[field]) continue;
+      query[field].resolve = ((_source, args: Record<string, unknown>, context: GraphQLContext, info) => runner.select(table, kind, args, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+    }
+    for (const typeName of generatedTypeNames(table)) {
+      const type = schema.getType(typeName);
+      if (!isObjectType(type)) continue;
+      for (const field of Object.values(type.getFields())) field.resolve = byResponseKey as GraphQLFieldResolver<unknown, unknown>;
+    }
+  }
+}
+
+/** A refusal of a document the role may not run (a hidden table, column or aggregate). */
+export function hiddenField(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+}

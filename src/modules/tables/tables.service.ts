@@ -1,0 +1,368 @@
+import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { DataSource, EntityManager } from 'typeorm';
+import { one, poolOf, type Queryable } from '../../db/sql';
+import type { GraphQLContext } from '../../graphql/context';
+import type { PostgresPubSub } from '../../graphql/pubsub';
+import type { ServedSchema } from '../../graphql/served-schema';
+import { ADMIN_ROLE } from '../../http/session';
+import { MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
+import { followMetadataChanges } from '../../platform/metadata-changes';
+import { readCatalog, tableKey } from './tables.catalog';
+import { StatementCompiler, type CompiledStatement } from './tables.compiler';
+import {
+  configurationAt,
+  fail,
+  graphqlNameAt,
+  objectAt,
+  qualifiedTableAt,
+  relationshipAt,
+  roleAt,
+  sameTable,
+  selectPermissionAt,
+  stringAt,
+  TABLE_KEYS,
+  tableText,
+  trackedEntryAt,
+  type QualifiedTable,
+  type TrackedTableEntry,
+} from './tables.metadata';
+import { resolveTables, type Inconsistency, type TableModel } from './tables.model';
+import { extendWithTables, type RootKind, type TableRunner } from './tables.schema';
+
+/** Published (through PostgreSQL, to every instance) when the tables metadata changed. */
+const CHANGED_TOPIC = 'plinth:tables-metadata';
+const SUCCESS = { message: 'success' } as const;
+
+export interface TablesDependencies {
+  dataSource: DataSource;
+  schema: ServedSchema;
+  pubSub: PostgresPubSub;
+  logger: Logger;
+}
+
+/** The tracked tables as served: their entries, resolved against the catalog. */
+interface Served {
+  entries: TrackedTableEntry[];
+  tables: TableModel[];
+  byKey: Map<string, TableModel>;
+  inconsistencies: Inconsistency[];
+  version: number;
+}
+
+/**
+ * The generated API over tracked tables: keeps their metadata (one row, versioned), answers its
+ * metadata requests, extends the served schema with the generated types and root fields, and
+ * runs each root field as one statement.
+ */
+export class TablesService implements TableRunner {
+  private served: Served = { entries: [], tables: [], byKey: new Map(), inconsistencies: [], version: -1 };
+  private readonly pool: pg.Pool;
+
+  constructor(private readonly deps: TablesDependencies) {
+    this.pool = poolOf(deps.dataSource);
+  }
+
+  /** Reads the metadata and extends the served schema with it. */
+  async load(): Promise<void> {
+    await this.reload(this.deps.dataSource.manager);
+    this.deps.schema.addExtension((base) => this.extension(base));
+  }
+
+  /** Follows changes made by any instance (the module's work). */
+  followChanges(): Promise<() => Promise<void>> {
+    return followMetadataChanges(this.deps.pubSub, CHANGED_TOPIC, () => this.reload(this.deps.dataSource.manager), this.deps.logger, 'tables metadata');
+  }
+
+  /** What get_inconsistent_metadata would report for the tables (a table dropped under its metadata, ...). */
+  get inconsistencies(): readonly Inconsistency[] {
+    return this.served.inconsistencies;
+  }
+
+  private extension(base: GraphQLSchema): GraphQLSchema {
+    const inconsistencies: Inconsistency[] = [];
+    try {
+      const schema = extendWithTables(base, this.served.tables, this, inconsistencies);
+      for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'a tracked table is not served');
+      return schema;
+    } catch (error) {
+      this.deps.logger.error({ reason: (error as Error).message }, 'the tracked tables do not fit the schema: they are not served');
+      return base;
+    }
+  }
+
+  private async reload(manager: EntityManager, force = false): Promise<void> {
+    const row = (await one<{ tables: TrackedTableEntry[]; version: string }>(manager, 'SELECT tables, version FROM tables_metadata WHERE id = 1'))!;
+    const version = Number(row.version);
+    if (!force && version <= this.served.version) return;
+    await this.apply(row.tables, version, manager);
+  }
+
+  private async apply(entries: TrackedTableEntry[], version: number, db: Queryable): Promise<void> {
+    const { tables, inconsistencies } = resolveTables(entries, await readCatalog(db, entries.map((entry) => entry.table)));
+    if (version < this.served.version) return;
+    for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'inconsistent tables metadata');
+    this.served = { entries, tables, byKey: new Map(tables.map((table) => [tableKey(table.table), table])), inconsistencies, version };
+    this.deps.schema.rebuild();
+  }
+
+  // --- Metadata requests (POST /v1/metadata) ---------------------------------------------------
+
+  private async current(manager: EntityManager): Promise<TrackedTableEntry[]> {
+    return (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1 FOR UPDATE'))!.tables;
+  }
+
+  /**
+   * Checks `next` against the catalog (as the transaction sees it) and the schema, refusing what
+   * would make a new inconsistency, and stores it; served once the transaction commits.
+   */
+  private async commit(previous: TrackedTableEntry[], next: TrackedTableEntry[], context: MetadataRequestContext): Promise<typeof SUCCESS> {
+    const catalog = await readCatalog(context.manager, [...previous, ...next].map((entry) => entry.table));
+    const before = resolveTables(previous, catalog).inconsistencies;
+    const after = resolveTables(next, catalog);
+    if (this.deps.schema.built) {
+      try {
+        extendWithTables(this.deps.schema.base, after.tables, undefined, after.inconsistencies);
+      } catch (error) {
+        throw new MetadataError('validation-failed', `the tracked tables do not fit the schema: ${(error as Error).message}`);
+      }
+    }
+    const known = new Set(before.map((item) => `${item.type} ${item.name} ${item.reason}`));
+    const added = after.inconsistencies.find((item) => !known.has(`${item.type} ${item.name} ${item.reason}`));
+    if (added) throw new MetadataError(added.type === 'table' ? 'invalid-configuration' : 'validation-failed', `${added.name}: ${added.reason}`);
+    const row = (await one<{ version: string }>(context.manager, 'UPDATE tables_metadata SET tables = $1, version = version + 1 WHERE id = 1 RETURNING version', [JSON.stringify(next)]))!;
+    const version = Number(row.version);
+    context.afterCommit(async () => {
+      await this.apply(next, version, this.deps.dataSource.manager);
+      this.deps.pubSub.publish(CHANGED_TOPIC, { version });
+    });
+    return SUCCESS;
+  }
+
+  private static entryAt(entries: TrackedTableEntry[], table: QualifiedTable, path: string): TrackedTableEntry {
+    const entry = entries.find((candidate) => sameTable(candidate.table, table));
+    if (!entry) fail('not-exists', `table "${tableText(table)}" does not exist or is not tracked`, path);
+    return entry;
+  }
+
+  /** `entries` with the entry of `table` replaced by `change(entry)`. */
+  private static changed(entries: TrackedTableEntry[], entry: TrackedTableEntry, change: (entry: TrackedTableEntry) => TrackedTableEntry): TrackedTableEntry[] {
+    return entries.map((candidate) => (candidate === entry ? withoutEmpty(change(structuredClone(entry))) : candidate));
+  }
+
+  async trackTable(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table ?? given.name, given.table === undefined ? '$.args.name' : '$.args.table');
+    const configuration = configurationAt(given.configuration, '$.args.configuration');
+    const current = await this.current(context.manager);
+    if (current.some((entry) => sameTable(entry.table, table))) fail('already-tracked', `view/table already tracked: "${tableText(table)}"`, '$.args');
+    const catalog = await readCatalog(context.manager, [table]);
+    if (!catalog.has(tableKey(table))) fail('not-exists', `no such table/view exists in source: "${tableText(table)}"`, '$.args.table');
+    const entry: TrackedTableEntry = Object.keys(configuration).length ? { table, configuration } : { table };
+    return this.commit(current, [...current, entry], context);
+  }
+
+  async untrackTable(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    const remaining = current.filter((other) => other !== entry);
+    // The relationships of other tables that reach this one (found as resolving would refuse them).
+    const catalog = await readCatalog(context.manager, current.map((other) => other.table));
+    const unreachable = `the remote table ${tableText(table)} is not tracked`;
+    const dependents = resolveTables(remaining, catalog).inconsistencies.filter((item) => item.reason === unreachable);
+    if (dependents.length && given.cascade !== true) {
+      fail('dependency-error', `cannot drop due to the following dependent objects: ${dependents.map((item) => `relationship ${item.name}`).join(', ')}`, '$.args');
+    }
+    const dropped = new Set(dependents.map((item) => item.definition));
+    const next = remaining.map((other) =>
+      withoutEmpty({
+        ...other,
+        object_relationships: other.object_relationships?.filter((item) => !dropped.has(item)),
+        array_relationships: other.array_relationships?.filter((item) => !dropped.has(item)),
+      }),
+    );
+    return this.commit(current, next, context);
+  }
+
+  async setTableCustomization(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const configuration = configurationAt(given.configuration, '$.args.configuration');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    return this.commit(current, TablesService.changed(current, entry, (copy) => ({ ...copy, configuration })), context);
+  }
+
+  async createRelationship(kind: 'object' | 'array', args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const relationship = relationshipAt({ name: given.name, using: given.using, comment: given.comment }, '$.args');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    if (relationshipNames(entry).includes(relationship.name)) fail('already-exists', `relationship "${relationship.name}" of table "${tableText(table)}" already exists`, '$.args.name');
+    if (entry.configuration?.column_config && Object.values(entry.configuration.column_config).some((config) => config.custom_name === relationship.name)) {
+      fail('already-exists', `the relationship "${relationship.name}" clashes with a column's custom name`, '$.args.name');
+    }
+    const key = kind === 'object' ? 'object_relationships' : 'array_relationships';
+    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, [key]: [...(copy[key] ?? []), relationship] }));
+    await this.refuseColumnClash(next, table, relationship.name, context);
+    return this.commit(current, next, context);
+  }
+
+  /** A relationship named as a column of its table would make two fields of one name. */
+  private async refuseColumnClash(entries: TrackedTableEntry[], table: QualifiedTable, name: string, context: MetadataRequestContext): Promise<void> {
+    const catalog = await readCatalog(context.manager, [table]);
+    const { tables } = resolveTables(entries.filter((entry) => sameTable(entry.table, table)), catalog);
+    if (tables[0]?.columns.some((column) => column.field === name || `${name}_aggregate` === column.field)) {
+      fail('already-exists', `the relationship "${name}" clashes with a column of "${tableText(table)}"`, '$.args.name');
+    }
+  }
+
+  async renameRelationship(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const name = stringAt(given.name, '$.args.name');
+    const newName = graphqlNameAt(given.new_name, '$.args.new_name');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(table)}" does not exist`, '$.args.name');
+    if (relationshipNames(entry).includes(newName)) fail('already-exists', `relationship "${newName}" of table "${tableText(table)}" already exists`, '$.args.new_name');
+    const rename = <T extends { name: string }>(list?: T[]) => list?.map((item) => (item.name === name ? { ...item, name: newName } : item));
+    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, object_relationships: rename(copy.object_relationships), array_relationships: rename(copy.array_relationships) }));
+    await this.refuseColumnClash(next, table, newName, context);
+    return this.commit(current, next, context);
+  }
+
+  async dropRelationship(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const name = stringAt(given.relationship, '$.args.relationship');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(table)}" does not exist`, '$.args.relationship');
+    const next = TablesService.changed(current, entry, (copy) => ({
+      ...copy,
+      object_relationships: copy.object_relationships?.filter((item) => item.name !== name),
+      array_relationships: copy.array_relationships?.filter((item) => item.name !== name),
+    }));
+    return this.commit(current, next, context);
+  }
+
+  async createSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const role = roleAt(given.role, '$.args.role');
+    const permission = selectPermissionAt(given.permission, '$.args.permission');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    if ((entry.select_permissions ?? []).some((item) => item.role === role)) fail('already-exists', `select permission already defined on table "${tableText(table)}" with role "${role}"`, '$.args.role');
+    const item = typeof given.comment === 'string' ? { role, permission, comment: given.comment } : { role, permission };
+    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, select_permissions: [...(copy.select_permissions ?? []), item] }));
+    await this.checkFilter(next, table, role, context);
+    return this.commit(current, next, context);
+  }
+
+  /** Compiles the new permission's filter once (unknown columns, relationships, operators are refused now). */
+  private async checkFilter(entries: TrackedTableEntry[], table: QualifiedTable, role: string, context: MetadataRequestContext): Promise<void> {
+    const { tables } = resolveTables(entries, await readCatalog(context.manager, entries.map((entry) => entry.table)));
+    const model = tables.find((candidate) => sameTable(candidate.table, table));
+    const permission = model?.permissions.get(role);
+    if (!model || !permission) return;
+    const anyVariable = new Proxy({}, { get: (_target, name) => (typeof name === 'string' ? 'x' : undefined) }) as Record<string, string>;
+    try {
+      new StatementCompiler({ role, admin: false, variables: anyVariable }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(model, permission);
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) throw error;
+      fail('validation-failed', error.message, '$.args.permission.filter');
+    }
+  }
+
+  async dropSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const given = objectAt(args, '$.args');
+    const table = qualifiedTableAt(given.table, '$.args.table');
+    const role = roleAt(given.role, '$.args.role');
+    const current = await this.current(context.manager);
+    const entry = TablesService.entryAt(current, table, '$.args.table');
+    if (!(entry.select_permissions ?? []).some((item) => item.role === role)) fail('not-exists', `select permission on "${tableText(table)}" for role "${role}" does not exist`, '$.args.role');
+    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, select_permissions: copy.select_permissions?.filter((item) => item.role !== role) }));
+    return this.commit(current, next, context);
+  }
+
+  /** Adds the tracked tables to an exported metadata object (keys beside other modules' on the same entries). */
+  async exportTo(metadata: HasuraMetadata, manager: EntityManager): Promise<void> {
+    const entries = (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!.tables;
+    for (const entry of entries) {
+      const target = tableEntry(metadata, entry.table, true);
+      // A tracked table always carries `configuration`: it tells a tracked table from an entry only another module's keys made.
+      target.configuration = entry.configuration ?? {};
+      for (const key of TABLE_KEYS) if (key !== 'configuration' && entry[key]?.length) target[key] = entry[key];
+    }
+  }
+
+  /**
+   * Tracks the table entries of `metadata` that are tracked tables: those with one of this
+   * module's keys, or with no key but `table` (Hasura's bare tracked table). An entry holding only
+   * another module's keys (event_triggers) is that module's.
+   */
+  async replaceFrom(metadata: HasuraMetadata, context: MetadataRequestContext): Promise<void> {
+    const source = metadata.sources.find((item) => item.name === 'default');
+    const next: TrackedTableEntry[] = [];
+    for (const [index, entry] of (source?.tables ?? []).entries()) {
+      const keys = Object.keys(entry).filter((name) => name !== 'table');
+      const tracked = keys.length === 0 || keys.some((name) => (TABLE_KEYS as readonly string[]).includes(name));
+      if (tracked) next.push(withoutEmpty(trackedEntryAt(entry as Record<string, unknown>, `$.args.metadata.sources[0].tables[${index}]`)));
+    }
+    await this.commit(await this.current(context.manager), next, context);
+  }
+
+  async reloadMetadata(context: MetadataRequestContext): Promise<void> {
+    context.afterCommit(() => this.reload(this.deps.dataSource.manager, true));
+  }
+
+  // --- Root fields ----------------------------------------------------------------------------
+
+  async select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
+    const statement = this.compile(table, kind, args, info, context);
+    let result: pg.QueryResult<{ j: unknown }>;
+    try {
+      result = await this.pool.query<{ j: unknown }>(statement.text, statement.parameters);
+    } catch (error) {
+      throw asInputError(error);
+    }
+    return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
+  }
+
+  /** The statement of one root field for the caller (public for the tests that read its text). */
+  compile(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
+    const { session } = context;
+    const reader = { role: session.role, admin: session.viaAdminSecret && session.role === ADMIN_ROLE, variables: session.variables };
+    return new StatementCompiler(reader, this.served.byKey, info).compile(table, kind, args);
+  }
+}
+
+/**
+ * A value PostgreSQL refused (a class 22 "data exception": not a uuid, out of range, an invalid
+ * regular expression) is the caller's mistake, told as PostgreSQL says it.
+ */
+function asInputError(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code.startsWith('22')) {
+    return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
+  }
+  return error;
+}
+
+function relationshipNames(entry: TrackedTableEntry): string[] {
+  return [...(entry.object_relationships ?? []), ...(entry.array_relationships ?? [])].map((item) => item.name);
+}
+
+/** The entry without empty lists (as Hasura exports it). */
+function withoutEmpty(entry: TrackedTableEntry): TrackedTableEntry {
+  const copy: TrackedTableEntry = { ...entry };
+  for (const key of ['object_relationships', 'array_relationships', 'select_permissions'] as const) if (!copy[key]?.length) delete copy[key];
+  if (copy.configuration && Object.keys(copy.configuration).length === 0) delete copy.configuration;
+  return copy;
+}

@@ -1,0 +1,22 @@
+import type { GraphQLSchema } from 'graphql';
+import type { EntityManager } from 'typeorm';
+import { one } from '../../db/sql';
+import type { Platform } from '../../platform/module';
+import { readCatalog } from './tables.catalog';
+import type { TrackedTableEntry } from './tables.metadata';
+import { resolveTables } from './tables.model';
+import { extendWithTables } from './tables.schema';
+import { TablesService } from './tables.service';
+
+/** The module's service, with the stored metadata loaded into the served schema. */
+export async function createTablesService({ dataSource, schema, pubSub, logger }: Platform): Promise<TablesService> {
+  const service = new TablesService({ dataSource, schema, pubSub, logger: logger.child({ module: 'tables' }) });
+  await service.load();
+  return service;
+}
+
+/** Plinth's schema with the stored tracked tables, resolving nothing: what `plinth schema --with-metadata` prints. */
+export async function schemaWithStoredTables(base: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema> {
+  const { tables } = (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!;
+  return extendWithTables(base, resolveTables(tables, await readCatalog(manager, tables.map((entry) => entry.table))).tables);
+}

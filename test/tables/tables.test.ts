@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import { buildSchema, execute, parse, type GraphQLResolveInfo } from 'graphql';
+import { readCatalog, tableKey } from '../../src/modules/tables/tables.catalog';
+import { StatementCompiler, type CompiledStatement } from '../../src/modules/tables/tables.compiler';
+import { resolveTables } from '../../src/modules/tables/tables.model';
+import { extendWithTables, type RootKind } from '../../src/modules/tables/tables.schema';
+import type { TrackedTableEntry } from '../../src/modules/tables/tables.metadata';
+import { postGraphQL } from '../support/graphql';
+import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { signToken } from '../support/tokens';
+
+let server: TestServer;
+const alice = randomUUID();
+const bob = randomUUID();
+
+async function metadata(body: unknown) {
+  const response = await fetch(`${server.url}/v1/metadata`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+const asAdmin = { 'x-gql-admin-secret': ADMIN_SECRET };
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+async function query<T = Record<string, unknown>>(text: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>) {
+  const response = await postGraphQL<T>(server.graphqlUrl, { query: text, variables }, headers);
+  return response;
+}
+
+async function data<T = Record<string, unknown>>(text: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>): Promise<T> {
+  const response = await query<T>(text, headers, variables);
+  expect(response.body.errors).toBeUndefined();
+  return response.body.data as T;
+}
+
+const TRACKING = [
+  { type: 'pg_track_table', args: { table: { schema: 'public', name: 'authors' } } },
+  { type: 'pg_track_table', args: { table: 'articles', configuration: { column_config: { created_at: { custom_name: 'createdAt' } } } } },
+  { type: 'pg_track_table', args: { table: { name: 'users' } } },
+  { type: 'pg_create_object_relationship', args: { table: 'articles', name: 'author', using: { foreign_key_constraint_on: 'author_id' } } },
+  { type: 'pg_create_array_relationship', args: { table: 'authors', name: 'articles', using: { foreign_key_constraint_on: { table: 'articles', column: 'author_id' } } } },
+  {
+    type: 'pg_create_object_relationship',
+    args: { table: 'articles', name: 'owner', using: { manual_configuration: { remote_table: 'users', column_mapping: { user_id: 'id' } } } },
+  },
+  // The spec's three row filters (spec 2 §2.3).
+  { type: 'pg_create_select_permission', args: { table: 'articles', role: 'user', permission: { columns: ['id', 'title', 'author_id', 'user_id'], filter: { user_id: { _eq: 'X-Gql-User-Id' } }, limit: 10 } } },
+  { type: 'pg_create_select_permission', args: { table: 'authors', role: 'user', permission: { columns: '*', filter: {}, allow_aggregations: true } } },
+  { type: 'pg_create_select_permission', args: { table: 'users', role: 'me', permission: { columns: ['id', 'email', 'name'], filter: { id: { _eq: 'X-Hasura-User-Id' } } } } },
+  { type: 'pg_create_select_permission', args: { table: 'users', role: 'admin', permission: { columns: ['id', 'email', 'source_account_id'], filter: { source_account_id: { _eq: 'X-Gql-Source-Account-Id' } } } } },
+];
+
+beforeAll(async () => {
+  server = await startTestServer();
+  await server.database.query(`
+    CREATE TABLE authors (id serial PRIMARY KEY, name text NOT NULL, rating int, bio jsonb);
+    CREATE TABLE articles (
+      id serial PRIMARY KEY, title text NOT NULL, body text, author_id int NOT NULL REFERENCES authors (id),
+      user_id uuid, published boolean NOT NULL DEFAULT false, created_at timestamptz NOT NULL DEFAULT '2026-01-01T00:00:00Z', secret text);
+    CREATE TABLE jobs (id serial PRIMARY KEY);
+    INSERT INTO authors (name, rating, bio) VALUES ('Ada', 5, '{"lang": "en", "tags": ["math"]}'), ('Brian', 3, NULL), ('Cleo', NULL, '{"lang": "fr"}');
+  `);
+  await server.database.query(
+    `INSERT INTO articles (title, body, author_id, user_id, published, created_at, secret) VALUES
+      ('Notes on engines', 'a', 1, $1, true, '2026-01-02T00:00:00Z', 's1'),
+      ('Of numbers', 'b', 1, $1, false, '2026-01-03T00:00:00Z', 's2'),
+      ('C, briefly', NULL, 2, $2, true, '2026-01-04T00:00:00Z', 's3'),
+      ('100% sure', 'd', 3, $2, true, '2026-01-05T00:00:00Z', 's4'),
+      ('Unowned', 'e', 3, NULL, false, '2026-01-06T00:00:00Z', 's5')`,
+    [alice, bob],
+  );
+  await server.database.query(`INSERT INTO users (id, email, name, source_account_id) VALUES ($1, 'alice@example.com', 'Alice', 'primary'), ($2, 'bob@example.com', 'Bob', 'other')`, [alice, bob]);
+  const tracked = await metadata({ type: 'bulk', args: TRACKING });
+  expect(tracked).toEqual({ status: 200, body: TRACKING.map(() => ({ message: 'success' })) });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe('tracking tables through POST /v1/metadata', () => {
+  it('exports the tracked tables in Hasura shape', async () => {
+    const exported = (await metadata({ type: 'export_metadata', args: {} })).body as { sources: { tables: Record<string, unknown>[] }[] };
+    const articles = exported.sources[0].tables.find((entry) => (entry.table as { name: string }).name === 'articles')!;
+    expect(articles).toEqual({
+      table: { schema: 'public', name: 'articles' },
+      configuration: { column_config: { created_at: { custom_name: 'createdAt' } } },
+      object_relationships: [
+        { name: 'author', using: { foreign_key_constraint_on: 'author_id' } },
+        { name: 'owner', using: { manual_configuration: { remote_table: { schema: 'public', name: 'users' }, column_mapping: { user_id: 'id' } } } },
+      ],
+      select_permissions: [{ role: 'user', permission: { columns: ['id', 'title', 'author_id', 'user_id'], filter: { user_id: { _eq: 'X-Gql-User-Id' } }, limit: 10 } }],
+    });
+  });
+
+  it('refuses bad requests with Hasura-shaped errors, never a 500', async () => {
+    expect(await metadata({ type: 'pg_track_table', args: { table: 'nowhere' } })).toEqual({
+      status: 400,
+      body: { code: 'not-exists', error: 'no such table/view exists in source: "nowhere"', path: '$.args.table' },
+    });
+    expect(await metadata({ type: 'pg_track_table', args: { table: 'authors' } })).toEqual({
+      status: 400,
+      body: { code: 'already-tracked', error: 'view/table already tracked: "authors"', path: '$.args' },
+    });
+    const clash = await metadata({ type: 'pg_track_table', args: { table: 'jobs' } });
+    expect(clash.status).toBe(400);
+    expect(clash.body.error).toContain('clashes with the field Query.jobs');
+    expect((await metadata({ type: 'pg_track_table', args: { table: 'jobs', configuration: { custom_name: 'job_rows' } } })).status).toBe(200);
+    expect((await metadata({ type: 'pg_untrack_table', args: { table: 'jobs' } })).status).toBe(200);
+    const badKey = await metadata({ type: 'pg_create_object_relationship', args: { table: 'articles', name: 'writer', using: { foreign_key_constraint_on: 'title' } } });
+    expect(badKey).toEqual({ status: 400, body: { code: 'validation-failed', error: 'writer of articles: no foreign key constraint on articles (title)', path: '$.args' } });
+    const badColumn = await metadata({ type: 'pg_create_select_permission', args: { table: 'authors', role: 'me', permission: { columns: ['nope'], filter: {} } } });
+    expect(badColumn).toEqual({ status: 400, body: { code: 'validation-failed', error: 'me of authors: no column "nope" in authors', path: '$.args' } });
+    const badFilter = await metadata({ type: 'pg_create_select_permission', args: { table: 'authors', role: 'me', permission: { columns: '*', filter: { rating: { _like: 1 } } } } });
+    expect(badFilter.status).toBe(400);
+    expect(badFilter.body).toEqual({ code: 'validation-failed', error: expect.stringContaining('_like'), path: '$.args.permission.filter' });
+    const dependent = await metadata({ type: 'pg_untrack_table', args: { table: 'users' } });
+    expect(dependent.status).toBe(400);
+    expect(dependent.body).toMatchObject({ code: 'dependency-error' });
+    expect(await metadata({ type: 'pg_drop_relationship', args: { table: 'articles', relationship: 'nope' } })).toMatchObject({ status: 400, body: { code: 'not-exists' } });
+    expect(await metadata({ type: 'pg_track_table', args: { table: 42 } })).toMatchObject({ status: 400, body: { code: 'parse-failed' } });
+  });
+});
+
+describe('generated root fields (admin)', () => {
+  it('filters, orders, pages and follows relationships, as hand-written SQL does', async () => {
+    const result = await data<{ articles: { title: string; author: { name: string } }[] }>(`{
+      articles(where: {_and: [{published: {_eq: true}}, {author: {rating: {_gte: 3}}}]}, order_by: [{createdAt: desc}], limit: 2, offset: 0) {
+        title
+        author { name }
+      }
+    }`);
+    const expected = await server.database.query<{ title: string; name: string }>(
+      `SELECT a.title, w.name FROM articles a JOIN authors w ON w.id = a.author_id WHERE a.published AND w.rating >= 3 ORDER BY a.created_at DESC LIMIT 2`,
+    );
+    expect(result.articles).toEqual(expected.map((row) => ({ title: row.title, author: { name: row.name } })));
+  });
+
+  it('answers aliases, fragments, array relationships with arguments, by_pk and aggregates', async () => {
+    const result = await data(`
+      fragment names on authors { name }
+      {
+        first: authors(order_by: {id: asc}, limit: 1) {
+          ...names
+          recent: articles(order_by: {id: desc}, limit: 1) { id title }
+          articles_aggregate { aggregate { count } }
+        }
+        nobody: authors_by_pk(id: 999) { id }
+        brian: authors_by_pk(id: 2) { name rating }
+        authors_aggregate(where: {rating: {_is_null: false}}) {
+          aggregate { count sum { rating } max { name } avg { rating } }
+          nodes { id }
+        }
+        ordered: authors(order_by: [{rating: desc_nulls_last}]) { name }
+      }`);
+    expect(result).toEqual({
+      first: [{ name: 'Ada', recent: [{ id: 2, title: 'Of numbers' }], articles_aggregate: { aggregate: { count: 2 } } }],
+      nobody: null,
+      brian: { name: 'Brian', rating: 3 },
+      authors_aggregate: { aggregate: { count: 2, sum: { rating: 8 }, max: { name: 'Brian' }, avg: { rating: 4 } }, nodes: [{ id: 1 }, { id: 2 }] },
+      ordered: [{ name: 'Ada' }, { name: 'Brian' }, { name: 'Cleo' }],
+    });
+  });
+
+  it('applies the text, list and jsonb operators, distinct_on and orders through an object relationship', async () => {
+    const result = await data(`{
+      like: articles(where: {title: {_ilike: "%NUMBERS%"}}) { id }
+      notIn: articles(where: {id: {_nin: [1, 2, 3]}}, order_by: {id: asc}) { id }
+      json: authors(where: {bio: {_contains: {lang: "en"}}}) { name bio }
+      hasKey: authors(where: {bio: {_has_key: "lang"}}, order_by: {id: asc}) { id }
+      distinct: articles(distinct_on: [author_id], order_by: [{author_id: asc}, {id: desc}]) { id author_id }
+      byAuthor: articles(order_by: [{author: {name: desc}}, {id: asc}], limit: 3) { id }
+      percent: articles(where: {title: {_like: "100\\\\%%"}}) { id }
+    }`);
+    expect(result).toEqual({
+      like: [{ id: 2 }],
+      notIn: [{ id: 4 }, { id: 5 }],
+      json: [{ name: 'Ada', bio: { lang: 'en', tags: ['math'] } }],
+      hasKey: [{ id: 1 }, { id: 3 }],
+      distinct: [{ id: 2, author_id: 1 }, { id: 3, author_id: 2 }, { id: 5, author_id: 3 }],
+      byAuthor: [{ id: 4 }, { id: 5 }, { id: 3 }],
+      percent: [{ id: 4 }],
+    });
+  });
+
+  it('refuses an unknown column or operator as a validation error, and a bad value as bad input, never a 500', async () => {
+    const unknownColumn = await query('{ articles(where: {nope: {_eq: 1}}) { id } }');
+    expect(unknownColumn.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const badOperator = await query('{ articles(where: {id: {_like: "1"}}) { id } }');
+    expect(badOperator.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const untracked = await query('{ jobs_rows { id } }');
+    expect(untracked.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const badUuid = await query('{ articles(where: {user_id: {_eq: "not-a-uuid"}}) { id } }');
+    expect(badUuid.status).toBe(200);
+    expect(badUuid.body.errors?.[0]).toMatchObject({ message: expect.stringContaining('invalid input syntax for type uuid'), extensions: { code: 'BAD_USER_INPUT' } });
+    const badRegex = await query('{ articles(where: {title: {_regex: "("}}) { id } }');
+    expect(badRegex.body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const distinct = await query('{ articles(distinct_on: [author_id], order_by: {id: asc}) { id } }');
+    expect(distinct.body.errors?.[0]).toMatchObject({ message: '"distinct_on" columns must match initial "order_by" columns', extensions: { code: 'BAD_USER_INPUT' } });
+  });
+
+  it('keeps SQL injection in values and in session variables a value', async () => {
+    const attack = "x'); DROP TABLE articles; --";
+    expect(await data(`query ($t: String!) { articles(where: {title: {_eq: $t}}) { id } }`, asAdmin, { t: attack })).toEqual({ articles: [] });
+    const token = signToken({ roles: ['user'], userId: alice, claims: { 'x-gql-user-id': `${alice}' OR '1'='1` } });
+    const injected = await query('{ articles { id } }', bearer(token));
+    expect(injected.body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect((await server.database.query('SELECT count(*)::int AS n FROM articles'))[0]).toEqual({ n: 5 });
+  });
+});
+
+describe('select permissions and the spec row filters', () => {
+  it('role user sees its own rows (user_id = X-Gql-User-Id), only the permitted columns', async () => {
+    const token = signToken({ roles: ['user'], userId: alice });
+    expect(await data('{ articles(order_by: {id: asc}) { id title author { name } } }', bearer(token))).toEqual({
+      articles: [
+        { id: 1, title: 'Notes on engines', author: { name: 'Ada' } },
+        { id: 2, title: 'Of numbers', author: { name: 'Ada' } },
+      ],
+    });
+    // Rows of others stay hidden through relationships too.
+    expect(await data('{ authors(where: {id: {_eq: 2}}) { name articles { id } } }', bearer(token))).toEqual({ authors: [{ name: 'Brian', articles: [] }] });
+    const hidden = await query('{ articles { secret } }', bearer(token));
+    expect(hidden.body.errors?.[0]).toMatchObject({ message: `field "secret" not found in type: 'articles'`, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+    const hiddenFilter = await query('{ articles(where: {secret: {_eq: "s3"}}) { id } }', bearer(token));
+    expect(hiddenFilter.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const noAggregate = await query('{ articles_aggregate { aggregate { count } } }', bearer(token));
+    expect(noAggregate.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const noTable = await query('{ users { id } }', bearer(token));
+    expect(noTable.body.errors?.[0]).toMatchObject({ message: `field "users" not found in type: 'query_root'` });
+  });
+
+  it('role me sees its own user row (id = X-Gql-User-Id)', async () => {
+    const token = signToken({ roles: ['me'], userId: bob });
+    expect(await data('{ users { id email } }', bearer(token))).toEqual({ users: [{ id: bob, email: 'bob@example.com' }] });
+    expect(await data(`{ users_by_pk(id: "${alice}") { id } }`, bearer(token))).toEqual({ users_by_pk: null });
+  });
+
+  it('role admin sees the rows of its source account (source_account_id = X-Gql-Source-Account-Id)', async () => {
+    const token = signToken({ roles: ['admin'], userId: alice, claims: { 'x-gql-source-account-id': 'other' } });
+    expect(await data('{ users { email source_account_id } }', bearer(token))).toEqual({ users: [{ email: 'bob@example.com', source_account_id: 'other' }] });
+    // The admin secret (Hasura's admin) sees every row.
+    expect(await data('{ users_aggregate { aggregate { count } } }')).toEqual({ users_aggregate: { aggregate: { count: 2 } } });
+  });
+
+  it("caps a list at the permission's limit", async () => {
+    await server.database.query(`INSERT INTO articles (title, author_id, user_id) SELECT 'bulk ' || n, 1, $1 FROM generate_series(1, 12) AS n`, [alice]);
+    const token = signToken({ roles: ['user'], userId: alice });
+    const capped = await data<{ articles: unknown[] }>('{ articles(limit: 50) { id } }', bearer(token));
+    expect(capped.articles).toHaveLength(10);
+    await server.database.query(`DELETE FROM articles WHERE title LIKE 'bulk %'`);
+  });
+});
+
+describe('the emitted statement', () => {
+  /** Compiles `document`'s root field as the server would, returning the statement instead of running it. */
+  async function compiled(document: string, reader: { role: string; admin: boolean; variables: Record<string, string> }, variables?: Record<string, unknown>): Promise<CompiledStatement> {
+    const entries = TRACKING.filter((request) => request.type === 'pg_track_table').map((request) => {
+      const table = (request.args as { table: unknown }).table;
+      return { table: typeof table === 'string' ? { schema: 'public', name: table } : { schema: 'public', ...(table as { name: string }) } } as TrackedTableEntry;
+    });
+    const exported = (await metadata({ type: 'export_metadata', args: {} })).body as { sources: { tables: TrackedTableEntry[] }[] };
+    const tracked = exported.sources[0].tables.filter((entry) => entries.some((candidate) => candidate.table.name === entry.table.name));
+    const { tables } = resolveTables(tracked, await readCatalog(server.server.dataSource.manager, tracked.map((entry) => entry.table)));
+    const byKey = new Map(tables.map((table) => [tableKey(table.table), table]));
+    let statement: CompiledStatement | undefined;
+    const schema = extendWithTables(buildSchema('type Query { ping: Int }'), tables, {
+      select: async (table, kind: RootKind, args, info: GraphQLResolveInfo) => {
+        statement = new StatementCompiler(reader, byKey, info).compile(table, kind, args);
+        return kind === 'selectByPk' ? null : kind === 'select' ? [] : { nodes: [] };
+      },
+    });
+    const result = await execute({ schema, document: parse(document), variableValues: variables });
+    expect(result.errors).toBeUndefined();
+    return statement!;
+  }
+
+  it('carries every value as a bind parameter and quotes every identifier', async () => {
+    const attack = `'); DROP TABLE articles; --`;
+    const statement = await compiled(
+      `query ($t: String!) { articles(where: {_or: [{title: {_eq: $t}}, {title: {_ilike: "%'--"}}], author: {name: {_in: ["a'b"]}}}, limit: 3, offset: 1) { id author { name } } }`,
+      { role: 'user', admin: false, variables: { 'x-gql-role': 'user', 'x-gql-user-id': `${alice}'; --` } },
+      { t: attack },
+    );
+    expect(statement.text).not.toContain(attack);
+    expect(statement.text).not.toContain("'--");
+    expect(statement.text).not.toContain('a\'b');
+    expect(statement.text).not.toContain(alice);
+    expect(statement.parameters).toEqual(expect.arrayContaining([attack, '%\'--', ['a\'b'], `${alice}'; --`, 3, 1]));
+    expect(statement.text).toContain('"public"."articles"');
+    expect(statement.text).toMatch(/"_\d+"\."title" = \$\d+::text/);
+    // Apart from the JSON keys, which are GraphQL names, the only quoted literals are the JSON defaults.
+    expect(statement.text.match(/'[^']*'/g)?.every((literal) => /^'[_A-Za-z][_0-9A-Za-z]*'$/.test(literal) || literal === "'[]'")).toBe(true);
+  });
+});
