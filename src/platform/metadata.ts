@@ -99,6 +99,11 @@ export interface MetadataSection {
   replace(metadata: HasuraMetadata, context: MetadataRequestContext): Promise<void>;
   /** Re-reads what this module derives from its entries (`reload_metadata`). */
   reload?(context: MetadataRequestContext): Promise<void>;
+  /**
+   * The entries that cannot be served as the database is now (a tracked table dropped under its
+   * metadata), in Hasura's shape `{type, name, reason, definition}`: `get_inconsistent_metadata`.
+   */
+  inconsistencies?(context: MetadataRequestContext): Promise<unknown[]>;
 }
 
 /**
@@ -208,17 +213,26 @@ export class MetadataApi {
       case 'clear_metadata':
         await this.replace(emptyMetadata(), context);
         return SUCCESS;
-      case 'reload_metadata':
+      case 'reload_metadata': {
         for (const section of this.sections) await section.reload?.(context);
-        return { ...SUCCESS, is_consistent: true };
-      case 'get_inconsistent_metadata':
-        return { is_consistent: true, inconsistent_objects: [] };
+        return { ...SUCCESS, is_consistent: (await this.inconsistencies(context)).length === 0 };
+      }
+      case 'get_inconsistent_metadata': {
+        const inconsistent = await this.inconsistencies(context);
+        return { is_consistent: inconsistent.length === 0, inconsistent_objects: inconsistent };
+      }
       default: {
         const handler = this.handlers.get(type);
         if (!handler) throw new MetadataError('parse-failed', `unknown metadata request type "${type}"`, '$.type');
         return handler(args ?? {}, context);
       }
     }
+  }
+
+  private async inconsistencies(context: MetadataRequestContext): Promise<unknown[]> {
+    const found: unknown[] = [];
+    for (const section of this.sections) found.push(...((await section.inconsistencies?.(context)) ?? []));
+    return found;
   }
 
   /** The whole metadata, as `export_metadata` answers it. */

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { buildSchema, execute, parse, type GraphQLResolveInfo } from 'graphql';
 import { readCatalog, tableKey } from '../../src/modules/tables/tables.catalog';
 import { StatementCompiler, type CompiledStatement } from '../../src/modules/tables/tables.compiler';
-import { resolveTables } from '../../src/modules/tables/tables.model';
-import { extendWithTables, type RootKind } from '../../src/modules/tables/tables.schema';
+import { resolveTables, type RootKind } from '../../src/modules/tables/tables.model';
+import { extendWithTables } from '../../src/modules/tables/tables.schema';
 import type { TrackedTableEntry } from '../../src/modules/tables/tables.metadata';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
@@ -251,6 +251,41 @@ describe('select permissions and the spec row filters', () => {
     const capped = await data<{ articles: unknown[] }>('{ articles(limit: 50) { id } }', bearer(token));
     expect(capped.articles).toHaveLength(10);
     await server.database.query(`DELETE FROM articles WHERE title LIKE 'bulk %'`);
+  });
+});
+
+describe('a table changed under its metadata', () => {
+  it('is reported by get_inconsistent_metadata, answers a clear error and leaves the other tables served', async () => {
+    await server.database.query('CREATE TABLE scratch (id int PRIMARY KEY, note text)');
+    expect((await metadata({ type: 'pg_track_table', args: { table: 'scratch' } })).status).toBe(200);
+    expect(await data('{ scratch { id } }')).toEqual({ scratch: [] });
+    expect((await metadata({ type: 'get_inconsistent_metadata', args: {} })).body).toEqual({ is_consistent: true, inconsistent_objects: [] });
+    await server.database.query('DROP TABLE scratch');
+    const gone = await query('{ scratch { id } }');
+    expect(gone.status).toBe(200);
+    expect(gone.body.errors?.[0]).toMatchObject({ message: expect.stringContaining('changed under its metadata'), extensions: { code: 'INCONSISTENT_METADATA' } });
+    expect((await metadata({ type: 'get_inconsistent_metadata', args: {} })).body).toEqual({
+      is_consistent: false,
+      inconsistent_objects: [{ type: 'table', name: 'scratch', reason: 'no table or view scratch exists', definition: { schema: 'public', name: 'scratch' } }],
+    });
+    expect((await metadata({ type: 'reload_metadata', args: {} })).body).toEqual({ message: 'success', is_consistent: false });
+    const refused = await query('{ scratch { id } }');
+    expect(refused.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(await data('{ authors_by_pk(id: 1) { name } }')).toEqual({ authors_by_pk: { name: 'Ada' } });
+    expect((await metadata({ type: 'pg_untrack_table', args: { table: 'scratch' } })).status).toBe(200);
+    expect((await metadata({ type: 'get_inconsistent_metadata', args: {} })).body).toEqual({ is_consistent: true, inconsistent_objects: [] });
+  });
+});
+
+describe('query_root_fields', () => {
+  it('opens only the root fields a permission names', async () => {
+    await metadata({ type: 'pg_create_select_permission', args: { table: 'authors', role: 'reader', permission: { columns: ['name'], filter: {}, query_root_fields: ['select'] } } });
+    const token = signToken({ roles: ['reader'] });
+    expect(await data('{ authors(order_by: {name: asc}, limit: 1) { name } }', bearer(token))).toEqual({ authors: [{ name: 'Ada' }] });
+    const byPk = await query('{ authors_by_pk(id: 1) { name } }', bearer(token));
+    expect(byPk.body.errors?.[0]).toMatchObject({ message: `field "authors_by_pk" not found in type: 'query_root'` });
+    const unknown = await metadata({ type: 'pg_create_select_permission', args: { table: 'authors', role: 'other', permission: { columns: '*', filter: {}, query_root_fields: ['everything'] } } });
+    expect(unknown).toMatchObject({ status: 400, body: { code: 'parse-failed', path: '$.args.permission.query_root_fields' } });
   });
 });
 

@@ -28,6 +28,7 @@ export const tablesModule: PlinthModule<TablesService> = {
       export: (metadata, manager) => service.exportTo(metadata, manager),
       replace: (metadata, context) => service.replaceFrom(metadata, context),
       reload: (context) => service.reloadMetadata(context),
+      inconsistencies: (context) => service.inconsistenciesNow(context),
     },
   }),
   declaredSchema: schemaWithStoredTables,

@@ -15,8 +15,8 @@ import {
 import { escapeIdentifier } from 'pg';
 import { tableKey } from './tables.catalog';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
-import type { ColumnModel, PermissionModel, RelationshipModel, TableModel } from './tables.model';
-import { hiddenField, type RootKind } from './tables.schema';
+import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
+import { hiddenField } from './tables.schema';
 
 /** One statement: its text (identifiers quoted, values as $n only) and its bound values. */
 export interface CompiledStatement {
@@ -116,6 +116,7 @@ export class StatementCompiler {
     const node = this.operation.fieldNodes[0];
     const rootName = node.name.value;
     const permission = this.permission(table, `field "${rootName}" not found in type: 'query_root'`);
+    if (permission && !permission.rootFields.has(kind)) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
     const field = this.operation.parentType.getFields()[rootName];
     const selections = this.fieldsOf(this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet), field.type);
     let text: string;

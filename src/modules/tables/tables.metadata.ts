@@ -27,11 +27,18 @@ export interface RelationshipEntry {
 /** A boolean expression as Hasura writes it (a permission's filter, a query's where). */
 export type BoolExp = Record<string, unknown>;
 
+/** The root fields a permission may open (Hasura's names). */
+export const QUERY_ROOT_FIELDS = ['select', 'select_by_pk', 'select_aggregate'] as const;
+
 export interface SelectPermission {
   columns: string[] | '*';
   filter: BoolExp;
   limit?: number;
   allow_aggregations?: boolean;
+  /** Left out: every root field (select_aggregate with allow_aggregations). */
+  query_root_fields?: (typeof QUERY_ROOT_FIELDS)[number][];
+  /** Kept for part 2 (subscriptions), which serves them. */
+  subscription_root_fields?: string[];
 }
 
 export interface SelectPermissionEntry {
@@ -175,12 +182,25 @@ export function selectPermissionAt(value: unknown, path: string): SelectPermissi
       fail('parse-failed', `unexpected key "${key}"`, `${path}.${key}`);
     }
   }
+  if (given.computed_fields !== undefined && !(Array.isArray(given.computed_fields) && given.computed_fields.length === 0)) {
+    fail('not-supported', 'computed fields are not supported yet', `${path}.computed_fields`);
+  }
   const columns = given.columns === '*' ? '*' : Array.isArray(given.columns) ? given.columns.map((column, index) => stringAt(column, `${path}.columns[${index}]`)) : fail('parse-failed', 'columns must be a list of column names or "*"', `${path}.columns`);
   const filter = given.filter === undefined ? {} : objectAt(given.filter, `${path}.filter`);
   const permission: SelectPermission = { columns, filter };
   if (given.limit !== undefined && given.limit !== null) {
     if (!Number.isInteger(given.limit) || (given.limit as number) < 0) fail('parse-failed', 'limit must be a non-negative integer', `${path}.limit`);
     permission.limit = given.limit as number;
+  }
+  for (const key of ['query_root_fields', 'subscription_root_fields'] as const) {
+    const list = given[key];
+    if (list === undefined || list === null) continue;
+    if (!Array.isArray(list)) fail('parse-failed', `${key} must be a list`, `${path}.${key}`);
+    const names = list.map((name, index) => stringAt(name, `${path}.${key}[${index}]`));
+    const unknown = names.find((name) => !(QUERY_ROOT_FIELDS as readonly string[]).includes(name));
+    if (unknown) fail('parse-failed', `unknown root field "${unknown}" (one of ${QUERY_ROOT_FIELDS.join(', ')})`, `${path}.${key}`);
+    if (key === 'query_root_fields') permission.query_root_fields = names as SelectPermission['query_root_fields'];
+    else permission.subscription_root_fields = names;
   }
   if (given.allow_aggregations !== undefined) {
     if (typeof given.allow_aggregations !== 'boolean') fail('parse-failed', 'allow_aggregations must be a boolean', `${path}.allow_aggregations`);

@@ -1,6 +1,9 @@
 import { tableKey, type CatalogForeignKey, type CatalogTable } from './tables.catalog';
 import { sameTable, tableText, type BoolExp, type QualifiedTable, type RelationshipEntry, type TrackedTableEntry } from './tables.metadata';
 
+/** The three root fields of a table. */
+export type RootKind = 'select' | 'selectByPk' | 'selectAggregate';
+
 /** A column of a tracked table as the API shows it. */
 export interface ColumnModel {
   name: string;
@@ -25,6 +28,8 @@ export interface PermissionModel {
   filter: BoolExp;
   limit?: number;
   allowAggregations: boolean;
+  /** The root fields it opens (all of them when the permission does not say). */
+  rootFields: Set<RootKind>;
 }
 
 /** A tracked table resolved against the catalog: what the schema and the compiler are made of. */
@@ -114,7 +119,10 @@ export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Ma
         inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: `no column "${unknown}" in ${tableText(entry.table)}`, definition: permission });
         continue;
       }
-      model.permissions.set(role, { columns: new Set(columns), filter: permission.filter, limit: permission.limit, allowAggregations: permission.allow_aggregations === true });
+      const rootFields = new Set<RootKind>(
+        (permission.query_root_fields ?? ['select', 'select_by_pk', 'select_aggregate']).map((name) => (name === 'select' ? 'select' : name === 'select_by_pk' ? 'selectByPk' : 'selectAggregate')),
+      );
+      model.permissions.set(role, { columns: new Set(columns), filter: permission.filter, limit: permission.limit, allowAggregations: permission.allow_aggregations === true, rootFields });
     }
   }
   return { tables: [...byKey.values()], inconsistencies };

@@ -9,10 +9,7 @@ import {
 } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { tableText } from './tables.metadata';
-import { GRAPHQL_BUILT_IN_SCALARS, NUMERIC_SCALARS, TEXT_SCALARS, UNORDERED_SCALARS, type Inconsistency, type TableModel } from './tables.model';
-
-/** The three root fields of a table. */
-export type RootKind = 'select' | 'selectByPk' | 'selectAggregate';
+import { GRAPHQL_BUILT_IN_SCALARS, NUMERIC_SCALARS, TEXT_SCALARS, UNORDERED_SCALARS, type Inconsistency, type RootKind, type TableModel } from './tables.model';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {

@@ -28,8 +28,8 @@ import {
   type QualifiedTable,
   type TrackedTableEntry,
 } from './tables.metadata';
-import { resolveTables, type Inconsistency, type TableModel } from './tables.model';
-import { extendWithTables, type RootKind, type TableRunner } from './tables.schema';
+import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
+import { extendWithTables, type TableRunner } from './tables.schema';
 
 /** Published (through PostgreSQL, to every instance) when the tables metadata changed. */
 const CHANGED_TOPIC = 'plinth:tables-metadata';
@@ -322,6 +322,14 @@ export class TablesService implements TableRunner {
     context.afterCommit(() => this.reload(this.deps.dataSource.manager, true));
   }
 
+  /** The tracked tables, relationships and permissions that cannot be served as the database is now. */
+  async inconsistenciesNow(context: MetadataRequestContext): Promise<Inconsistency[]> {
+    const entries = (await one<{ tables: TrackedTableEntry[] }>(context.manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!.tables;
+    const resolved = resolveTables(entries, await readCatalog(context.manager, entries.map((entry) => entry.table)));
+    if (this.deps.schema.built) extendWithTables(this.deps.schema.base, resolved.tables, undefined, resolved.inconsistencies);
+    return resolved.inconsistencies;
+  }
+
   // --- Root fields ----------------------------------------------------------------------------
 
   async select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
@@ -330,6 +338,15 @@ export class TablesService implements TableRunner {
     try {
       result = await this.pool.query<{ j: unknown }>(statement.text, statement.parameters);
     } catch (error) {
+      if (changedUnderMetadata(error)) {
+        // Resolved again against the catalog: the table (or the columns) gone are no longer served.
+        void this.apply(this.served.entries, this.served.version, this.deps.dataSource.manager).catch((reloadError: unknown) =>
+          this.deps.logger.error({ err: reloadError }, 'could not re-read the tracked tables'),
+        );
+        throw new GraphQLError(`the table ${tableText(table.table)} changed under its metadata: ${(error as Error).message} (see get_inconsistent_metadata)`, {
+          extensions: { code: 'INCONSISTENT_METADATA' },
+        });
+      }
       throw asInputError(error);
     }
     return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
@@ -353,6 +370,12 @@ function asInputError(error: unknown): unknown {
     return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
   }
   return error;
+}
+
+/** PostgreSQL's undefined_table and undefined_column: a tracked table dropped or altered since it was read. */
+function changedUnderMetadata(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === '42P01' || code === '42703';
 }
 
 function relationshipNames(entry: TrackedTableEntry): string[] {
