@@ -12,6 +12,7 @@ import { type Session } from '../../platform/session';
 import { rowFilterSql, type OwnedTable } from '../../platform/row-filter';
 import type { JobSender } from '../../platform/jobs';
 import { MetadataError, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
+import { followMetadataChanges } from '../../platform/metadata-changes';
 import { handlerError, HANDLER_ERROR_CODES, type ActionCalls } from './action-calls.service';
 import {
   actionNameAt,
@@ -35,8 +36,6 @@ const RESULT_TOPIC = 'plinth:action-result';
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
 const { Repeater } = require('@repeaterjs/repeater') as typeof RepeaterModule;
 const SUCCESS = { message: 'success' } as const;
-/** How often an instance compares its metadata version with the database's, besides the announcements. */
-const VERSION_POLL_MS = 10_000;
 
 interface LogRow {
   id: string;
@@ -92,22 +91,8 @@ export class ActionsService implements ActionRunner {
    * Follows changes made by any instance (the module's work, in every process: each serves the
    * schema or runs the asynchronous calls); the returned function stops following.
    */
-  async followChanges(): Promise<() => Promise<void>> {
-    const changes = this.deps.pubSub.subscribe(CHANGED_TOPIC)[Symbol.asyncIterator]();
-    const reload = () =>
-      this.reload(this.deps.dataSource.manager).catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not reload the actions metadata'));
-    const following = (async () => {
-      for (let next = await changes.next(); !next.done; next = await changes.next()) await reload();
-    })();
-    // A change made between the load and the subscription, or announced while this instance's
-    // LISTEN connection was down, is caught up here.
-    await reload();
-    const poll = setInterval(() => void reload(), VERSION_POLL_MS).unref();
-    return async () => {
-      clearInterval(poll);
-      await changes.return?.();
-      await following;
-    };
+  followChanges(): Promise<() => Promise<void>> {
+    return followMetadataChanges(this.deps.pubSub, CHANGED_TOPIC, () => this.reload(this.deps.dataSource.manager), this.deps.logger, 'actions metadata');
   }
 
   /** The served schema's extension: the actions as declared, or none when they no longer fit (logged). */

@@ -106,6 +106,9 @@ export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Ma
     for (const [kind, list] of [['object', entry.object_relationships ?? []], ['array', entry.array_relationships ?? []]] as const) {
       for (const relationship of list) {
         try {
+          if (model.columnsByField.has(relationship.name) || (kind === 'array' && model.columnsByField.has(`${relationship.name}_aggregate`))) {
+            throw new Error(`the relationship "${relationship.name}" clashes with a column of ${tableText(entry.table)}`);
+          }
           model.relationships.set(relationship.name, relationshipModel(kind, relationship, model, catalogTable, byKey, catalog));
         } catch (error) {
           inconsistencies.push({ type: `${kind}_relation`, name: `${relationship.name} of ${tableText(entry.table)}`, reason: (error as Error).message, definition: relationship });

@@ -146,11 +146,6 @@ export class TablesService implements TableRunner {
     return entry;
   }
 
-  /** `entries` with the entry of `table` replaced by `change(entry)`. */
-  private static changed(entries: TrackedTableEntry[], entry: TrackedTableEntry, change: (entry: TrackedTableEntry) => TrackedTableEntry): TrackedTableEntry[] {
-    return entries.map((candidate) => (candidate === entry ? withoutEmpty(change(structuredClone(entry))) : candidate));
-  }
-
   async trackTable(args: unknown, context: MetadataRequestContext): Promise<unknown> {
     const given = objectAt(args, '$.args');
     const table = qualifiedTableAt(given.table ?? given.name, given.table === undefined ? '$.args.name' : '$.args.table');
@@ -187,81 +182,73 @@ export class TablesService implements TableRunner {
     return this.commit(current, next, context);
   }
 
-  async setTableCustomization(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+  /**
+   * A request that changes the entry of `args.table`: `edit` gets a copy of it (and the args)
+   * and returns it changed, or refuses.
+   */
+  private async changeEntry(args: unknown, context: MetadataRequestContext, edit: (entry: TrackedTableEntry, given: Record<string, unknown>) => TrackedTableEntry): Promise<{ current: TrackedTableEntry[]; next: TrackedTableEntry[]; table: QualifiedTable }> {
     const given = objectAt(args, '$.args');
     const table = qualifiedTableAt(given.table, '$.args.table');
-    const configuration = configurationAt(given.configuration, '$.args.configuration');
     const current = await this.current(context.manager);
     const entry = TablesService.entryAt(current, table, '$.args.table');
-    return this.commit(current, TablesService.changed(current, entry, (copy) => ({ ...copy, configuration })), context);
+    const next = current.map((candidate) => (candidate === entry ? withoutEmpty(edit(structuredClone(entry), given)) : candidate));
+    return { current, next, table };
   }
 
-  async createRelationship(kind: 'object' | 'array', args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
-    const table = qualifiedTableAt(given.table, '$.args.table');
-    const relationship = relationshipAt({ name: given.name, using: given.using, comment: given.comment }, '$.args');
-    const current = await this.current(context.manager);
-    const entry = TablesService.entryAt(current, table, '$.args.table');
-    if (relationshipNames(entry).includes(relationship.name)) fail('already-exists', `relationship "${relationship.name}" of table "${tableText(table)}" already exists`, '$.args.name');
-    if (entry.configuration?.column_config && Object.values(entry.configuration.column_config).some((config) => config.custom_name === relationship.name)) {
-      fail('already-exists', `the relationship "${relationship.name}" clashes with a column's custom name`, '$.args.name');
-    }
-    const key = kind === 'object' ? 'object_relationships' : 'array_relationships';
-    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, [key]: [...(copy[key] ?? []), relationship] }));
-    await this.refuseColumnClash(next, table, relationship.name, context);
+  async setTableCustomization(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => ({ ...entry, configuration: configurationAt(given.configuration, '$.args.configuration') }));
     return this.commit(current, next, context);
   }
 
-  /** A relationship named as a column of its table would make two fields of one name. */
-  private async refuseColumnClash(entries: TrackedTableEntry[], table: QualifiedTable, name: string, context: MetadataRequestContext): Promise<void> {
-    const catalog = await readCatalog(context.manager, [table]);
-    const { tables } = resolveTables(entries.filter((entry) => sameTable(entry.table, table)), catalog);
-    if (tables[0]?.columns.some((column) => column.field === name || `${name}_aggregate` === column.field)) {
-      fail('already-exists', `the relationship "${name}" clashes with a column of "${tableText(table)}"`, '$.args.name');
-    }
+  async createRelationship(kind: 'object' | 'array', args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const key = kind === 'object' ? 'object_relationships' : 'array_relationships';
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => {
+      const relationship = relationshipAt({ name: given.name, using: given.using, comment: given.comment }, '$.args');
+      if (relationshipNames(entry).includes(relationship.name)) fail('already-exists', `relationship "${relationship.name}" of table "${tableText(entry.table)}" already exists`, '$.args.name');
+      return { ...entry, [key]: [...(entry[key] ?? []), relationship] };
+    });
+    return this.commit(current, next, context);
   }
 
   async renameRelationship(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
-    const table = qualifiedTableAt(given.table, '$.args.table');
-    const name = stringAt(given.name, '$.args.name');
-    const newName = graphqlNameAt(given.new_name, '$.args.new_name');
-    const current = await this.current(context.manager);
-    const entry = TablesService.entryAt(current, table, '$.args.table');
-    if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(table)}" does not exist`, '$.args.name');
-    if (relationshipNames(entry).includes(newName)) fail('already-exists', `relationship "${newName}" of table "${tableText(table)}" already exists`, '$.args.new_name');
-    const rename = <T extends { name: string }>(list?: T[]) => list?.map((item) => (item.name === name ? { ...item, name: newName } : item));
-    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, object_relationships: rename(copy.object_relationships), array_relationships: rename(copy.array_relationships) }));
-    await this.refuseColumnClash(next, table, newName, context);
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => {
+      const name = existingRelationship(entry, given.name, '$.args.name');
+      const newName = graphqlNameAt(given.new_name, '$.args.new_name');
+      if (relationshipNames(entry).includes(newName)) fail('already-exists', `relationship "${newName}" of table "${tableText(entry.table)}" already exists`, '$.args.new_name');
+      const rename = <T extends { name: string }>(list?: T[]) => list?.map((item) => (item.name === name ? { ...item, name: newName } : item));
+      return { ...entry, object_relationships: rename(entry.object_relationships), array_relationships: rename(entry.array_relationships) };
+    });
     return this.commit(current, next, context);
   }
 
   async dropRelationship(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
-    const table = qualifiedTableAt(given.table, '$.args.table');
-    const name = stringAt(given.relationship, '$.args.relationship');
-    const current = await this.current(context.manager);
-    const entry = TablesService.entryAt(current, table, '$.args.table');
-    if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(table)}" does not exist`, '$.args.relationship');
-    const next = TablesService.changed(current, entry, (copy) => ({
-      ...copy,
-      object_relationships: copy.object_relationships?.filter((item) => item.name !== name),
-      array_relationships: copy.array_relationships?.filter((item) => item.name !== name),
-    }));
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => {
+      const name = existingRelationship(entry, given.relationship, '$.args.relationship');
+      const kept = <T extends { name: string }>(list?: T[]) => list?.filter((item) => item.name !== name);
+      return { ...entry, object_relationships: kept(entry.object_relationships), array_relationships: kept(entry.array_relationships) };
+    });
     return this.commit(current, next, context);
   }
 
   async createSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
-    const table = qualifiedTableAt(given.table, '$.args.table');
-    const role = roleAt(given.role, '$.args.role');
-    const permission = selectPermissionAt(given.permission, '$.args.permission');
-    const current = await this.current(context.manager);
-    const entry = TablesService.entryAt(current, table, '$.args.table');
-    if ((entry.select_permissions ?? []).some((item) => item.role === role)) fail('already-exists', `select permission already defined on table "${tableText(table)}" with role "${role}"`, '$.args.role');
-    const item = typeof given.comment === 'string' ? { role, permission, comment: given.comment } : { role, permission };
-    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, select_permissions: [...(copy.select_permissions ?? []), item] }));
+    let role = '';
+    const { current, next, table } = await this.changeEntry(args, context, (entry, given) => {
+      role = roleAt(given.role, '$.args.role');
+      const permission = selectPermissionAt(given.permission, '$.args.permission');
+      if ((entry.select_permissions ?? []).some((item) => item.role === role)) fail('already-exists', `select permission already defined on table "${tableText(entry.table)}" with role "${role}"`, '$.args.role');
+      const item = typeof given.comment === 'string' ? { role, permission, comment: given.comment } : { role, permission };
+      return { ...entry, select_permissions: [...(entry.select_permissions ?? []), item] };
+    });
     await this.checkFilter(next, table, role, context);
+    return this.commit(current, next, context);
+  }
+
+  async dropSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => {
+      const role = roleAt(given.role, '$.args.role');
+      if (!(entry.select_permissions ?? []).some((item) => item.role === role)) fail('not-exists', `select permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
+      return { ...entry, select_permissions: entry.select_permissions?.filter((item) => item.role !== role) };
+    });
     return this.commit(current, next, context);
   }
 
@@ -278,17 +265,6 @@ export class TablesService implements TableRunner {
       if (!(error instanceof GraphQLError)) throw error;
       fail('validation-failed', error.message, '$.args.permission.filter');
     }
-  }
-
-  async dropSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
-    const table = qualifiedTableAt(given.table, '$.args.table');
-    const role = roleAt(given.role, '$.args.role');
-    const current = await this.current(context.manager);
-    const entry = TablesService.entryAt(current, table, '$.args.table');
-    if (!(entry.select_permissions ?? []).some((item) => item.role === role)) fail('not-exists', `select permission on "${tableText(table)}" for role "${role}" does not exist`, '$.args.role');
-    const next = TablesService.changed(current, entry, (copy) => ({ ...copy, select_permissions: copy.select_permissions?.filter((item) => item.role !== role) }));
-    return this.commit(current, next, context);
   }
 
   /** Adds the tracked tables to an exported metadata object (keys beside other modules' on the same entries). */
@@ -376,6 +352,13 @@ function asInputError(error: unknown): unknown {
 function changedUnderMetadata(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return code === '42P01' || code === '42703';
+}
+
+/** The name of a relationship `entry` has, or a refusal. */
+function existingRelationship(entry: TrackedTableEntry, value: unknown, path: string): string {
+  const name = stringAt(value, path);
+  if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(entry.table)}" does not exist`, path);
+  return name;
 }
 
 function relationshipNames(entry: TrackedTableEntry): string[] {
