@@ -5,6 +5,7 @@ import { StatementCompiler, type CompiledStatement } from '../../src/modules/tab
 import { resolveTables, type RootKind } from '../../src/modules/tables/tables.model';
 import { extendWithTables } from '../../src/modules/tables/tables.schema';
 import type { TrackedTableEntry } from '../../src/modules/tables/tables.metadata';
+import { metadataFromFiles, metadataToFiles } from '../../src/platform/metadata-files';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { signToken } from '../support/tokens';
@@ -56,7 +57,7 @@ const TRACKING = [
 beforeAll(async () => {
   server = await startTestServer();
   await server.database.query(`
-    CREATE TABLE authors (id serial PRIMARY KEY, name text NOT NULL, rating int, bio jsonb);
+    CREATE TABLE authors (id serial PRIMARY KEY, name text NOT NULL, rating int, bio jsonb, links json, tags text[]);
     CREATE TABLE articles (
       id serial PRIMARY KEY, title text NOT NULL, body text, author_id int NOT NULL REFERENCES authors (id),
       user_id uuid, published boolean NOT NULL DEFAULT false, created_at timestamptz NOT NULL DEFAULT '2026-01-01T00:00:00Z', secret text);
@@ -121,6 +122,19 @@ describe('tracking tables through POST /v1/metadata', () => {
     expect(dependent.body).toMatchObject({ code: 'dependency-error' });
     expect(await metadata({ type: 'pg_drop_relationship', args: { table: 'articles', relationship: 'nope' } })).toMatchObject({ status: 400, body: { code: 'not-exists' } });
     expect(await metadata({ type: 'pg_track_table', args: { table: 42 } })).toMatchObject({ status: 400, body: { code: 'parse-failed' } });
+  });
+});
+
+describe("the metadata files (Hasura's CLI layout)", () => {
+  it('carry the tracked tables in databases/default/tables/public_<table>.yaml, and apply back unchanged', async () => {
+    const exported = (await metadata({ type: 'export_metadata', args: {} })).body;
+    const files = metadataToFiles(exported as never, []);
+    expect(files['databases/default/tables/tables.yaml']).toContain('!include public_articles.yaml');
+    expect(files['databases/default/tables/public_articles.yaml']).toContain('foreign_key_constraint_on: author_id');
+    const read = metadataFromFiles((file) => files[file], []);
+    expect(await metadata({ type: 'replace_metadata', args: read })).toEqual({ status: 200, body: { message: 'success' } });
+    expect((await metadata({ type: 'export_metadata', args: {} })).body).toEqual(exported);
+    expect(await data('{ articles_aggregate { aggregate { count } } }')).toEqual({ articles_aggregate: { aggregate: { count: 5 } } });
   });
 });
 
@@ -197,6 +211,10 @@ describe('generated root fields (admin)', () => {
     expect(badUuid.body.errors?.[0]).toMatchObject({ message: expect.stringContaining('invalid input syntax for type uuid'), extensions: { code: 'BAD_USER_INPUT' } });
     const badRegex = await query('{ articles(where: {title: {_regex: "("}}) { id } }');
     expect(badRegex.body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const jsonOrder = await query('{ authors(order_by: {links: asc}) { id links tags } }');
+    expect(jsonOrder.body.errors?.[0]).toMatchObject({ message: expect.stringContaining('could not identify an ordering operator for type json'), extensions: { code: 'BAD_USER_INPUT' } });
+    const jsonEquals = await query('{ authors(where: {links: {_eq: {}}}) { id } }');
+    expect(jsonEquals.body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     const distinct = await query('{ articles(distinct_on: [author_id], order_by: {id: asc}) { id } }');
     expect(distinct.body.errors?.[0]).toMatchObject({ message: '"distinct_on" columns must match initial "order_by" columns', extensions: { code: 'BAD_USER_INPUT' } });
   });

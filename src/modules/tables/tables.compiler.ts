@@ -419,6 +419,7 @@ export class StatementCompiler {
     };
     for (const [operator, value] of Object.entries(operators)) {
       if (value === undefined) continue;
+      if (column.scalar === 'json' && operator !== '_is_null') throw badInput(`the operator "${operator}" does not apply to the json column "${column.field}" (only _is_null does)`);
       if (COMPARISONS[operator]) parts.push(`${expression} ${COMPARISONS[operator]} ${operand(value, column.sqlType)}`);
       else if (operator === '_in') parts.push(`${expression} = ANY(${operand(value, `${column.sqlType}[]`, true)})`);
       else if (operator === '_nin') parts.push(`${expression} <> ALL(${operand(value, `${column.sqlType}[]`, true)})`);

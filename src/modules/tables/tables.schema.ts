@@ -39,7 +39,11 @@ export function generatedTypeNames(table: TableModel): string[] {
 }
 
 function comparisonType(scalar: string): string {
-  const operators = [`_eq: ${scalar}`, `_neq: ${scalar}`, `_gt: ${scalar}`, `_gte: ${scalar}`, `_lt: ${scalar}`, `_lte: ${scalar}`, `_in: [${scalar}!]`, `_nin: [${scalar}!]`, '_is_null: Boolean'];
+  // PostgreSQL's json has no equality or order (jsonb has both): only _is_null applies.
+  const operators =
+    scalar === 'json'
+      ? ['_is_null: Boolean']
+      : [`_eq: ${scalar}`, `_neq: ${scalar}`, `_gt: ${scalar}`, `_gte: ${scalar}`, `_lt: ${scalar}`, `_lte: ${scalar}`, `_in: [${scalar}!]`, `_nin: [${scalar}!]`, '_is_null: Boolean'];
   if (TEXT_SCALARS.has(scalar)) {
     for (const operator of ['_like', '_nlike', '_ilike', '_nilike', '_similar', '_nsimilar', '_regex', '_nregex', '_iregex', '_niregex']) operators.push(`${operator}: ${scalar}`);
   }

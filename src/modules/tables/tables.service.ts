@@ -338,11 +338,12 @@ export class TablesService implements TableRunner {
 
 /**
  * A value PostgreSQL refused (a class 22 "data exception": not a uuid, out of range, an invalid
- * regular expression) is the caller's mistake, told as PostgreSQL says it.
+ * regular expression), or an operation a column's type does not have (42883, 42804: ordering or
+ * distinct_on by a json column), is the caller's mistake, told as PostgreSQL says it.
  */
 function asInputError(error: unknown): unknown {
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && code.startsWith('22')) {
+  if (typeof code === 'string' && (code.startsWith('22') || code === '42883' || code === '42804')) {
     return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
   }
   return error;
