@@ -18,19 +18,17 @@ import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
 import { hiddenField } from './tables.schema';
 
-/** One statement: its text (identifiers quoted, values as $n only) and its bound values. */
+/** One statement: its text (identifiers quoted, values as $n only) and its bound values (SessionValue for a session's). */
 export interface CompiledStatement {
   text: string;
   parameters: unknown[];
 }
 
-/** Whom a statement is compiled for. */
+/** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
 export interface Reader {
   role: string;
   /** The unrestricted admin: every table, column and row. */
   admin: boolean;
-  /** Session variables, lower-case `x-gql-*` names. */
-  variables: Record<string, string>;
 }
 
 /** What the compiler reads of GraphQL's resolve info. */
@@ -410,12 +408,15 @@ export class StatementCompiler {
     if (!isObject(operators)) throw badInput(`the comparison on "${column.field}" must be an object of operators`);
     const parts: string[] = [];
     const json = column.scalar === 'jsonb' || column.scalar === 'json';
+    /** A value as bound: JSON text for a json column (or a jsonb operand), a session variable read when the statement runs. */
+    const asBound = (value: unknown, asJson: boolean) =>
+      value instanceof SessionValue ? new SessionValue(value.name, asJson) : asJson ? JSON.stringify(value) : value;
     const operand = (value: unknown, cast: string, list = false) => {
-      const resolved = mode === 'permission' ? this.sessionValue(value) : value;
-      if (resolved === null || resolved === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
-      if (list && typeof resolved !== 'string' && !Array.isArray(resolved)) throw badInput(`the operand on "${column.field}" must be a list`);
-      const bound = json && !list ? JSON.stringify(resolved) : list && json && Array.isArray(resolved) ? resolved.map((item) => JSON.stringify(item)) : resolved;
-      return this.bind(bound, cast);
+      const given = mode === 'permission' ? this.sessionValue(value) : value;
+      if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
+      if (list && typeof given !== 'string' && !Array.isArray(given) && !(given instanceof SessionValue)) throw badInput(`the operand on "${column.field}" must be a list`);
+      if (list) return this.bind(json && Array.isArray(given) ? given.map((item) => JSON.stringify(item)) : given, cast);
+      return this.bind(asBound(given, json), cast);
     };
     for (const [operator, value] of Object.entries(operators)) {
       if (value === undefined) continue;
@@ -430,8 +431,9 @@ export class StatementCompiler {
         parts.push(`${expression} ${TEXT_MATCHES[operator]} ${operand(value, column.sqlType)}`);
       } else if (JSONB_OPERATORS[operator] && column.scalar === 'jsonb') {
         const [sqlOperator, cast] = JSONB_OPERATORS[operator];
-        const resolved = mode === 'permission' ? this.sessionValue(value) : value;
-        parts.push(`${expression} ${sqlOperator} ${this.bind(cast === 'jsonb' ? JSON.stringify(resolved) : resolved, cast)}`);
+        const given = mode === 'permission' ? this.sessionValue(value) : value;
+        if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null`);
+        parts.push(`${expression} ${sqlOperator} ${this.bind(asBound(given, cast === 'jsonb'), cast)}`);
       } else {
         throw badInput(`the operator "${operator}" does not apply to the column "${column.field}" (${column.scalar})`);
       }
@@ -439,16 +441,33 @@ export class StatementCompiler {
     return parts.length === 0 ? 'true' : parts.join(' AND ');
   }
 
-  /** A permission's operand: a session variable named as `X-Gql-*` or `X-Hasura-*`, or a literal. */
+  /** A permission's operand: a session variable named as `X-Gql-*` or `X-Hasura-*` (read when the statement runs), or a literal. */
   private sessionValue(value: unknown): unknown {
     if (typeof value !== 'string') return value;
     const match = /^x-(gql|hasura)-(.+)$/i.exec(value);
-    if (!match) return value;
-    const name = `x-gql-${match[2].toLowerCase()}`;
-    const variable = this.reader.variables[name];
-    if (variable === undefined) throw badInput(`missing session variable: "${name}"`);
-    return variable;
+    return match ? new SessionValue(`x-gql-${match[2].toLowerCase()}`) : value;
   }
+}
+
+/**
+ * A bound value taken from the session when the statement runs, so that one compiled statement
+ * serves every session of its role: `x-gql-*` name, as JSON text for a json operand.
+ */
+export class SessionValue {
+  constructor(
+    readonly name: string,
+    readonly json = false,
+  ) {}
+}
+
+/** The values to run `statement` with for a session (its variables, lower-case `x-gql-*` names). */
+export function boundValues(statement: CompiledStatement, variables: Readonly<Record<string, string>>): unknown[] {
+  return statement.parameters.map((value) => {
+    if (!(value instanceof SessionValue)) return value;
+    const variable = variables[value.name];
+    if (variable === undefined) throw badInput(`missing session variable: "${value.name}"`);
+    return value.json ? JSON.stringify(variable) : variable;
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import { BREAK, GraphQLError, visit, type ASTNode, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -10,7 +10,7 @@ import { ADMIN_ROLE } from '../../http/session';
 import { MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
 import { readCatalog, tableKey } from './tables.catalog';
-import { StatementCompiler, type CompiledStatement } from './tables.compiler';
+import { boundValues, StatementCompiler, type CompiledStatement } from './tables.compiler';
 import {
   configurationAt,
   fail,
@@ -57,6 +57,8 @@ interface Served {
  * runs each root field as one statement.
  */
 export class TablesService implements TableRunner {
+  /** Statements compiled once, per root field node of a parsed document and role (null: the field uses variables). */
+  private readonly plans = new WeakMap<FieldNode, Map<string, { table: TableModel; statement: CompiledStatement }> | null>();
   private served: Served = { entries: [], tables: [], byKey: new Map(), inconsistencies: [], version: -1 };
   private readonly pool: pg.Pool;
 
@@ -258,9 +260,8 @@ export class TablesService implements TableRunner {
     const model = tables.find((candidate) => sameTable(candidate.table, table));
     const permission = model?.permissions.get(role);
     if (!model || !permission) return;
-    const anyVariable = new Proxy({}, { get: (_target, name) => (typeof name === 'string' ? 'x' : undefined) }) as Record<string, string>;
     try {
-      new StatementCompiler({ role, admin: false, variables: anyVariable }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(model, permission);
+      new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(model, permission);
     } catch (error) {
       if (!(error instanceof GraphQLError)) throw error;
       fail('validation-failed', error.message, '$.args.permission.filter');
@@ -312,7 +313,7 @@ export class TablesService implements TableRunner {
     const statement = this.compile(table, kind, args, info, context);
     let result: pg.QueryResult<{ j: unknown }>;
     try {
-      result = await this.pool.query<{ j: unknown }>(statement.text, statement.parameters);
+      result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables));
     } catch (error) {
       if (changedUnderMetadata(error)) {
         // Resolved again against the catalog: the table (or the columns) gone are no longer served.
@@ -328,12 +329,53 @@ export class TablesService implements TableRunner {
     return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
   }
 
-  /** The statement of one root field for the caller (public for the tests that read its text). */
+  /**
+   * The statement of one root field for the caller's role (its session's values are bound when it
+   * runs). A root field whose document uses no variable is compiled once per role and kept with
+   * the parsed document (so a repeated query is a cache hit); one with variables, per request.
+   */
   compile(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
     const { session } = context;
-    const reader = { role: session.role, admin: session.viaAdminSecret && session.role === ADMIN_ROLE, variables: session.variables };
-    return new StatementCompiler(reader, this.served.byKey, info).compile(table, kind, args);
+    const admin = session.viaAdminSecret && session.role === ADMIN_ROLE;
+    const compileNow = () => new StatementCompiler({ role: session.role, admin }, this.served.byKey, info).compile(table, kind, args);
+    const node = info.fieldNodes[0];
+    let plans = this.plans.get(node);
+    if (plans === undefined) {
+      plans = referencesVariables(info.fieldNodes, info.fragments) ? null : new Map();
+      this.plans.set(node, plans);
+    }
+    if (plans === null) return compileNow();
+    // '' is the admin's: a role is never empty.
+    const role = admin ? '' : session.role;
+    const plan = plans.get(role);
+    if (plan?.table === table) return plan.statement;
+    const statement = compileNow();
+    plans.set(role, { table, statement });
+    return statement;
   }
+}
+
+/** Whether the fields (with the fragments they spread) refer to a variable anywhere. */
+function referencesVariables(nodes: readonly FieldNode[], fragments: Record<string, FragmentDefinitionNode>): boolean {
+  const pending: ASTNode[] = [...nodes];
+  const spread = new Set<string>();
+  let found = false;
+  for (let node = pending.pop(); node && !found; node = pending.pop()) {
+    visit(node, {
+      Variable() {
+        found = true;
+        return BREAK;
+      },
+      FragmentSpread(fragmentSpread) {
+        const name = fragmentSpread.name.value;
+        if (!spread.has(name) && fragments[name]) {
+          spread.add(name);
+          pending.push(fragments[name]);
+        }
+      },
+    });
+  }
+  return found;
 }
 
 /**
