@@ -355,10 +355,44 @@ export class StatementCompiler {
         }
         continue;
       }
+      const aggregated = field.endsWith('_aggregate') ? table.relationships.get(field.slice(0, -'_aggregate'.length)) : undefined;
+      if (aggregated?.kind === 'array' && isObject(value)) {
+        items.push(...this.aggregateOrder(table, alias, field, aggregated, value));
+        continue;
+      }
       const column = this.visibleColumn(table, field, permission, '_order_by');
       const direction = DIRECTIONS[String(value)];
       if (!direction) throw badInput(`unknown ordering ${JSON.stringify(value)}`);
       items.push({ expression: `${alias}.${quote(column.name)}`, direction });
+    }
+    return items;
+  }
+
+  /** ORDER BY items of `<rel>_aggregate: {count: asc, max: {column: desc}}`: one correlated aggregate each. */
+  private aggregateOrder(table: TableModel, alias: string, field: string, relationship: RelationshipModel, value: Record<string, unknown>): { expression: string; direction: string }[] {
+    const target = relationship.target;
+    const permission = this.permission(target, `field "${field}" not found in type: '${table.typeName}_order_by'`);
+    if (permission && !permission.allowAggregations) throw hiddenField(`field "${field}" not found in type: '${table.typeName}_order_by'`);
+    const items: { expression: string; direction: string }[] = [];
+    const aggregate = (call: (inner: string) => string, direction: unknown) => {
+      const sqlDirection = DIRECTIONS[String(direction)];
+      if (!sqlDirection) throw badInput(`unknown ordering ${JSON.stringify(direction)}`);
+      const inner = this.alias();
+      const conditions = [...this.mappingConditions(relationship, alias, inner), this.permissionFilter(target, inner, permission)];
+      items.push({ expression: `(SELECT ${call(inner)} FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')})`, direction: sqlDirection });
+    };
+    for (const [function_, order] of Object.entries(value)) {
+      if (order === null || order === undefined) continue;
+      if (function_ === 'count') {
+        aggregate(() => 'count(*)', order);
+        continue;
+      }
+      if (!AGGREGATES[function_] || !isObject(order)) throw badInput(`unknown aggregate ordering "${function_}"`);
+      for (const [columnField, direction] of Object.entries(order)) {
+        if (direction === null || direction === undefined) continue;
+        const column = this.visibleColumn(target, columnField, permission, `_${function_}_order_by`);
+        aggregate((inner) => `${AGGREGATES[function_]}(${inner}.${quote(column.name)})`, direction);
+      }
     }
     return items;
   }

@@ -35,7 +35,8 @@ enum order_by {
 /** Names the generated types of `table` take (all begin with its type name). */
 export function generatedTypeNames(table: TableModel): string[] {
   const base = table.typeName;
-  return [base, `${base}_aggregate`, `${base}_aggregate_fields`, `${base}_bool_exp`, `${base}_order_by`, `${base}_select_column`, `${base}_sum_fields`, `${base}_avg_fields`, `${base}_max_fields`, `${base}_min_fields`];
+  const perAggregate = AGGREGATE_FUNCTIONS.flatMap((aggregate) => [`${base}_${aggregate}_fields`, `${base}_${aggregate}_order_by`]);
+  return [base, `${base}_aggregate`, `${base}_aggregate_fields`, `${base}_aggregate_order_by`, `${base}_bool_exp`, `${base}_order_by`, `${base}_select_column`, ...perAggregate];
 }
 
 function comparisonType(scalar: string): string {
@@ -50,6 +51,9 @@ function comparisonType(scalar: string): string {
   if (scalar === 'jsonb') operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
   return `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""\ninput ${scalar}_comparison_exp {\n  ${operators.join('\n  ')}\n}`;
 }
+
+/** The aggregates besides count, each with its `<table>_<aggregate>_fields` and `_order_by` types. */
+const AGGREGATE_FUNCTIONS = ['sum', 'avg', 'max', 'min'] as const;
 
 const listArguments = (typeName: string) =>
   `distinct_on: [${typeName}_select_column!], limit: Int, offset: Int, order_by: [${typeName}_order_by!], where: ${typeName}_bool_exp`;
@@ -68,6 +72,7 @@ function tableSdl(table: TableModel): string[] {
     } else {
       fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
       fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
+      orderFields.push(`  ${relationship.name}_aggregate: ${target}_aggregate_order_by`);
     }
     boolFields.push(`  ${relationship.name}: ${target}_bool_exp`);
   }
@@ -81,16 +86,20 @@ function tableSdl(table: TableModel): string[] {
     `"""select columns of ${described}"""\nenum ${name}_select_column {\n${table.columns.map((column) => `  ${column.field}`).join('\n')}\n}`,
   ];
   const aggregateFields = [`  count(columns: [${name}_select_column!], distinct: Boolean): Int!`];
-  const subtype = (suffix: string, columns: typeof table.columns, scalar: (column: (typeof table.columns)[number]) => string) => {
+  const aggregateOrder = ['  count: order_by'];
+  const subtype = (suffix: (typeof AGGREGATE_FUNCTIONS)[number], columns: typeof table.columns, scalar: (column: (typeof table.columns)[number]) => string) => {
     if (columns.length === 0) return;
     aggregateFields.push(`  ${suffix}: ${name}_${suffix}_fields`);
+    aggregateOrder.push(`  ${suffix}: ${name}_${suffix}_order_by`);
     parts.push(`type ${name}_${suffix}_fields {\n${columns.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
+    parts.push(`input ${name}_${suffix}_order_by {\n${columns.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
   };
   subtype('sum', numeric, (column) => (column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar === 'Float' ? 'Float' : column.scalar));
   subtype('avg', numeric, () => 'Float');
   subtype('max', ordered, (column) => column.scalar);
   subtype('min', ordered, (column) => column.scalar);
   parts.push(`"""aggregate fields of ${described}"""\ntype ${name}_aggregate_fields {\n${aggregateFields.join('\n')}\n}`);
+  parts.push(`"""order by aggregate values of ${described}"""\ninput ${name}_aggregate_order_by {\n${aggregateOrder.join('\n')}\n}`);
   return parts;
 }
 
