@@ -125,6 +125,43 @@ describe('tracking tables through POST /v1/metadata', () => {
   });
 });
 
+describe('names', () => {
+  it('serves views, tables of other schemas (<schema>_<table>), custom names and custom root fields', async () => {
+    await server.database.query(`
+      CREATE SCHEMA shop;
+      CREATE TABLE shop.items (sku text PRIMARY KEY, price numeric NOT NULL);
+      INSERT INTO shop.items VALUES ('a-1', 9.5), ('b-2', 20);
+      CREATE VIEW published_titles AS SELECT id, title FROM articles WHERE published;
+    `);
+    const tracked = await metadata({
+      type: 'bulk',
+      args: [
+        { type: 'pg_track_table', args: { table: { schema: 'shop', name: 'items' } } },
+        { type: 'pg_track_table', args: { table: 'published_titles', configuration: { custom_name: 'headlines', custom_root_fields: { select: 'allHeadlines' } } } },
+      ],
+    });
+    expect(tracked.status).toBe(200);
+    expect(
+      await data(`{
+        shop_items(order_by: {price: desc}) { sku price }
+        shop_items_by_pk(sku: "a-1") { price }
+        shop_items_aggregate { aggregate { sum { price } } }
+        allHeadlines(order_by: {id: asc}, limit: 2) { id title }
+        headlines_aggregate { aggregate { count } }
+      }`),
+    ).toEqual({
+      shop_items: [{ sku: 'b-2', price: 20 }, { sku: 'a-1', price: 9.5 }],
+      shop_items_by_pk: { price: 9.5 },
+      shop_items_aggregate: { aggregate: { sum: { price: 29.5 } } },
+      allHeadlines: [{ id: 1, title: 'Notes on engines' }, { id: 3, title: 'C, briefly' }],
+      headlines_aggregate: { aggregate: { count: 3 } },
+    });
+    // A view has no primary key, so no _by_pk.
+    expect((await query('{ headlines_by_pk(id: 1) { id } }')).body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    await metadata({ type: 'bulk', args: [{ type: 'pg_untrack_table', args: { table: { schema: 'shop', name: 'items' } } }, { type: 'pg_untrack_table', args: { table: 'published_titles' } }] });
+  });
+});
+
 describe("the metadata files (Hasura's CLI layout)", () => {
   it('carry the tracked tables in databases/default/tables/public_<table>.yaml, and apply back unchanged', async () => {
     const exported = (await metadata({ type: 'export_metadata', args: {} })).body;
