@@ -110,6 +110,11 @@ describe('tracking tables through POST /v1/metadata', () => {
     expect(clash.body.error).toContain('clashes with the field Query.jobs');
     expect((await metadata({ type: 'pg_track_table', args: { table: 'jobs', configuration: { custom_name: 'job_rows' } } })).status).toBe(200);
     expect((await metadata({ type: 'pg_untrack_table', args: { table: 'jobs' } })).status).toBe(200);
+    // The types the actions declare are the schema's too.
+    expect((await metadata({ type: 'set_custom_types', args: { objects: [{ name: 'job_rows', fields: [{ name: 'id', type: 'Int' }] }] } })).status).toBe(200);
+    const actionClash = await metadata({ type: 'pg_track_table', args: { table: 'jobs', configuration: { custom_name: 'job_rows' } } });
+    expect(actionClash).toMatchObject({ status: 400, body: { code: 'invalid-configuration', error: expect.stringContaining('clashes with the type job_rows of the schema') } });
+    expect((await metadata({ type: 'set_custom_types', args: {} })).status).toBe(200);
     const badKey = await metadata({ type: 'pg_create_object_relationship', args: { table: 'articles', name: 'writer', using: { foreign_key_constraint_on: 'title' } } });
     expect(badKey).toEqual({ status: 400, body: { code: 'validation-failed', error: 'writer of articles: no foreign key constraint on articles (title)', path: '$.args' } });
     const badColumn = await metadata({ type: 'pg_create_select_permission', args: { table: 'authors', role: 'me', permission: { columns: ['nope'], filter: {} } } });

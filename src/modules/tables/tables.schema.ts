@@ -117,6 +117,11 @@ function rootFieldsSdl(table: TableModel): string[] {
   return roots;
 }
 
+/** Every name the tables generate in a schema: their types and `Query.<root field>`. */
+export function generatedNames(tables: readonly TableModel[]): Set<string> {
+  return new Set(tables.flatMap((table) => [...generatedTypeNames(table), ...rootFieldNames(table).map((field) => `Query.${field}`)]));
+}
+
 /** The root field names of a table (by_pk only with a primary key). */
 export function rootFieldNames(table: TableModel): string[] {
   return [table.roots.select, table.roots.selectAggregate, ...(table.primaryKey.length ? [table.roots.selectByPk] : [])];
@@ -124,17 +129,18 @@ export function rootFieldNames(table: TableModel): string[] {
 
 /**
  * Why `table`'s generated names cannot join `base` (a type or root field of that name exists,
- * or another tracked table takes it), or undefined.
+ * or another tracked table takes it), or undefined. Names in `ours` (what the tracked tables
+ * generate in `base` already) are not clashes.
  */
-export function nameClash(base: GraphQLSchema, table: TableModel, others: readonly TableModel[]): string | undefined {
+export function nameClash(base: GraphQLSchema, table: TableModel, others: readonly TableModel[], ours = new Set<string>()): string | undefined {
   for (const typeName of generatedTypeNames(table)) {
-    if (base.getType(typeName)) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the type ${typeName} of the schema: give the table a custom_name`;
+    if (base.getType(typeName) && !ours.has(typeName)) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the type ${typeName} of the schema: give the table a custom_name`;
     const other = others.find((candidate) => generatedTypeNames(candidate).includes(typeName));
     if (other) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}: give one a custom_name`;
   }
   const query = base.getQueryType()?.getFields() ?? {};
   for (const field of rootFieldNames(table)) {
-    if (query[field]) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
+    if (query[field] && !ours.has(`Query.${field}`)) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
     const other = others.find((candidate) => rootFieldNames(candidate).includes(field));
     if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
   }

@@ -29,7 +29,7 @@ import {
   type TrackedTableEntry,
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
-import { extendWithTables, type TableRunner } from './tables.schema';
+import { extendWithTables, generatedNames, nameClash, type TableRunner } from './tables.schema';
 
 /** Published (through PostgreSQL, to every instance) when the tables metadata changed. */
 const CHANGED_TOPIC = 'plinth:tables-metadata';
@@ -61,6 +61,8 @@ export class TablesService implements TableRunner {
   private readonly plans = new WeakMap<FieldNode, Map<string, { table: TableModel; statement: CompiledStatement }> | null>();
   private served: Served = { entries: [], tables: [], byKey: new Map(), inconsistencies: [], version: -1 };
   private readonly pool: pg.Pool;
+  /** What the last schema build could not serve (a clash with an action's type). */
+  private servingProblems: Inconsistency[] = [];
 
   constructor(private readonly deps: TablesDependencies) {
     this.pool = poolOf(deps.dataSource);
@@ -77,19 +79,21 @@ export class TablesService implements TableRunner {
     return followMetadataChanges(this.deps.pubSub, CHANGED_TOPIC, () => this.reload(this.deps.dataSource.manager), this.deps.logger, 'tables metadata');
   }
 
-  /** What get_inconsistent_metadata would report for the tables (a table dropped under its metadata, ...). */
-  get inconsistencies(): readonly Inconsistency[] {
-    return this.served.inconsistencies;
-  }
-
+  /**
+   * The served schema's extension. `base` holds what the extensions before this one added (the
+   * actions' types): a table clashing with them is left out, reported until it no longer clashes.
+   */
   private extension(base: GraphQLSchema): GraphQLSchema {
     const inconsistencies: Inconsistency[] = [];
     try {
       const schema = extendWithTables(base, this.served.tables, this, inconsistencies);
       for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'a tracked table is not served');
+      this.servingProblems = inconsistencies;
       return schema;
     } catch (error) {
-      this.deps.logger.error({ reason: (error as Error).message }, 'the tracked tables do not fit the schema: they are not served');
+      const reason = `the tracked tables do not fit the schema: ${(error as Error).message}`;
+      this.deps.logger.error({ reason }, 'the tracked tables are not served');
+      this.servingProblems = [{ type: 'table', name: 'all tracked tables', reason, definition: null }];
       return base;
     }
   }
@@ -128,6 +132,12 @@ export class TablesService implements TableRunner {
         extendWithTables(this.deps.schema.base, after.tables, undefined, after.inconsistencies);
       } catch (error) {
         throw new MetadataError('validation-failed', `the tracked tables do not fit the schema: ${(error as Error).message}`);
+      }
+      // The schema as served also has what the other extensions add (the actions' types).
+      const ours = generatedNames(this.served.tables);
+      for (const table of after.tables) {
+        const clash = nameClash(this.deps.schema.current, table, [], ours);
+        if (clash) after.inconsistencies.push({ type: 'table', name: tableText(table.table), reason: clash, definition: table.table });
       }
     }
     const known = new Set(before.map((item) => `${item.type} ${item.name} ${item.reason}`));
@@ -304,7 +314,8 @@ export class TablesService implements TableRunner {
     const entries = (await one<{ tables: TrackedTableEntry[] }>(context.manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!.tables;
     const resolved = resolveTables(entries, await readCatalog(context.manager, entries.map((entry) => entry.table)));
     if (this.deps.schema.built) extendWithTables(this.deps.schema.base, resolved.tables, undefined, resolved.inconsistencies);
-    return resolved.inconsistencies;
+    const listed = new Set(resolved.inconsistencies.map((item) => `${item.type} ${item.name} ${item.reason}`));
+    return [...resolved.inconsistencies, ...this.servingProblems.filter((item) => !listed.has(`${item.type} ${item.name} ${item.reason}`))];
   }
 
   // --- Root fields ----------------------------------------------------------------------------
