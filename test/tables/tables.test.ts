@@ -227,6 +227,7 @@ describe('generated root fields (admin)', () => {
       json: authors(where: {bio: {_contains: {lang: "en"}}}) { name bio }
       hasKey: authors(where: {bio: {_has_key: "lang"}}, order_by: {id: asc}) { id }
       distinct: articles(distinct_on: [author_id], order_by: [{author_id: asc}, {id: desc}]) { id author_id }
+      distinctAlone: articles(distinct_on: author_id) { author_id }
       byAuthor: articles(order_by: [{author: {name: desc}}, {id: asc}], limit: 3) { id }
       byCount: authors(order_by: [{articles_aggregate: {count: desc}}, {articles_aggregate: {max: {id: asc}}}]) { name }
       percent: articles(where: {title: {_like: "100\\\\%%"}}) { id }
@@ -237,6 +238,7 @@ describe('generated root fields (admin)', () => {
       json: [{ name: 'Ada', bio: { lang: 'en', tags: ['math'] } }],
       hasKey: [{ id: 1 }, { id: 3 }],
       distinct: [{ id: 2, author_id: 1 }, { id: 3, author_id: 2 }, { id: 5, author_id: 3 }],
+      distinctAlone: [{ author_id: 1 }, { author_id: 2 }, { author_id: 3 }],
       byAuthor: [{ id: 4 }, { id: 5 }, { id: 3 }],
       byCount: [{ name: 'Ada' }, { name: 'Cleo' }, { name: 'Brian' }],
       percent: [{ id: 4 }],

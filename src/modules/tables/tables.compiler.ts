@@ -264,7 +264,8 @@ export class StatementCompiler {
       const leading = order.slice(0, distinctColumns.length).map((item) => item.expression);
       if (distinctColumns.some((column) => !leading.includes(column))) throw badInput('"distinct_on" columns must match initial "order_by" columns');
     }
-    const innerOrder = order.length ? order : distinctColumns.map((expression) => ({ expression, direction: 'ASC' }));
+    // DISTINCT ON needs an ORDER BY that begins with its columns: theirs when the query gives none.
+    const innerOrder = order.length ? order : distinctColumns.map((expression) => ({ expression, direction: 'ASC NULLS LAST' }));
     const columns: string[] = [];
     let joins = '';
     if (rowJson) {
@@ -272,7 +273,7 @@ export class StatementCompiler {
       columns.push(`${built.json} AS "j"`);
       joins = built.joins;
     }
-    order.forEach((item, index) => columns.push(`${item.expression} AS "o${index}"`));
+    innerOrder.forEach((item, index) => columns.push(`${item.expression} AS "o${index}"`));
     columns.push(...extraColumns);
     if (columns.length === 0) columns.push('1 AS "one"');
     let text = `SELECT ${distinctColumns.length ? `DISTINCT ON (${distinctColumns.join(', ')}) ` : ''}${columns.join(', ')} FROM ${qualified(table)} AS ${alias}${joins} WHERE ${where.join(' AND ')}`;
@@ -282,7 +283,7 @@ export class StatementCompiler {
     if (args.offset !== undefined && args.offset !== null && args.offset < 0) throw badInput('"offset" must not be negative');
     if (limits.length) text += ` LIMIT ${this.bind(Math.min(...limits), 'integer')}`;
     if (typeof args.offset === 'number') text += ` OFFSET ${this.bind(args.offset, 'integer')}`;
-    return { text, order: order.map((item, index) => `"_s"."o${index}" ${item.direction}`) };
+    return { text, order: innerOrder.map((item, index) => `"_s"."o${index}" ${item.direction}`) };
   }
 
   private listQuery(table: TableModel, args: ListArguments, fields: FieldNode[], conditions: string[], permission: PermissionModel | undefined, alias = this.alias()): string {
