@@ -210,6 +210,7 @@ describe('generated root fields (admin)', () => {
           nodes { id }
         }
         ordered: authors(order_by: [{rating: desc_nulls_last}]) { name }
+        merged: authors_by_pk(id: 1) { name articles(limit: 1, order_by: {id: asc}) { id } articles(limit: 1, order_by: {id: asc}) { title } ... on authors { name rating } }
       }`);
     expect(result).toEqual({
       first: [{ name: 'Ada', recent: [{ id: 2, title: 'Of numbers' }], articles_aggregate: { aggregate: { count: 2 } } }],
@@ -217,6 +218,7 @@ describe('generated root fields (admin)', () => {
       brian: { name: 'Brian', rating: 3 },
       authors_aggregate: { aggregate: { count: 2, sum: { rating: 8 }, max: { name: 'Brian' }, avg: { rating: 4 } }, nodes: [{ id: 1 }, { id: 2 }] },
       ordered: [{ name: 'Ada' }, { name: 'Brian' }, { name: 'Cleo' }],
+      merged: { name: 'Ada', articles: [{ id: 1, title: 'Notes on engines' }], rating: 5 },
     });
   });
 

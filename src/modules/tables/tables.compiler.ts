@@ -180,7 +180,17 @@ export class StatementCompiler {
       }
     };
     for (const selectionSet of selectionSets) visit(selectionSet);
-    return fields;
+    // Fields of one response key are one field (validation made their arguments equal): their selections merge.
+    const byKey = new Map<string, FieldNode>();
+    for (const field of fields) {
+      const key = field.alias?.value ?? field.name.value;
+      const seen = byKey.get(key);
+      if (!seen) byKey.set(key, field);
+      else if (seen.selectionSet && field.selectionSet) {
+        byKey.set(key, { ...seen, selectionSet: { ...seen.selectionSet, selections: [...seen.selectionSet.selections, ...field.selectionSet.selections] } });
+      }
+    }
+    return [...byKey.values()];
   }
 
   private included(node: Parameters<typeof getDirectiveValues>[1]): boolean {
