@@ -127,6 +127,7 @@ describe('tracking tables through POST /v1/metadata', () => {
     expect(dependent.body).toMatchObject({ code: 'dependency-error' });
     expect(await metadata({ type: 'pg_drop_relationship', args: { table: 'articles', relationship: 'nope' } })).toMatchObject({ status: 400, body: { code: 'not-exists' } });
     expect(await metadata({ type: 'pg_track_table', args: { table: 42 } })).toMatchObject({ status: 400, body: { code: 'parse-failed' } });
+    expect(await metadata({ type: 'pg_track_table', args: { source: 'other', table: 'jobs' } })).toMatchObject({ status: 400, body: { code: 'not-exists', path: '$.args.source' } });
   });
 });
 

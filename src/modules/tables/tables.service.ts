@@ -7,7 +7,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import type { PostgresPubSub } from '../../graphql/pubsub';
 import type { ServedSchema } from '../../graphql/served-schema';
 import { ADMIN_ROLE } from '../../http/session';
-import { MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
+import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
 import { readCatalog, tableKey } from './tables.catalog';
 import { boundValues, StatementCompiler, type CompiledStatement } from './tables.compiler';
@@ -159,7 +159,7 @@ export class TablesService implements TableRunner {
   }
 
   async trackTable(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
+    const given = argsAt(args);
     const table = qualifiedTableAt(given.table ?? given.name, given.table === undefined ? '$.args.name' : '$.args.table');
     const configuration = configurationAt(given.configuration, '$.args.configuration');
     const current = await this.current(context.manager);
@@ -171,7 +171,7 @@ export class TablesService implements TableRunner {
   }
 
   async untrackTable(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const given = objectAt(args, '$.args');
+    const given = argsAt(args);
     const table = qualifiedTableAt(given.table, '$.args.table');
     const current = await this.current(context.manager);
     const entry = TablesService.entryAt(current, table, '$.args.table');
@@ -199,7 +199,7 @@ export class TablesService implements TableRunner {
    * and returns it changed, or refuses.
    */
   private async changeEntry(args: unknown, context: MetadataRequestContext, edit: (entry: TrackedTableEntry, given: Record<string, unknown>) => TrackedTableEntry): Promise<{ current: TrackedTableEntry[]; next: TrackedTableEntry[]; table: QualifiedTable }> {
-    const given = objectAt(args, '$.args');
+    const given = argsAt(args);
     const table = qualifiedTableAt(given.table, '$.args.table');
     const current = await this.current(context.manager);
     const entry = TablesService.entryAt(current, table, '$.args.table');
@@ -295,7 +295,7 @@ export class TablesService implements TableRunner {
    * another module's keys (event_triggers) is that module's.
    */
   async replaceFrom(metadata: HasuraMetadata, context: MetadataRequestContext): Promise<void> {
-    const source = metadata.sources.find((item) => item.name === 'default');
+    const source = metadata.sources.find((item) => item.name === DEFAULT_SOURCE);
     const next: TrackedTableEntry[] = [];
     for (const [index, entry] of (source?.tables ?? []).entries()) {
       const keys = Object.keys(entry).filter((name) => name !== 'table');
@@ -406,6 +406,13 @@ function asInputError(error: unknown): unknown {
 function changedUnderMetadata(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return code === '42P01' || code === '42703';
+}
+
+/** A request's args; `source`, when given, must be Plinth's one source. */
+function argsAt(args: unknown): Record<string, unknown> {
+  const given = objectAt(args, '$.args');
+  if (given.source !== undefined && given.source !== DEFAULT_SOURCE) fail('not-exists', `source with name ${JSON.stringify(given.source)} does not exist`, '$.args.source');
+  return given;
 }
 
 /** The name of a relationship `entry` has, or a refusal. */
