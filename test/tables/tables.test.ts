@@ -395,6 +395,25 @@ describe('select permissions and the spec row filters', () => {
     expect(await data('{ users_aggregate { aggregate { count } } }')).toEqual({ users_aggregate: { aggregate: { count: 2 } } });
   });
 
+  it('takes _exists over any tracked table and relationship paths in a filter', async () => {
+    const created = await metadata({
+      type: 'bulk',
+      args: [
+        // Authors of whom the caller owns a published article.
+        { type: 'pg_create_select_permission', args: { table: 'authors', role: 'reviewer', permission: { columns: ['name'], filter: { _exists: { _table: { schema: 'public', name: 'articles' }, _where: { _and: [{ published: { _eq: true } }, { user_id: { _eq: 'X-Hasura-User-Id' } }] } } } } } },
+        // Articles whose author is rated 4 or more.
+        { type: 'pg_create_select_permission', args: { table: 'articles', role: 'reviewer', permission: { columns: ['id'], filter: { author: { rating: { _gte: 4 } } } } } },
+      ],
+    });
+    expect(created.status).toBe(200);
+    const token = signToken({ roles: ['reviewer'], userId: bob });
+    expect(await data('{ authors(order_by: {name: asc}) { name } articles(order_by: {id: asc}) { id } }', bearer(token))).toEqual({
+      authors: [{ name: 'Ada' }, { name: 'Brian' }, { name: 'Cleo' }],
+      articles: [{ id: 1 }, { id: 2 }],
+    });
+    expect(await data('{ authors { name } }', bearer(signToken({ roles: ['reviewer'], userId: randomUUID() })))).toEqual({ authors: [] });
+  });
+
   it("caps a list at the permission's limit", async () => {
     await server.database.query(`INSERT INTO articles (title, author_id, user_id) SELECT 'bulk ' || n, 1, $1 FROM generate_series(1, 12) AS n`, [alice]);
     const token = signToken({ roles: ['user'], userId: alice });
