@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { PostgresPubSub } from '../graphql/pubsub';
+import type { PostgresPubSub } from './pubsub';
 
 /** How often an instance compares its metadata version with the database's, besides the announcements. */
 const VERSION_POLL_MS = 10_000;
