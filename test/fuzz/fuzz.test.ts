@@ -8,7 +8,9 @@ const SECONDS = Number(process.env.FUZZ_SECONDS ?? 60);
 it(`answers ${SECONDS} s of random and malformed requests on every surface without a fault (seed ${SEED})`, async () => {
   const { target, stop } = await startFuzzTarget();
   try {
-    const report = await fuzz(target, { seed: SEED, seconds: SECONDS });
+    // Memory must be back within 1.5x of its warmed-up size within 60 s; a passing run stops
+    // watching as soon as it is, so CI waits only when memory is slow to come back (docs/decisions.md).
+    const report = await fuzz(target, { seed: SEED, seconds: SECONDS, settleSeconds: 60, stopWhenSettled: true });
     process.stdout.write(`${describeReport(report)}\n`);
     expect(report.failure).toBeUndefined();
     // The run reached every kind of surface.
@@ -17,4 +19,4 @@ it(`answers ${SECONDS} s of random and malformed requests on every surface witho
   } finally {
     await stop();
   }
-}, (SECONDS + 120) * 1000);
+}, (SECONDS + 180) * 1000);

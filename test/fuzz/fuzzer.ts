@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import fc from 'fast-check';
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from 'graphql';
 import { Agent, fetch, type RequestInit } from 'undici';
@@ -17,6 +18,8 @@ export interface FuzzTarget {
   /** Every log line at error level or above so far. */
   errorLines(): readonly string[];
   residentBytes(): number;
+  /** Writes a heap snapshot of the server to `file` (after a full garbage collection); resolves with its path. */
+  writeHeapSnapshot(file: string): Promise<string>;
 }
 
 export interface FuzzOptions {
@@ -24,6 +27,15 @@ export interface FuzzOptions {
   seconds: number;
   /** fast-check's path of a failing case, to replay it alone. */
   path?: string;
+  /** How long to watch resident memory settle after the run (default SETTLE_SECONDS). */
+  settleSeconds?: number;
+  /**
+   * Stop watching as soon as resident memory is within SETTLED_BOUND (the test suite's choice, to
+   * keep CI short); otherwise the last sample is taken at settleSeconds, whatever it is.
+   */
+  stopWhenSettled?: boolean;
+  /** A folder to write the server's heap snapshots to: warmed up, right after the run, settled. */
+  heapSnapshots?: string;
 }
 
 export interface FuzzReport {
@@ -32,7 +44,12 @@ export interface FuzzReport {
   requests: number;
   statuses: Record<string, number>;
   webSocketCloses: Record<string, number>;
-  rss: { warm: number; peak: number; after: number };
+  /**
+   * The server's resident memory in bytes: warmed up and idle, the highest sample during the run,
+   * right after it, and settled: the last sample of the settling time, taken `settledSeconds`
+   * after the run.
+   */
+  rss: { warm: number; peak: number; after: number; settled: number; settledSeconds: number };
   /** The server's own account at the end (its /metrics), to tell heap growth from other memory. */
   heap: { used: number; total: number; external: number };
   slowest: { ms: number; case: string };
@@ -43,8 +60,13 @@ type FuzzCase = GraphQLCase | RestCase | WebSocketCase;
 
 const GRAPHQL_PATH = '/v1/graphql';
 const REQUEST_TIMEOUT_MS = 10_000;
-/** Resident memory may grow to this multiple of its warmed-up size (issue: hardening, point 5). */
+/** Resident memory may grow to this multiple of its warmed-up size during the run (issue 29 point 13)... */
 const MEMORY_BOUND = 2;
+/** ...and must be back within this multiple of it within SETTLE_SECONDS of the run's end. */
+const SETTLED_BOUND = 1.5;
+const SETTLE_SECONDS = 60;
+/** How often resident memory is sampled, during the run and while it settles. */
+const RSS_SAMPLE_MS = 250;
 const STACK_TRACE = /\n\s+at \S+|\bat .+:\d+:\d+\)|"stack"/;
 const INTERNAL_CODES = /"(INTERNAL_SERVER_ERROR|INTERNAL_ERROR)"/;
 
@@ -234,17 +256,33 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     { weight: 1, arbitrary: webSocketCases(wsCredentials, subscriptionQueries) },
   );
 
-  const report: FuzzReport = { seed: options.seed, cases: 0, requests: 0, statuses: {}, webSocketCloses: {}, rss: { warm: 0, peak: 0, after: 0 }, heap: { used: 0, total: 0, external: 0 }, slowest: { ms: 0, case: '' } };
+  const report: FuzzReport = {
+    seed: options.seed,
+    cases: 0,
+    requests: 0,
+    statuses: {},
+    webSocketCloses: {},
+    rss: { warm: 0, peak: 0, after: 0, settled: 0, settledSeconds: 0 },
+    heap: { used: 0, total: 0, external: 0 },
+    slowest: { ms: 0, case: '' },
+  };
+  const snapshot = async (name: string) => {
+    if (options.heapSnapshots) process.stdout.write(`heap snapshot: ${await target.writeHeapSnapshot(path.resolve(options.heapSnapshots, `${name}.heapsnapshot`))}\n`);
+  };
   // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
   for (let i = 0; i < 200; i++) await sendHttp(connections, `${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
   // So is a first visit to every page: some are built on their first request (the API reference, GraphiQL) and kept.
   const pages = target.routes.filter((route) => [route.method].flat().includes('GET') && !route.url.includes(':') && route.url !== '*');
   for (const route of pages) await sendHttp(connections, `${target.url}${route.url}`, { headers: { accept: 'text/html' } });
+  // Idle: the warm-up's last answers and their garbage are left behind.
+  await sleep(1000);
   report.rss.warm = report.rss.peak = target.residentBytes();
+  // Writing a snapshot takes memory of its own: a run that writes them measures for finding, not for judging.
+  await snapshot('warm');
+  const peakSampler = setInterval(() => (report.rss.peak = Math.max(report.rss.peak, target.residentBytes())), RSS_SAMPLE_MS);
 
   const problemOf = async (c: FuzzCase): Promise<string | undefined> => {
     report.cases += 1;
-    if (report.cases % 25 === 0) report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
     const errorsBefore = target.errorLines().length;
     const started = performance.now();
     let problem: string | undefined;
@@ -274,7 +312,8 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     return problem;
   };
 
-  const details = await fc.check(
+  const details = await fc
+    .check(
     fc.asyncProperty(cases, async (c) => {
       const problem = await problemOf(c);
       if (problem) throw new Error(problem);
@@ -287,17 +326,21 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
       markInterruptAsFailure: false,
       endOnFailure: true,
     },
-  );
-  report.rss.peak = Math.max(report.rss.peak, target.residentBytes());
+  )
+    .finally(() => clearInterval(peakSampler));
   report.rss.after = target.residentBytes();
+  report.rss.peak = Math.max(report.rss.peak, report.rss.after);
   const metrics = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
   report.heap = {
     used: sampleValue(metrics, 'nodejs_heap_size_used_bytes') ?? 0,
     total: sampleValue(metrics, 'nodejs_heap_size_total_bytes') ?? 0,
     external: sampleValue(metrics, 'nodejs_external_memory_bytes') ?? 0,
   };
+  await snapshot('after');
+  await settle(target, report, options);
+  await snapshot('settled');
   // Log lines travel separately from answers: one written just after its answer arrives late.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await sleep(200);
   if (details.failed) {
     report.failure = {
       message: String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance),
@@ -308,18 +351,41 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     report.failure = { message: `logged at error level: ${target.errorLines()[0].slice(0, 500)}`, counterexample: '', path: '' };
   } else if (report.rss.peak > MEMORY_BOUND * report.rss.warm) {
     report.failure = { message: `resident memory grew from ${report.rss.warm} to ${report.rss.peak} bytes (bound: ${MEMORY_BOUND}x)`, counterexample: '', path: '' };
+  } else if (report.rss.settled > SETTLED_BOUND * report.rss.warm) {
+    const message = `resident memory was ${report.rss.settled} bytes ${report.rss.settledSeconds} s after the run, ${report.rss.warm} warm (bound: ${SETTLED_BOUND}x)`;
+    report.failure = { message, counterexample: '', path: '' };
   }
   return report;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Watches the idle server's resident memory after the run, for settleSeconds: the memory a run
+ * leaves behind must be given back (caches bounded, garbage collected) without further requests.
+ */
+async function settle(target: FuzzTarget, report: FuzzReport, options: FuzzOptions): Promise<void> {
+  const seconds = options.settleSeconds ?? SETTLE_SECONDS;
+  const started = performance.now();
+  for (;;) {
+    const elapsed = (performance.now() - started) / 1000;
+    report.rss.settled = target.residentBytes();
+    report.rss.settledSeconds = Math.round(elapsed);
+    if (elapsed >= seconds || (options.stopWhenSettled && report.rss.settled <= SETTLED_BOUND * report.rss.warm)) return;
+    await sleep(RSS_SAMPLE_MS * 4);
+  }
 }
 
 /** The report as a person reads it, with the command that replays a failure. */
 export function describeReport(report: FuzzReport): string {
   const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+  const { warm, peak, after, settled, settledSeconds } = report.rss;
+  const times = (bytes: number) => `${(bytes / warm).toFixed(2)}x`;
   const lines = [
     `fuzz seed ${report.seed}: ${report.cases} cases, ${report.requests} HTTP requests`,
     `  statuses: ${JSON.stringify(report.statuses)}`,
     `  WebSocket closes: ${JSON.stringify(report.webSocketCloses)}`,
-    `  resident memory: ${mb(report.rss.warm)} warm, ${mb(report.rss.peak)} peak, ${mb(report.rss.after)} after`,
+    `  resident memory: ${mb(warm)} warm (idle), ${mb(peak)} peak (${times(peak)}), ${mb(after)} right after (${times(after)}), ${mb(settled)} ${settledSeconds} s after (${times(settled)})`,
     `  server heap at the end: ${mb(report.heap.used)} used of ${mb(report.heap.total)}, ${mb(report.heap.external)} external`,
     `  slowest case: ${report.slowest.ms.toFixed(0)} ms: ${report.slowest.case}`,
   ];

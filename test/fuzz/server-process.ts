@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import v8 from 'node:v8';
 import { startTestServer } from '../support/server';
 import type { RouteSummary } from './rest-cases';
 
@@ -6,7 +7,11 @@ import type { RouteSummary } from './rest-cases';
 export type ServerProcessMessage =
   | { type: 'ready'; url: string; routes: RouteSummary[] }
   | { type: 'log'; line: string }
-  | { type: 'failed'; error: string };
+  | { type: 'failed'; error: string }
+  | { type: 'heap-snapshot-written'; path: string };
+
+/** Messages from the fuzzer to the server process. */
+export type FuzzerMessage = { type: 'stop' } | { type: 'heap-snapshot'; path: string };
 
 const send = (message: ServerProcessMessage) => process.send?.(message);
 
@@ -24,7 +29,11 @@ async function main(): Promise<void> {
     // The process ends whether or not the server closed cleanly.
     void server.close().finally(() => process.exit(0));
   };
-  process.on('message', (message: { type: string }) => message.type === 'stop' && stop());
+  process.on('message', (message: FuzzerMessage) => {
+    if (message.type === 'stop') stop();
+    // For finding what holds memory (npm run fuzz -- --heap-snapshots DIR); the snapshot collects garbage first.
+    else send({ type: 'heap-snapshot-written', path: v8.writeHeapSnapshot(message.path) });
+  });
   process.on('disconnect', stop);
   send({ type: 'ready', url: server.url, routes });
 }

@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FuzzTarget } from './fuzzer';
-import type { ServerProcessMessage } from './server-process';
+import type { FuzzerMessage, ServerProcessMessage } from './server-process';
 
 /**
  * Starts the real server in a child process (test/fuzz/server-process.ts) on a database of its
@@ -12,10 +12,13 @@ import type { ServerProcessMessage } from './server-process';
 export function startFuzzTarget(): Promise<{ target: FuzzTarget; stop(): Promise<void> }> {
   const child = fork(path.join(__dirname, 'server-process.js'), [], { env: process.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const errorLines: string[] = [];
+  const command = (message: FuzzerMessage) => child.send(message);
+  let snapshotWritten: ((path: string) => void) | undefined;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     child.on('message', (message: ServerProcessMessage) => {
       if (message.type === 'log') errorLines.push(message.line);
+      else if (message.type === 'heap-snapshot-written') snapshotWritten?.(message.path);
       else if (message.type === 'failed') reject(new Error(`the server did not start: ${message.error}`));
       else
         resolve({
@@ -24,9 +27,14 @@ export function startFuzzTarget(): Promise<{ target: FuzzTarget; stop(): Promise
             routes: message.routes,
             errorLines: () => errorLines,
             residentBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
+            writeHeapSnapshot: (file) =>
+              new Promise((written) => {
+                snapshotWritten = written;
+                command({ type: 'heap-snapshot', path: file });
+              }),
           },
           stop: async () => {
-            child.send({ type: 'stop' });
+            command({ type: 'stop' });
             await exited;
           },
         });
