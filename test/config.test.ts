@@ -218,11 +218,11 @@ describe('loadConfig', () => {
     expect(config.actionEngine).toEqual({ handlerTimeoutSeconds: 12, serviceRestartMaxDelayMs: 30_000, handlerRateLimit: { points: 5, durationSeconds: 60 } });
   });
 
-  it('runs queries compiled by default, 1000 query texts kept, and reads both settings', () => {
-    expect(loadConfig({}).graphql.compiledExecution).toEqual({ enabled: true, cacheEntries: 1000 });
-    expect(loadConfig({ GQL_GRAPHQL_COMPILED_EXECUTION: 'false', GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: '20' }).graphql.compiledExecution).toEqual({
+  it('runs queries compiled by default, 32 MiB of compiled operations kept, and reads both settings', () => {
+    expect(loadConfig({}).graphql.compiledExecution).toEqual({ enabled: true, cacheBytes: 32 * 1024 * 1024 });
+    expect(loadConfig({ GQL_GRAPHQL_COMPILED_EXECUTION: 'false', GQL_GRAPHQL_COMPILED_CACHE_BYTES: '2097152' }).graphql.compiledExecution).toEqual({
       enabled: false,
-      cacheEntries: 20,
+      cacheBytes: 2 * 1024 * 1024,
     });
   });
 
@@ -256,7 +256,9 @@ describe('loadConfig', () => {
     ['GQL_GRAPHQL_BODY_LIMIT', { GQL_GRAPHQL_BODY_LIMIT: '10' }],
     ['GQL_GRAPHQL_CORS_DOMAIN', { GQL_GRAPHQL_CORS_DOMAIN: 'example.com' }],
     ['GQL_GRAPHQL_COMPILED_EXECUTION', { GQL_GRAPHQL_COMPILED_EXECUTION: 'fast' }],
-    ['GQL_GRAPHQL_COMPILED_CACHE_ENTRIES', { GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: '0' }],
+    ['GQL_GRAPHQL_COMPILED_CACHE_BYTES', { GQL_GRAPHQL_COMPILED_CACHE_BYTES: '1000' }],
+    ['GQL_GRAPHQL_COMPILED_CACHE_BYTES', { GQL_GRAPHQL_COMPILED_CACHE_BYTES: '32MiB' }],
+    ['GQL_GRAPHQL_COMPILED_CACHE_ENTRIES', { GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: '1000' }],
     ['GQL_GRAPHQL_JWT_SECRET', { GQL_GRAPHQL_JWT_SECRET: '{not json' }],
     ['GQL_GRAPHQL_JWT_SECRET.key', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'short' }) }],
     ['GQL_GRAPHQL_JWT_SECRET.type', { GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'none', key: 'k'.repeat(32) }) }],

@@ -26,7 +26,7 @@ export const graphqlVariables = {
   GQL_GRAPHQL_MAX_ALIASES: integer(0, 100_000).default(100).describe('most aliases in one operation'),
   GQL_GRAPHQL_MAX_ROOT_FIELDS: integer(1, 100_000).default(50).describe('most root fields in one operation'),
   GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024)
-    .default(32 * 1024 * 1024)
+    .default(16 * 1024 * 1024)
     .describe('memory for parsed documents kept for repeated queries (0: none)'),
   GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024).default(1024 * 1024).describe('largest request body, in bytes (but uploads: see `FILES_MAX_BYTES`)'),
   GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: integer(100, 600_000).default(3000).describe('how long a graphql-ws connection may take to send its `connection_init`'),
@@ -55,9 +55,16 @@ export const graphqlVariables = {
     .describe(
       'run queries and mutations as graphql-jit compiles them, and answer a query Apollo has accepted before without its request pipeline (`false`: Apollo and graphql-js run every operation)',
     ),
-  GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: integer(1, 1_000_000)
-    .default(1000)
-    .describe('query texts whose compiled operations are kept (least recently used go first)'),
+  GQL_GRAPHQL_COMPILED_CACHE_BYTES: integer(1024 * 1024, 1024 * 1024 * 1024)
+    .default(16 * 1024 * 1024)
+    .describe(
+      'heap bytes of compiled operations (and their documents) kept for repeated queries, per executor, least recently used going first, counted from the code graphql-jit generates (a typical operation of 20 fields takes about 0.5 MiB); one query text taking more than a quarter of it is compiled each time',
+    ),
+  // Counted entries let hostile query texts hold gigabytes: refused, so that a deployment setting it learns of the change.
+  GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: z
+    .never({ error: 'is replaced by GQL_GRAPHQL_COMPILED_CACHE_BYTES (heap bytes, default 16777216)' })
+    .optional()
+    .describe('replaced by `GQL_GRAPHQL_COMPILED_CACHE_BYTES`; setting it stops start-up'),
   GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: boolean
     .default(true)
     .describe(
@@ -97,7 +104,7 @@ export const graphql = {
         subscriptionsPerUser: values.GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER,
       },
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
-      compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheEntries: values.GQL_GRAPHQL_COMPILED_CACHE_ENTRIES },
+      compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheBytes: values.GQL_GRAPHQL_COMPILED_CACHE_BYTES },
       subscriptionMultiplexing: values.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING,
     },
   }),

@@ -14,7 +14,7 @@ export const memoryVariables = {
   PLINTH_STARTUP_COLLECTION: boolean
     .default(true)
     .describe(
-      "when `PLINTH_IDLE_COLLECTION_MS` is `0`: once, when the server first goes quiet after start-up (checked every second), two full collections six seconds apart give back the start-up's garbage and grown young generation (about 30 MiB: 146 -> 115 MiB resident, about 8 s after a quiet start), after which nothing more is collected; the first burst then pays the young generation's regrowth once",
+      "when `PLINTH_IDLE_COLLECTION_MS` is `0`: once, when the server first goes quiet after start-up (checked every second), two full collections six seconds apart give back the start-up's garbage and grown young generation (about 30 MiB: 146 -> 115 MiB resident, about 8 s after a quiet start), after which a quiet spell gets the same two collections only when resident memory is more than 1.25 times what the start-up's left (a burst of hostile input or a load test: its garbage is given back within seconds of the quiet; ordinary traffic's quiet spells pay nothing), and a busy process past 1.75 times that size collects every 10 s at most (a pause of tens of milliseconds, only while memory is that high)",
     ),
 };
 

@@ -11,12 +11,16 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
+import { documentHeapBytes } from './document-heap';
 
 export interface CompiledExecutionSettings {
   /** Off: every operation runs through graphql-js's execute. */
   enabled: boolean;
-  /** Most query texts whose compiled operations are kept (least recently used go first). */
-  cacheEntries: number;
+  /**
+   * Bytes of heap the kept documents and compiled operations may take (least recently used go
+   * first); one query text's entry larger than a quarter of it is compiled each time, not kept.
+   */
+  cacheBytes: number;
 }
 
 /** What an operation needs to run: Apollo's request context carries all of it. */
@@ -46,6 +50,8 @@ interface RunOperation {
   operation: OperationDefinitionNode;
   /** Null: graphql-js runs it. */
   compiled: CompiledOperation | null;
+  /** What the compiled operation takes on the heap (estimated from its generated code). */
+  bytes: number;
 }
 
 /** Per query text: the schema it was compiled against, its document and, per operation name, what ran. */
@@ -53,6 +59,8 @@ interface CacheEntry {
   schema: GraphQLSchema;
   document: DocumentNode;
   operations: Map<string, RunOperation>;
+  /** The document's heap bytes and its operations': the entry's size in the cache. */
+  bytes: number;
 }
 
 /** A query Apollo accepted before, as the accepted-query lane runs it again (src/graphql/accepted-queries.ts). */
@@ -71,7 +79,16 @@ export class OperationExecutor {
   private readonly cache: LRUCache<string, CacheEntry> | undefined;
 
   constructor(settings: CompiledExecutionSettings) {
-    this.cache = settings.enabled ? new LRUCache({ max: settings.cacheEntries }) : undefined;
+    // Counted in bytes, not entries: query texts are the caller's, and one compiled operation
+    // takes from a few KiB to several MiB (docs/decisions.md, "Memory under hostile input").
+    this.cache = settings.enabled
+      ? new LRUCache({ maxSize: settings.cacheBytes, maxEntrySize: Math.max(1, Math.floor(settings.cacheBytes / 4)), sizeCalculation: (entry) => entry.bytes })
+      : undefined;
+  }
+
+  /** Heap bytes the kept documents and compiled operations take, as the cache counts them. */
+  get cachedBytes(): number {
+    return this.cache?.calculatedSize ?? 0;
   }
 
   /** Compiled operations kept now (for tests and metrics). */
@@ -141,26 +158,54 @@ export class OperationExecutor {
     if (!this.cache || !request.operation || !request.source) return undefined;
     let entry = this.cache.get(request.source);
     if (!entry || entry.schema !== request.schema) {
-      entry = { schema: request.schema, document: request.document, operations: new Map() };
-      this.cache.set(request.source, entry);
+      entry = { schema: request.schema, document: request.document, operations: new Map(), bytes: documentHeapBytes(request.document) };
     }
     // Apollo found no operation for an empty name; the name is never '' here.
     const key = request.operationName ?? '';
     let run = entry.operations.get(key);
     if (run === undefined) {
-      run = { operation: request.operation, compiled: compile(request) };
+      run = compile(request);
       entry.operations.set(key, run);
+      entry.bytes += run.bytes;
+      // Set again so that the cache counts the entry's new size (an entry past maxEntrySize is not kept).
+      this.cache.set(request.source, entry);
     }
     return run.compiled ?? undefined;
   }
 }
 
-function compile(request: ExecutionRequest): CompiledOperation | null {
+/**
+ * Heap bytes per character of the code graphql-jit generates, once the compiled operation has
+ * run (its closures, bytecode and resolve infos): measured at 3.6 to 6 for operations from a few
+ * fields to thousands of fields through fragments; the larger is taken.
+ */
+const HEAP_BYTES_PER_GENERATED_CHARACTER = 6;
+/** What an operation graphql-js runs costs in the cache: its entry in the operations map. */
+const INTERPRETED_OPERATION_BYTES = 200;
+/**
+ * graphql-jit 0.8.9 hands back the code it generated under this name when asked (`debug`); the
+ * code is kept anyway (a function's source stays with it), so asking costs nothing. Its length
+ * is how big the compiled operation is: the query text says little (a short text can spread a
+ * fragment into thousands of fields). A test fails if an upgrade loses it (compiled-execution.test.ts).
+ */
+const GENERATED_CODE = '__DO_NOT_USE_THIS_OR_YOU_WILL_BE_FIRED_compilation';
+const WITH_GENERATED_CODE = { debug: true } as Parameters<typeof compileQuery>[3];
+
+function compile(request: ExecutionRequest): RunOperation {
+  const operation = request.operation!;
   try {
-    const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined);
-    return isCompiledQuery(compiled) ? { query: compiled, fieldVariables: fieldVariables(request.document, request.operation!) } : null;
+    const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined, WITH_GENERATED_CODE);
+    if (!isCompiledQuery(compiled)) return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
+    const code = (compiled as unknown as Record<string, unknown>)[GENERATED_CODE];
+    delete (compiled as unknown as Record<string, unknown>)[GENERATED_CODE];
+    const codeLength = typeof code === 'string' ? code.length : 0;
+    return {
+      operation,
+      compiled: { query: compiled, fieldVariables: fieldVariables(request.document, operation) },
+      bytes: INTERPRETED_OPERATION_BYTES + codeLength * HEAP_BYTES_PER_GENERATED_CHARACTER,
+    };
   } catch {
-    return null;
+    return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
   }
 }
 

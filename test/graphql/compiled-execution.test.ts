@@ -14,6 +14,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { OperationExecutor } from '../../src/graphql/compiled-execution';
+import { heapLeftBehind } from '../support/heap';
 import { parsePrometheus, sampleValue as metricValue } from '../support/prometheus';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
@@ -165,22 +166,52 @@ describe('the executor', () => {
     };
   };
 
-  it('compiles each query text once, keeps at most the configured number, and none when off', async () => {
-    const executor = new OperationExecutor({ enabled: true, cacheEntries: 2 });
-    for (const source of ['{ a: hello(name: "a") }', '{ a: hello(name: "a") }', '{ b: hello(name: "b") }', '{ c: hello(name: "c") }']) {
+  it('compiles each query text once, and none when off', async () => {
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: 4 * 1024 * 1024 });
+    for (const source of ['{ a: hello(name: "a") }', '{ a: hello(name: "a") }', '{ b: hello(name: "b") }']) {
       expect(await executor.execute(request(source))).toEqual({ data: { [source[2]]: null } });
     }
     expect(executor.compiledOperations).toBe(2);
-    const off = new OperationExecutor({ enabled: false, cacheEntries: 2 });
+    const off = new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 });
     await off.execute(request('{ a: hello(name: "a") }'));
     expect(off.compiledOperations).toBe(0);
+    expect(off.cachedBytes).toBe(0);
+  });
+
+  // Distinct texts of 50 fields through a fragment, as a hostile client sends them: each is counted at about 580 KiB.
+  const wide = (i: number) => `query Q${i} { ...F } fragment F on Query { ${Array.from({ length: 50 }, (_, k) => `f${i}_${k}: hello(name: "${k}")`).join(' ')} }`;
+
+  it('keeps compiled operations within its budget in bytes, whatever the number of texts (issue 29 point 13)', async () => {
+    const budget = 8 * 1024 * 1024;
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: budget });
+    for (let i = 0; i < 100; i++) await executor.execute(request(wide(i)));
+    expect(executor.cachedBytes).toBeLessThanOrEqual(budget);
+    expect(executor.cachedBytes).toBeGreaterThan(budget / 2);
+    expect(executor.compiledOperations).toBeGreaterThan(0);
+    expect(executor.compiledOperations).toBeLessThan(20);
+    // The latest stay: a repeated query is not compiled again.
+    const before = executor.compiledOperations;
+    await executor.execute(request(wide(99)));
+    expect(executor.compiledOperations).toBe(before);
+  });
+
+  it('counts a compiled operation at no less than it takes on the heap', async () => {
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: 1024 * 1024 * 1024 });
+    const taken = await heapLeftBehind(async () => {
+      for (let i = 0; i < 100; i++) await executor.execute(request(wide(i)));
+    });
+    expect(executor.compiledOperations).toBe(100);
+    expect(taken).toBeGreaterThan(0);
+    // graphql-jit still hands back its generated code (GENERATED_CODE), which the count is made of.
+    expect(executor.cachedBytes).toBeGreaterThanOrEqual(taken);
+    expect(executor.cachedBytes).toBeLessThan(4 * taken);
   });
 
   it("refuses bad variables with graphql-js's error, before the compiled operation runs", async () => {
-    const executor = new OperationExecutor({ enabled: true, cacheEntries: 2 });
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: 4 * 1024 * 1024 });
     const result = await executor.execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }));
     expect(JSON.stringify(result)).toBe(
-      JSON.stringify(await new OperationExecutor({ enabled: false, cacheEntries: 2 }).execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }))),
+      JSON.stringify(await new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 }).execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }))),
     );
     expect(result.errors?.[0].message).toBe('Variable "$name" got invalid value 3; String cannot represent a non string value: 3');
   });
@@ -196,7 +227,7 @@ describe('defaults of variables, arguments and input fields', () => {
   defaultsSchema.getQueryType()!.getFields().echo.resolve = (_root, args) => JSON.stringify(args);
   const run = (enabled: boolean, source: string, variables: Record<string, unknown> | undefined) => {
     const document = parse(source);
-    return new OperationExecutor({ enabled, cacheEntries: 10 }).execute({
+    return new OperationExecutor({ enabled, cacheBytes: 4 * 1024 * 1024 }).execute({
       schema: defaultsSchema,
       document,
       source,

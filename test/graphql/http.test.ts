@@ -311,7 +311,7 @@ describe('unexpected errors', () => {
   async function execute(query: string, devMode = false) {
     const schema = await buildSchema({ resolvers: [BrokenResolver], validate: false, authChecker });
     const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 10, maxVariablesDepth: 64 });
-    const apollo = createApolloServer(schema, { introspection: true, devMode, documentCacheBytes: 1024 * 1024, compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 } }, limits, pino({ level: 'silent' }));
+    const apollo = createApolloServer(schema, { introspection: true, devMode, documentCacheBytes: 1024 * 1024, compiledExecution: { enabled: compiledExecutionEnabled(), cacheBytes: 4 * 1024 * 1024 } }, limits, pino({ level: 'silent' }));
     await apollo.start();
     try {
       const response = await apollo.executeOperation({ query });

@@ -28,7 +28,7 @@ export async function startSubscriptionServer(
       limits: loadConfig({}).graphql.wsLimits,
       maxPayload: 1024 * 1024,
       multiplexing: options.multiplexing ?? true,
-      compiledExecution: { enabled: compiledExecutionEnabled(), cacheEntries: 100 },
+      compiledExecution: { enabled: compiledExecutionEnabled(), cacheBytes: 4 * 1024 * 1024 },
     },
     createQueryLimits(schema, options.limits),
     options.logger ?? pino({ level: 'silent' }),
