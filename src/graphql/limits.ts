@@ -12,6 +12,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+import { LRUCache } from 'lru-cache';
 import { jsonDeeperThan } from '../common/json-depth';
 
 export interface QueryLimitSettings {
@@ -50,9 +51,15 @@ export interface QueryLimits {
   ): GraphQLError | undefined;
 }
 
-/** Costs kept per document (operation and variables), and the longest variables' JSON kept as a key. */
-const COST_CACHE_ENTRIES_PER_DOCUMENT = 64;
+/**
+ * Bytes of computed costs kept (their keys: a document's number, the operation's name, the
+ * variables' JSON), and the longest variables' JSON kept in a key. One budget for all documents:
+ * a count per document let a one-character document hold 64 keys of 2 KB each (issue 29 point 13).
+ */
+const COST_CACHE_BYTES = 4 * 1024 * 1024;
 const COST_CACHE_MAX_VARIABLES_LENGTH = 2048;
+/** An entry's bytes besides its key's characters (two bytes each at most). */
+const COST_CACHE_ENTRY_BYTES = 100;
 
 /** Introspection (__schema, __type, __typename) costs nothing, so explorers work under any limit. */
 const introspectionEstimator: ComplexityEstimator = ({ field }) => (field.name.startsWith('__') ? 0 : undefined);
@@ -73,20 +80,22 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
   // document, operation and variables (which can change it: a page size, an @include). Walking
   // the document cost a fifth of a 50-error page's overhead; the variables' JSON is far cheaper.
   const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
-  const costs = new WeakMap<DocumentNode, Map<string, number>>();
+  const documentNumbers = new WeakMap<DocumentNode, number>();
+  let documentsNumbered = 0;
+  const costs = new LRUCache<string, number>({ maxSize: COST_CACHE_BYTES, sizeCalculation: (_cost, key) => COST_CACHE_ENTRY_BYTES + 2 * key.length });
   const cost = (document: DocumentNode, operationName: string, variables: Record<string, unknown> | undefined, operationSchema: GraphQLSchema) => {
     const variablesText = variables && Object.keys(variables).length > 0 ? JSON.stringify(variables) : '';
     const cacheable = variablesText.length <= COST_CACHE_MAX_VARIABLES_LENGTH;
-    const key = `${operationName}\u0000${variablesText}`;
-    let byOperation = cacheable ? costs.get(document) : undefined;
-    const cached = byOperation?.get(key);
-    if (cached !== undefined) return cached;
-    const computed = getComplexity({ schema: operationSchema, query: document, operationName: operationName || undefined, variables, estimators });
+    let key: string | undefined;
     if (cacheable) {
-      if (!byOperation) costs.set(document, (byOperation = new Map()));
-      if (byOperation.size >= COST_CACHE_ENTRIES_PER_DOCUMENT) byOperation.clear();
-      byOperation.set(key, computed);
+      let number = documentNumbers.get(document);
+      if (number === undefined) documentNumbers.set(document, (number = documentsNumbered++));
+      key = `${number}\u0000${operationName}\u0000${variablesText}`;
+      const cached = costs.get(key);
+      if (cached !== undefined) return cached;
     }
+    const computed = getComplexity({ schema: operationSchema, query: document, operationName: operationName || undefined, variables, estimators });
+    if (key !== undefined) costs.set(key, computed);
     return computed;
   };
 

@@ -6,6 +6,9 @@ export const APPLICATION_JSON = 'application/json; charset=utf-8';
 export const GRAPHQL_CACHE_CONTROL = 'no-store';
 
 const chosenByAccept = new Map<string, string | null>();
+/** Accept values kept in the memo, and the longest kept: together at most 64 KiB of the clients' text. */
+const ACCEPT_MEMO_ENTRIES = 256;
+const ACCEPT_MEMO_MAX_LENGTH = 256;
 
 /**
  * The media type of a GraphQL response, negotiated from Accept as Apollo Server does it
@@ -17,8 +20,9 @@ export function chooseGraphQLMediaType(accept: string | undefined): string | nul
   let chosen = chosenByAccept.get(accept);
   if (chosen === undefined) {
     chosen = new Negotiator({ headers: { accept } }).mediaType([APPLICATION_JSON, GRAPHQL_RESPONSE_JSON]) ?? null;
+    if (accept.length > ACCEPT_MEMO_MAX_LENGTH) return chosen;
     // Clients send a handful of distinct Accept values; a flood of odd ones only resets the memo.
-    if (chosenByAccept.size >= 256) chosenByAccept.clear();
+    if (chosenByAccept.size >= ACCEPT_MEMO_ENTRIES) chosenByAccept.clear();
     chosenByAccept.set(accept, chosen);
   }
   return chosen;

@@ -4,8 +4,13 @@ import type { MetricsAccess } from '../config';
 /** Who may read /metrics: defined with PLINTH_METRICS in config. */
 export type { MetricsAccess };
 
-/** Distinct operation names kept as label values; past this, names count as "(other)". */
+/**
+ * Operation names kept as label values: at most 500, of at most 128 characters each, so their
+ * series take a bounded number of bytes (names are the client's text, up to a document long);
+ * any other name counts as "(other)".
+ */
 const OPERATION_NAME_LIMIT = 500;
+const OPERATION_NAME_MAX_LENGTH = 128;
 
 /** One sample of a gauge whose value is read when /metrics is scraped. */
 export interface GaugeSample<Label extends string> {
@@ -91,7 +96,7 @@ export class Metrics {
 
   private boundedName(name: string): string {
     if (this.operationNames.has(name)) return name;
-    if (this.operationNames.size >= OPERATION_NAME_LIMIT) return '(other)';
+    if (this.operationNames.size >= OPERATION_NAME_LIMIT || name.length > OPERATION_NAME_MAX_LENGTH) return '(other)';
     this.operationNames.add(name);
     return name;
   }

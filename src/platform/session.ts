@@ -147,9 +147,19 @@ export function isRoleAllowed(session: Session, roles: readonly string[]): boole
 
 export type JwtPayload = Record<string, unknown>;
 
-/** Verified tokens kept per process; each entry lives until its token expires (or 10 minutes). */
-const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+/**
+ * Heap bytes of verified tokens kept per process (about 7,000 tokens as the auth service signs
+ * them); each entry lives until its token expires (or 10 minutes). Counted in bytes: a token is
+ * as long as its signer made it (issue 29 point 13).
+ */
+const VERIFIED_TOKEN_CACHE_BYTES = 32 * 1024 * 1024;
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
+/**
+ * What a kept token takes, per character of the token: the token itself, its payload, and the
+ * sessions made of it (up to SESSIONS_PER_TOKEN), measured at 3 to 8 bytes per character for
+ * tokens of 400 to 6,000 characters, plus a fixed part.
+ */
+export const verifiedTokenBytes = (token: string) => 1024 + 8 * token.length;
 
 /** A verified token's payload, and the instants (ms) between which it may be used. */
 interface VerifiedToken {
@@ -183,7 +193,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
       clockTolerance: secret.allowed_skew * 1000,
     }) as (token: string) => JwtPayload;
     const skewMs = secret.allowed_skew * 1000;
-    const verified = new LRUCache<string, VerifiedToken>({ max: VERIFIED_TOKEN_CACHE_SIZE });
+    const verified = new LRUCache<string, VerifiedToken>({ maxSize: VERIFIED_TOKEN_CACHE_BYTES, sizeCalculation: (_entry, token) => verifiedTokenBytes(token) });
     verify = (token) => {
       // Keyed by the token itself: hashing it cost more than the lookup (3% of a request's CPU).
       const now = Date.now();

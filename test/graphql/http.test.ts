@@ -1,13 +1,15 @@
 import http from 'node:http';
-import { getIntrospectionQuery, GraphQLError } from 'graphql';
+import { buildSchema as buildGraphQLSchema, getIntrospectionQuery, GraphQLError, parse, type DocumentNode } from 'graphql';
 import { auditServer } from 'graphql-http';
 import pino from 'pino';
 import { buildSchema, Field, ObjectType, Query, Resolver } from 'type-graphql';
 import { createApolloServer } from '../../src/graphql/apollo';
 import { authChecker } from '../../src/graphql/auth-checker';
 import { createQueryLimits } from '../../src/graphql/limits';
+import { chooseGraphQLMediaType } from '../../src/graphql/media-type';
 import { SessionDocument } from '../generated/graphql';
 import { graphql, postGraphQL } from '../support/graphql';
+import { heapLeftBehind } from '../support/heap';
 import { compiledExecutionEnabled, startTestServer, type TestServer } from '../support/server';
 
 let server: TestServer;
@@ -278,6 +280,31 @@ describe('limits', () => {
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
     const simple = await postGraphQL(limited.graphqlUrl, { query: '{ session { role } }' }, { origin: 'https://evil.example' });
     expect(simple.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('keeps computed costs within a budget in bytes, however many documents and variables (issue 29 point 13)', async () => {
+    const schema = buildGraphQLSchema('type Query { a(n: Int): Int }');
+    const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 10, maxVariablesDepth: 64 });
+    // Documents stay alive, as in Apollo's document cache; each gets 64 distinct variables of 2 KB.
+    // The count per document kept all of them: 200 documents of 10 characters held about 27 MB.
+    const documents: DocumentNode[] = [];
+    const left = await heapLeftBehind(() => {
+      for (let d = 0; d < 200; d++) {
+        const document = parse('query Q { a }');
+        documents.push(document);
+        for (let v = 0; v < 64; v++) expect(limits.complexityError(document, 'Q', { pad: 'x'.repeat(1990), v })).toBeUndefined();
+      }
+    });
+    expect(documents).toHaveLength(200);
+    expect(left).toBeLessThan(10 * 1024 * 1024);
+  });
+
+  it('keeps no long Accept value in its memo of negotiated media types (issue 29 point 13)', async () => {
+    // 256 distinct Accept values of 16 KB (about Node's header limit) each: the memo kept them all, 4 MB.
+    const left = await heapLeftBehind(() => {
+      for (let i = 0; i < 256; i++) expect(chooseGraphQLMediaType(`application/json, text/x-${i}; q=0.${'1'.repeat(16_000)}`)).toBe('application/json; charset=utf-8');
+    });
+    expect(left).toBeLessThan(1024 * 1024);
   });
 
   it('refuses a body over GQL_GRAPHQL_BODY_LIMIT with 413', async () => {

@@ -4,6 +4,7 @@ import { Refusal } from '../../src/common/refusal';
 import { resolveSession, type SessionSettings } from '../../src/platform/session';
 import { SessionDocument } from '../generated/graphql';
 import { graphql } from '../support/graphql';
+import { heapLeftBehind } from '../support/heap';
 import { ADMIN_SECRET, CLAIMS_NAMESPACE, JWT_KEY, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken, unsignedToken } from '../support/tokens';
 
@@ -199,6 +200,21 @@ describe('JWT settings beyond the defaults', () => {
     }).toThrow(TypeError);
     expect(() => first.allowedRoles.push('admin')).toThrow(TypeError);
     expect(resolveSession(headers, base).variables['x-gql-role']).toBe('user');
+  });
+
+  it('keeps verified tokens within a budget in bytes, however long the tokens (issue 29 point 13)', async () => {
+    // A secret of its own: a cache of its own. 6,000 distinct valid tokens of 6 KB each, as
+    // someone holding a token-issuing key (or a flood of anonymous sign-ins with large claims)
+    // sends them; an entry count of 10,000 kept them all (about 100 MB).
+    const settings = { ...base, jwtSecret: { ...base.jwtSecret } };
+    const padding = 'p'.repeat(4000);
+    const left = await heapLeftBehind(() => {
+      for (let i = 0; i < 6000; i++) {
+        const token = jwt.sign({ [CLAIMS_NAMESPACE]: { ...claims, 'x-gql-user-id': `u${i}`, 'x-gql-padding': padding } }, JWT_KEY, { expiresIn: 60 });
+        expect(resolveSession({ authorization: `Bearer ${token}` }, settings).userId).toBe(`u${i}`);
+      }
+    });
+    expect(left).toBeLessThan(40 * 1024 * 1024);
   });
 
   it('refuses an HMAC-signed token when an RSA key is configured (no algorithm confusion)', () => {

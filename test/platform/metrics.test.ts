@@ -4,6 +4,7 @@ import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { isLoopback } from '../../src/http/metrics-route';
+import { Metrics } from '../../src/platform/metrics';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 let database: TestDatabase;
@@ -125,5 +126,22 @@ describe('PLINTH_METRICS=off', () => {
     const response = await fetch(`${server.url}/metrics`);
     expect(response.status).toBe(404);
     await response.arrayBuffer();
+  });
+});
+
+describe('operation names as label values', () => {
+  it('keeps 500 names of at most 128 characters; a longer one, or one past them, counts as (other) (issue 29 point 13)', async () => {
+    const metrics = new Metrics();
+    // A name is the client's text, as long as a document may be: kept, it would stay for the process's life.
+    const long = `Q${'x'.repeat(10_000)}`;
+    metrics.observeGraphQL(long, 'query', ['BAD_REQUEST']);
+    for (let i = 0; i < 600; i++) metrics.observeGraphQL(`Op${i}`, 'query', []);
+    const samples = parsePrometheus(await metrics.registry.metrics());
+    const names = new Set(samples.filter((sample) => sample.name === 'plinth_graphql_operations_total').map((sample) => sample.labels.operation_name));
+    expect(names.has(long)).toBe(false);
+    expect(names.size).toBe(501);
+    expect(names.has('(other)')).toBe(true);
+    expect(Math.max(...[...names].map((name) => name.length))).toBeLessThanOrEqual(128);
+    expect(sampleValue(samples, 'plinth_graphql_errors_total', { operation_name: '(other)', code: 'BAD_REQUEST' })).toBe(1);
   });
 });
