@@ -45,6 +45,12 @@ export interface RunningServer {
 const MIN_SHUTDOWN_STEP_MS = 1_000;
 /** How often the start-up collection looks for quiet: its two collections land about 1 and 7 s after a quiet start. */
 const STARTUP_COLLECTION_CHECK_MS = 1_000;
+/**
+ * After the start-up, a quiet spell collects when resident memory is past this multiple of the
+ * idle size the start-up's collections left: a hostile burst's garbage is given back within
+ * seconds of it ending (issue 29 point 13), ordinary traffic is left alone.
+ */
+const GROWN_BY = 1.25;
 
 /**
  * The process logger. No secret may reach a log line: request lines carry the path without its
@@ -223,7 +229,7 @@ export async function startServer(
     await app.listen({ host: config.host, port: config.port });
     if (config.idleCollectionMs > 0 || config.startUpCollection) {
       const idleCollector =
-        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true });
+        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY });
       idleCollector.start();
       cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
     }

@@ -40,8 +40,9 @@ const YOUNG_GENERATION_QUIET_MS = 6000;
  * generation regrowing, old generation limits set from the small live size), which is why
  * PLINTH_IDLE_COLLECTION_MS is off unless set. What the start-up alone leaves (its garbage and the
  * young generation it grew: about 30 MB) is given back by default (`startUpOnly`,
- * PLINTH_STARTUP_COLLECTION): once, when the server first goes quiet, after which the collector
- * stops. A first burst then pays the regrowth once, not after every quiet spell.
+ * PLINTH_STARTUP_COLLECTION): once, when the server first goes quiet; after that (`grownBy`) only
+ * a quiet spell after a burst that left the process well above that idle size is collected, so a
+ * burst of hostile input does not leave its garbage for hours, and ordinary bursts pay nothing.
  */
 /** The event loop's busy and idle time so far (ms), as performance.eventLoopUtilization() gives it, the time in progress included. */
 export interface LoopTimes {
@@ -50,8 +51,16 @@ export interface LoopTimes {
 }
 
 export interface IdleCollectorOptions {
-  /** Only the start-up's quiet spell: the checks stop once its collections are done. */
+  /** Only the start-up's quiet spell: the checks stop once its collections are done (unless grownBy is set). */
   startUpOnly?: boolean;
+  /**
+   * With startUpOnly: after the start-up's spell, a later quiet spell gets its collections too,
+   * but only when the process's resident memory is more than this multiple of what it was once
+   * the start-up's were done: a burst that left it that much larger (hostile input, a load test)
+   * is given back; ordinary traffic's quiet spells pay nothing.
+   */
+  grownBy?: number;
+  residentBytes?: () => number;
   collect?: () => void;
   youngGenerationQuietMs?: number;
   loopTimes?: () => LoopTimes;
@@ -66,6 +75,10 @@ export class IdleCollector {
   private readonly collect: () => void;
   private readonly youngGenerationQuietMs: number;
   private readonly loopTimes: () => LoopTimes;
+  private readonly grownBy: number | undefined;
+  private readonly residentBytes: () => number;
+  /** Resident bytes once the start-up's collections were done (grownBy only). */
+  private idleBytes: number | undefined;
   private last: LoopTimes;
   /** The start-up counts as activity: its garbage and grown young generation go in the first quiet spell. */
   private spell: Spell = { collected: 'none' };
@@ -81,9 +94,13 @@ export class IdleCollector {
       collect = collectGarbage,
       youngGenerationQuietMs = YOUNG_GENERATION_QUIET_MS,
       loopTimes = () => performance.eventLoopUtilization(),
+      grownBy,
+      residentBytes = () => process.memoryUsage.rss(),
     }: IdleCollectorOptions = {},
   ) {
     this.startUpOnly = startUpOnly;
+    this.grownBy = grownBy;
+    this.residentBytes = residentBytes;
     this.collect = collect;
     this.youngGenerationQuietMs = youngGenerationQuietMs;
     this.loopTimes = loopTimes;
@@ -114,6 +131,8 @@ export class IdleCollector {
       // WebSocket connections closed, up to 750 ms each).
       this.collectedLastCheck = false;
       this.last = now;
+      // The start-up's spell is over: what the process holds now is its idle size.
+      if (this.grownBy !== undefined && this.idleBytes === undefined && this.spell.collected === 'both') this.idleBytes = this.residentBytes();
       return;
     }
     const active = now.active - this.last.active;
@@ -122,13 +141,18 @@ export class IdleCollector {
     const utilization = active + idle > 0 ? active / (active + idle) : 0;
     // A busy check starts the spell over, except the start-up's second collection, which waits only
     // for its time: the start-up collector collects twice in all.
+    const inStartUp = this.startUpOnly && this.idleBytes === undefined;
     if (utilization >= QUIET_UTILIZATION) {
-      if (!(this.startUpOnly && this.spell.collected === 'first')) this.spell = { collected: 'none' };
+      if (!(inStartUp && this.spell.collected === 'first')) this.spell = { collected: 'none' };
       return;
     }
     const elapsed = now.active + now.idle;
     if (this.spell.collected === 'both') return;
     if (this.spell.collected === 'first' && elapsed - this.spell.at < this.youngGenerationQuietMs) return;
+    if (this.spell.collected === 'none' && this.idleBytes !== undefined && this.residentBytes() <= this.grownBy! * this.idleBytes) {
+      this.spell = { collected: 'both' };
+      return;
+    }
     this.collect();
     this.collectedLastCheck = true;
     if (this.spell.collected === 'none') {
@@ -136,7 +160,7 @@ export class IdleCollector {
       return;
     }
     this.spell = { collected: 'both' };
-    if (this.startUpOnly) {
+    if (this.startUpOnly && this.grownBy === undefined) {
       this.finished = true;
       this.stop();
     }

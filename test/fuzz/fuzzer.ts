@@ -65,6 +65,8 @@ const MEMORY_BOUND = 2;
 /** ...and must be back within this multiple of it within SETTLE_SECONDS of the run's end. */
 const SETTLED_BOUND = 1.5;
 const SETTLE_SECONDS = 60;
+/** How long the server is left quiet after the warm-up before its idle size is taken. */
+const WARM_IDLE_MS = 9000;
 /** How often resident memory is sampled, during the run and while it settles. */
 const RSS_SAMPLE_MS = 250;
 const STACK_TRACE = /\n\s+at \S+|\bat .+:\d+:\d+\)|"stack"/;
@@ -274,8 +276,8 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   // So is a first visit to every page: some are built on their first request (the API reference, GraphiQL) and kept.
   const pages = target.routes.filter((route) => [route.method].flat().includes('GET') && !route.url.includes(':') && route.url !== '*');
   for (const route of pages) await sendHttp(connections, `${target.url}${route.url}`, { headers: { accept: 'text/html' } });
-  // Idle: the warm-up's last answers and their garbage are left behind.
-  await sleep(1000);
+  // Idle, as a quiet server is: the start-up collection's two collections (1 and 7 s into the first quiet spell) are done.
+  await sleep(WARM_IDLE_MS);
   report.rss.warm = report.rss.peak = target.residentBytes();
   // Writing a snapshot takes memory of its own: a run that writes them measures for finding, not for judging.
   await snapshot('warm');

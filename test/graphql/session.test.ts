@@ -214,7 +214,7 @@ describe('JWT settings beyond the defaults', () => {
         expect(resolveSession({ authorization: `Bearer ${token}` }, settings).userId).toBe(`u${i}`);
       }
     });
-    expect(left).toBeLessThan(40 * 1024 * 1024);
+    expect(left).toBeLessThan(12 * 1024 * 1024);
   });
 
   it('refuses an HMAC-signed token when an RSA key is configured (no algorithm confusion)', () => {

@@ -83,6 +83,40 @@ describe('IdleCollector', () => {
     expect(counted.collections).toBe(2);
   });
 
+  it('start-up, then when grown: a later quiet spell collects only when resident memory is past grownBy times its size after the start-up (issue 29 point 13)', () => {
+    const loop = new LoopClock();
+    let resident = 100;
+    const counted = { collections: 0 };
+    const collector = new IdleCollector(CHECK_MS, {
+      startUpOnly: true,
+      grownBy: 1.25,
+      residentBytes: () => resident,
+      collect: () => counted.collections++,
+      youngGenerationQuietMs: YOUNG_GENERATION_QUIET_MS,
+      loopTimes: loop.times,
+    });
+    const checks = (count: number, busyShare: number) => {
+      for (let check = 0; check < count; check++) {
+        loop.interval(busyShare);
+        collector.check();
+      }
+    };
+    checks(8, 0);
+    expect(counted.collections).toBe(PER_SPELL);
+    // A burst that leaves the process 20% larger: its quiet spell pays nothing.
+    resident = 120;
+    checks(3, 0.5);
+    checks(8, 0);
+    expect(counted.collections).toBe(PER_SPELL);
+    // One that leaves it 50% larger (a fuzz run's caches and garbage) is collected, once per spell.
+    resident = 150;
+    checks(3, 0.5);
+    checks(8, 0);
+    expect(counted.collections).toBe(2 * PER_SPELL);
+    checks(8, 0);
+    expect(counted.collections).toBe(2 * PER_SPELL);
+  });
+
   it('does not take what a collection sets off for activity (the window after it would start the spell over)', () => {
     const loop = new LoopClock();
     let aftermath = false;
