@@ -1,5 +1,5 @@
 import v8 from 'node:v8';
-import { collectGarbage, IdleCollector, type LoopTimes } from '../../src/platform/idle-collection';
+import { collectGarbage, IdleCollector, type IdleCollectorOptions, type LoopTimes } from '../../src/platform/idle-collection';
 
 const CHECK_MS = 250;
 /** Stands for V8's 5 s of little allocation: a quiet spell's second collection comes two checks after its first. */
@@ -21,10 +21,10 @@ class LoopClock {
 }
 
 /** A collector on `loop`, counting its collections; `collect` runs inside each. */
-function collectorOn(loop: LoopClock, collect: () => void = () => undefined, startUpOnly = false) {
+function collectorOn(loop: LoopClock, collect: () => void = () => undefined, options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'residentBytes'> = {}) {
   const counted = { collections: 0 };
   const collector = new IdleCollector(CHECK_MS, {
-    startUpOnly,
+    ...options,
     collect: () => (counted.collections++, collect()),
     youngGenerationQuietMs: YOUNG_GENERATION_QUIET_MS,
     loopTimes: loop.times,
@@ -72,7 +72,7 @@ describe('IdleCollector', () => {
   });
 
   it('start-up only: collects twice in all (a busy spell between the two delays the second, adds none)', () => {
-    const { counted, checks } = collectorOn(new LoopClock(), undefined, true);
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, { startUpOnly: true });
     checks(1, 0);
     checks(2, 0.06);
     expect(counted.collections).toBe(1);
@@ -84,23 +84,8 @@ describe('IdleCollector', () => {
   });
 
   it('start-up, then when grown: a later quiet spell collects only when resident memory is past grownBy times its size after the start-up (issue 29 point 13)', () => {
-    const loop = new LoopClock();
     let resident = 100;
-    const counted = { collections: 0 };
-    const collector = new IdleCollector(CHECK_MS, {
-      startUpOnly: true,
-      grownBy: 1.25,
-      residentBytes: () => resident,
-      collect: () => counted.collections++,
-      youngGenerationQuietMs: YOUNG_GENERATION_QUIET_MS,
-      loopTimes: loop.times,
-    });
-    const checks = (count: number, busyShare: number) => {
-      for (let check = 0; check < count; check++) {
-        loop.interval(busyShare);
-        collector.check();
-      }
-    };
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, { startUpOnly: true, grownBy: 1.25, residentBytes: () => resident });
     checks(8, 0);
     expect(counted.collections).toBe(PER_SPELL);
     // A burst that leaves the process 20% larger: its quiet spell pays nothing.
@@ -134,7 +119,7 @@ describe('IdleCollector', () => {
     const loop = new LoopClock();
     // An idle loop's clock: time passes, none of it busy.
     const ticking = setInterval(() => (loop.idle += CHECK_MS / 5), CHECK_MS / 5);
-    const { collector, counted } = collectorOn(loop, undefined, true);
+    const { collector, counted } = collectorOn(loop, undefined, { startUpOnly: true });
     try {
       collector.start();
       const deadline = Date.now() + 10_000;
