@@ -159,7 +159,7 @@ const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
  * sessions made of it (up to SESSIONS_PER_TOKEN), measured at 3 to 8 bytes per character for
  * tokens of 400 to 6,000 characters, plus a fixed part.
  */
-export const verifiedTokenBytes = (token: string) => 1024 + 8 * token.length;
+const verifiedTokenBytes = (token: string) => 1024 + 8 * token.length;
 
 /** A verified token's payload, and the instants (ms) between which it may be used. */
 interface VerifiedToken {
