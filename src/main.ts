@@ -51,6 +51,8 @@ const STARTUP_COLLECTION_CHECK_MS = 1_000;
  * seconds of it ending (issue 29 point 13), ordinary traffic is left alone.
  */
 const GROWN_BY = 1.25;
+/** Past this multiple of that idle size, a busy process collects too, every 10 s at most. */
+const PRESSURE_BY = 1.75;
 
 /**
  * The process logger. No secret may reach a log line: request lines carry the path without its
@@ -229,7 +231,7 @@ export async function startServer(
     await app.listen({ host: config.host, port: config.port });
     if (config.idleCollectionMs > 0 || config.startUpCollection) {
       const idleCollector =
-        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY });
+        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY, pressureBy: PRESSURE_BY });
       idleCollector.start();
       cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
     }

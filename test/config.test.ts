@@ -218,8 +218,8 @@ describe('loadConfig', () => {
     expect(config.actionEngine).toEqual({ handlerTimeoutSeconds: 12, serviceRestartMaxDelayMs: 30_000, handlerRateLimit: { points: 5, durationSeconds: 60 } });
   });
 
-  it('runs queries compiled by default, 32 MiB of compiled operations kept, and reads both settings', () => {
-    expect(loadConfig({}).graphql.compiledExecution).toEqual({ enabled: true, cacheBytes: 32 * 1024 * 1024 });
+  it('runs queries compiled by default, 16 MiB of compiled operations kept, and reads both settings', () => {
+    expect(loadConfig({}).graphql.compiledExecution).toEqual({ enabled: true, cacheBytes: 16 * 1024 * 1024 });
     expect(loadConfig({ GQL_GRAPHQL_COMPILED_EXECUTION: 'false', GQL_GRAPHQL_COMPILED_CACHE_BYTES: '2097152' }).graphql.compiledExecution).toEqual({
       enabled: false,
       cacheBytes: 2 * 1024 * 1024,

@@ -56,7 +56,7 @@ export interface QueryLimits {
  * variables' JSON), and the longest variables' JSON kept in a key. One budget for all documents:
  * a count per document let a one-character document hold 64 keys of 2 KB each (issue 29 point 13).
  */
-const COST_CACHE_BYTES = 4 * 1024 * 1024;
+const COST_CACHE_BYTES = 2 * 1024 * 1024;
 const COST_CACHE_MAX_VARIABLES_LENGTH = 2048;
 /** An entry's bytes besides its key's characters (two bytes each at most). */
 const COST_CACHE_ENTRY_BYTES = 100;

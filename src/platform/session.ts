@@ -148,11 +148,11 @@ export function isRoleAllowed(session: Session, roles: readonly string[]): boole
 export type JwtPayload = Record<string, unknown>;
 
 /**
- * Heap bytes of verified tokens kept per process (about 1,800 tokens as the auth service signs
+ * Heap bytes of verified tokens kept per process (about 900 tokens as the auth service signs
  * them); each entry lives until its token expires (or 10 minutes). Counted in bytes: a token is
  * as long as its signer made it (issue 29 point 13).
  */
-const VERIFIED_TOKEN_CACHE_BYTES = 8 * 1024 * 1024;
+const VERIFIED_TOKEN_CACHE_BYTES = 4 * 1024 * 1024;
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /**
  * What a kept token takes, per character of the token: the token itself, its payload, and the

@@ -21,7 +21,7 @@ class LoopClock {
 }
 
 /** A collector on `loop`, counting its collections; `collect` runs inside each. */
-function collectorOn(loop: LoopClock, collect: () => void = () => undefined, options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'residentBytes'> = {}) {
+function collectorOn(loop: LoopClock, collect: () => void = () => undefined, options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'pressureBy' | 'residentBytes'> = {}) {
   const counted = { collections: 0 };
   const collector = new IdleCollector(CHECK_MS, {
     ...options,
@@ -100,6 +100,25 @@ describe('IdleCollector', () => {
     expect(counted.collections).toBe(2 * PER_SPELL);
     checks(8, 0);
     expect(counted.collections).toBe(2 * PER_SPELL);
+  });
+
+  it('under pressure: a busy process past pressureBy times its idle size collects, every 10 s at most (issue 29 point 13)', () => {
+    let resident = 100;
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, { startUpOnly: true, grownBy: 1.25, pressureBy: 1.75, residentBytes: () => resident });
+    checks(8, 0);
+    expect(counted.collections).toBe(PER_SPELL);
+    // Busy at 1.5 times: nothing while the load lasts.
+    resident = 150;
+    checks(80, 0.5);
+    expect(counted.collections).toBe(PER_SPELL);
+    // Busy at twice: one collection, then one per 10 s of loop time (40 checks of 250 ms).
+    resident = 200;
+    checks(1, 0.5);
+    expect(counted.collections).toBe(PER_SPELL + 1);
+    checks(38, 0.5);
+    expect(counted.collections).toBe(PER_SPELL + 1);
+    checks(2, 0.5);
+    expect(counted.collections).toBe(PER_SPELL + 2);
   });
 
   it('does not take what a collection sets off for activity (the window after it would start the spell over)', () => {
