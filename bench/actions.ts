@@ -62,23 +62,62 @@ async function main(): Promise<void> {
   try {
     const adminSecret = serverEnvironment('warn').GQL_GRAPHQL_ADMIN_SECRET;
     const metadata = (body: unknown) =>
-      request(`${plinth.url}/v1/metadata`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json', 'x-gql-admin-secret': adminSecret }, body: JSON.stringify(body) }).then((response) => response.body.json());
+      request(`${plinth.url}/v1/metadata`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', 'x-gql-admin-secret': adminSecret },
+        body: JSON.stringify(body),
+      }).then((response) => response.body.json());
     await metadata({ type: 'clear_metadata', args: {} });
     const declared = await metadata({
       type: 'bulk',
       args: [
-        { type: 'set_custom_types', args: { input_objects: [{ name: 'BenchInput', fields: [{ name: 'title', type: 'String!' }] }], objects: [{ name: 'BenchOutput', fields: [{ name: 'id', type: 'uuid!' }, { name: 'title', type: 'String!' }, { name: 'count', type: 'Int!' }] }] } },
-        { type: 'create_action', args: { name: 'benchAction', definition: { arguments: [{ name: 'input', type: 'BenchInput!' }], output_type: 'BenchOutput', handler: `${handler.url}/bench-action` } } },
+        {
+          type: 'set_custom_types',
+          args: {
+            input_objects: [{ name: 'BenchInput', fields: [{ name: 'title', type: 'String!' }] }],
+            objects: [
+              {
+                name: 'BenchOutput',
+                fields: [
+                  { name: 'id', type: 'uuid!' },
+                  { name: 'title', type: 'String!' },
+                  { name: 'count', type: 'Int!' },
+                ],
+              },
+            ],
+          },
+        },
+        {
+          type: 'create_action',
+          args: {
+            name: 'benchAction',
+            definition: { arguments: [{ name: 'input', type: 'BenchInput!' }], output_type: 'BenchOutput', handler: `${handler.url}/bench-action` },
+          },
+        },
         { type: 'create_action_permission', args: { action: 'benchAction', role: 'user' } },
       ],
     });
     if (!Array.isArray(declared)) throw new Error(`the action could not be declared: ${JSON.stringify(declared)}`);
 
     const token = signUserToken(USER_ID, 3600);
-    const query = JSON.stringify({ query: 'mutation Bench($input: BenchInput!) { benchAction(input: $input) { id title count } }', variables: { input: { title: 'hello' } } });
-    const payload = JSON.stringify({ action: { name: 'benchAction' }, input: { input: { title: 'hello' } }, session_variables: { 'x-gql-role': 'user', 'x-gql-user-id': USER_ID }, request_query: 'mutation Bench' });
+    const query = JSON.stringify({
+      query: 'mutation Bench($input: BenchInput!) { benchAction(input: $input) { id title count } }',
+      variables: { input: { title: 'hello' } },
+    });
+    const payload = JSON.stringify({
+      action: { name: 'benchAction' },
+      input: { input: { title: 'hello' } },
+      session_variables: { 'x-gql-role': 'user', 'x-gql-user-id': USER_ID },
+      request_query: 'mutation Bench',
+    });
     const viaPlinth = async () => {
-      const response = await request(`${plinth.url}/v1/graphql`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: query });
+      const response = await request(`${plinth.url}/v1/graphql`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: query,
+      });
       const body = (await response.body.json()) as { data?: { benchAction?: unknown } };
       if (!body.data?.benchAction) throw new Error(`the action failed: ${JSON.stringify(body)}`);
     };
@@ -108,7 +147,8 @@ async function main(): Promise<void> {
     }
     plinthTimes.sort((a, b) => a - b);
     directTimes.sort((a, b) => a - b);
-    const row = (label: string, times: number[]) => `${label.padEnd(40)} p50 ${percentile(times, 0.5).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 0.99).toFixed(2).padStart(7)} ms`;
+    const row = (label: string, times: number[]) =>
+      `${label.padEnd(40)} p50 ${percentile(times, 0.5).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 0.99).toFixed(2).padStart(7)} ms`;
     const added50 = percentile(plinthTimes, 0.5) - percentile(directTimes, 0.5);
     const added99 = percentile(plinthTimes, 0.99) - percentile(directTimes, 0.99);
     process.stdout.write(

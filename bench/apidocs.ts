@@ -49,11 +49,17 @@ async function main(): Promise<void> {
 
     const cli = path.join(__dirname, '..', 'src', 'cli', 'main.js');
     const buildStart = performance.now();
-    execFileSync(process.execPath, [cli, 'build'], { cwd: folder, env: { PATH: process.env.PATH, PLINTH_DIST_DIR: folder, PLINTH_PROXY_CONF_DIR: folder }, stdio: 'ignore' });
+    execFileSync(process.execPath, [cli, 'build'], {
+      cwd: folder,
+      env: { PATH: process.env.PATH, PLINTH_DIST_DIR: folder, PLINTH_PROXY_CONF_DIR: folder },
+      stdio: 'ignore',
+    });
     const buildMs = performance.now() - buildStart;
 
     const paths = Object.keys(first.document.paths as object).length;
-    console.log(`API reference benchmark: ${paths} paths, spec ${Buffer.byteLength(first.spec)} bytes, page ${Buffer.byteLength(first.page)} bytes, node ${process.version}, ${os.cpus().length} CPUs\n`);
+    console.log(
+      `API reference benchmark: ${paths} paths, spec ${Buffer.byteLength(first.spec)} bytes, page ${Buffer.byteLength(first.page)} bytes, node ${process.version}, ${os.cpus().length} CPUs\n`,
+    );
     console.log(`routes registered without a database (documentation app)   ${registering.toFixed(1).padStart(7)} ms`);
     console.log(`spec and page generated, first time                         ${firstMs.toFixed(1).padStart(7)} ms`);
     console.log(`spec and page generated, median of ${String(ROUNDS).padEnd(3)} later times           ${median(rounds).toFixed(1).padStart(7)} ms`);

@@ -279,12 +279,7 @@ function postgresMicrosBetween(before: ServerUsage, after: ServerUsage): number 
  * they were done. The same code with a cheap hash gets there in seconds; the measured sign-ins use
  * accounts with the real hash.
  */
-async function warmUpSignIn(
-  databaseUrl: string,
-  emails: string[],
-  count: number,
-  signIn: (email: string) => Promise<void>,
-): Promise<void> {
+async function warmUpSignIn(databaseUrl: string, emails: string[], count: number, signIn: (email: string) => Promise<void>): Promise<void> {
   const cheapHash = await argon2Hash(PASSWORD, { algorithm: Algorithm.Argon2id, memoryCost: 8, timeCost: 1 });
   const database = new pg.Client({ connectionString: databaseUrl });
   await database.connect();
@@ -395,7 +390,8 @@ async function main(): Promise<void> {
     const emails = Array.from({ length: accounts }, (_, index) => `bench-${run}-${index}@example.com`);
     type Session = { accessToken: string; refreshToken: string };
     const tokens: string[] = [];
-    for (const email of emails) tokens.push((await post<{ session: Session }>('/auth/signup/email-password', { email, password: PASSWORD })).session.refreshToken);
+    for (const email of emails)
+      tokens.push((await post<{ session: Session }>('/auth/signup/email-password', { email, password: PASSWORD })).session.refreshToken);
     const first = await post<{ session: Session }>('/auth/signin/email-password', { email: emails[0], password: PASSWORD });
 
     if (only !== 'signin') {
@@ -403,7 +399,11 @@ async function main(): Promise<void> {
       const measured: { baseline: Costed; refresh: Costed }[] = [];
       for (let round = 0; round < rounds; round += 1) {
         const baseline = await costed(sessions, async () => {
-          const body = await post<{ data?: unknown }>('/v1/graphql', { query: '{ session { role } }' }, { authorization: `Bearer ${first.session.accessToken}` });
+          const body = await post<{ data?: unknown }>(
+            '/v1/graphql',
+            { query: '{ session { role } }' },
+            { authorization: `Bearer ${first.session.accessToken}` },
+          );
           if (!body.data) throw new Error('the session query failed');
         });
         const refresh = await costed(sessions, async (loop) => {

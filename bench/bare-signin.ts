@@ -25,13 +25,22 @@ export async function startBareSignIn(databaseUrl: string, jwtKey: string, poolS
   const app = Fastify({ logger: false });
   app.post('/signin', async (request, reply) => {
     const { email, password } = request.body as { email: string; password: string };
-    const { rows } = await pool.query<UserRow & { password_hash: string }>({ name: 'bare_select_user', text: USER_WITH_PASSWORD_BY_EMAIL, values: [email.toLowerCase()] });
+    const { rows } = await pool.query<UserRow & { password_hash: string }>({
+      name: 'bare_select_user',
+      text: USER_WITH_PASSWORD_BY_EMAIL,
+      values: [email.toLowerCase()],
+    });
     const user = rows[0];
     if (!user || !(await verify(user.password_hash, password))) return reply.code(401).send({ status: 401, error: 'invalid-email-password' });
     const refreshToken = randomUUID();
     const hash = createHash('sha256').update(refreshToken).digest();
     const started = await pool.query<{ id: string }>({ name: 'bare_start_session', text: START_SESSION, values: [hash, user.id, REFRESH_TOKEN_MINUTES] });
-    const claims = { 'x-gql-allowed-roles': user.allowed_roles, 'x-gql-default-role': user.default_role, 'x-gql-user-id': user.id, 'x-gql-source-account-id': user.source_account_id };
+    const claims = {
+      'x-gql-allowed-roles': user.allowed_roles,
+      'x-gql-default-role': user.default_role,
+      'x-gql-user-id': user.id,
+      'x-gql-source-account-id': user.source_account_id,
+    };
     const { password_hash: _hash, ...row } = user;
     return {
       session: {

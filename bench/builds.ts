@@ -17,7 +17,21 @@ import { positiveInteger } from './settings';
  * the order alternates between rounds. Every output is printed in full, under the build's name.
  */
 
-const BENCHES = new Set(['auth', 'errors', 'events', 'jobs', 'mail', 'payments', 'report', 'subscriptions', 'totp', 'actions', 'bulk-users', 'newsletter', 'apidocs']);
+const BENCHES = new Set([
+  'auth',
+  'errors',
+  'events',
+  'jobs',
+  'mail',
+  'payments',
+  'report',
+  'subscriptions',
+  'totp',
+  'actions',
+  'bulk-users',
+  'newsletter',
+  'apidocs',
+]);
 
 function databaseOf(build: 'this' | 'other'): string {
   const url = new URL(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_DATABASE_URL);
@@ -56,7 +70,9 @@ async function main(): Promise<number> {
       const order = round % 2 === 1 ? (['this', 'other'] as const) : (['other', 'this'] as const);
       for (const build of order) {
         const { output, code } = await runBench(build === 'this' ? mine : other, bench, databaseOf(build));
-        process.stdout.write(`\n== ${bench}, round ${round}, ${build === 'this' ? `this build (${mine})` : `other build (${other})`}${code === 0 ? '' : `, exited ${code}`}\n${output}`);
+        process.stdout.write(
+          `\n== ${bench}, round ${round}, ${build === 'this' ? `this build (${mine})` : `other build (${other})`}${code === 0 ? '' : `, exited ${code}`}\n${output}`,
+        );
         if (code !== 0) failed += 1;
       }
     }

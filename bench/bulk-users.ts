@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   } finally {
-    await server.dataSource.query("DELETE FROM users WHERE email LIKE $1", [`bench-${run}-%`]);
+    await server.dataSource.query('DELETE FROM users WHERE email LIKE $1', [`bench-${run}-%`]);
     await server.dataSource.query("DELETE FROM pgboss.job WHERE name = 'mail' AND data->>'to' LIKE $1", [`bench-${run}-%`]).catch(() => undefined);
     await server.close();
   }

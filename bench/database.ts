@@ -59,4 +59,3 @@ export async function prepareDatabase(): Promise<string> {
   await ping(url);
   return url;
 }
-

@@ -111,7 +111,17 @@ async function startBaseline(databaseUrl: string): Promise<{ url: string; close:
         await client.query(
           `INSERT INTO error_events (project_id, event_id, group_id, occurred_at, level, message, environment, release, frames)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-          [projectId, event.eventId, group.rows[0].id, event.occurredAt, event.level, event.message, event.environment, event.release, JSON.stringify(event.frames)],
+          [
+            projectId,
+            event.eventId,
+            group.rows[0].id,
+            event.occurredAt,
+            event.level,
+            event.message,
+            event.environment,
+            event.release,
+            JSON.stringify(event.frames),
+          ],
         );
         await client.query('COMMIT');
       } catch (error) {
@@ -143,8 +153,15 @@ interface ServerProcess {
 
 function startChild(role: string, databaseUrl: string): Promise<ServerProcess> {
   // BENCH_CPU_PROF=plinth (or baseline) writes the server's V8 profile to bench/results/profiles (bench/cpu-profile.ts reads it).
-  const execArgv = process.env.BENCH_CPU_PROF === role ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles', `--cpu-prof-name=errors-${role}-${Date.now()}.cpuprofile`] : [];
-  const child = fork(__filename, ['serve', role], { execArgv, env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const execArgv =
+    process.env.BENCH_CPU_PROF === role
+      ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles', `--cpu-prof-name=errors-${role}-${Date.now()}.cpuprofile`]
+      : [];
+  const child = fork(__filename, ['serve', role], {
+    execArgv,
+    env: { ...process.env, NODE_ENV: 'production', BENCH_DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${role} exited (code ${code}) before it was ready`)));
     child.once('message', (message: ChildMessage) => {
@@ -177,13 +194,16 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-const lines = (count: number, prefix: string) => Array.from({ length: count }, (_, index) => `  ${prefix} line ${index}: const value = compute(input, ${index});`);
+const lines = (count: number, prefix: string) =>
+  Array.from({ length: count }, (_, index) => `  ${prefix} line ${index}: const value = compute(input, ${index});`);
 
 /** What @sentry/node sends for a captured exception, with EVENT_ID and TIMESTAMP to fill in. */
 function envelopeTemplate(kind: number): string {
   const frames = Array.from({ length: 15 }, (_, index) => {
     const library = index < 8;
-    const file = library ? `/srv/app/node_modules/${['express', 'router', 'body-parser', 'pg'][index % 4]}/lib/index.js` : `/srv/app/src/${['orders', 'payments', 'users', 'cart'][kind % 4]}/handler${index}.js`;
+    const file = library
+      ? `/srv/app/node_modules/${['express', 'router', 'body-parser', 'pg'][index % 4]}/lib/index.js`
+      : `/srv/app/src/${['orders', 'payments', 'users', 'cart'][kind % 4]}/handler${index}.js`;
     return {
       filename: file,
       module: library ? undefined : `src.${['orders', 'payments', 'users', 'cart'][kind % 4]}:handler${index}`,
@@ -212,7 +232,12 @@ function envelopeTemplate(kind: number): string {
       trace: { trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) },
     },
     tags: { region: 'eu-west-1', shard: String(kind % 7) },
-    breadcrumbs: Array.from({ length: 10 }, (_, index) => ({ timestamp: 0.5, category: 'http', type: 'http', data: { method: 'GET', url: `https://api.example.com/items/${index}`, status_code: 200 } })),
+    breadcrumbs: Array.from({ length: 10 }, (_, index) => ({
+      timestamp: 0.5,
+      category: 'http',
+      type: 'http',
+      data: { method: 'GET', url: `https://api.example.com/items/${index}`, status_code: 200 },
+    })),
     exception: {
       values: [
         {
@@ -225,7 +250,10 @@ function envelopeTemplate(kind: number): string {
     },
   };
   const payload = JSON.stringify(event).replace('"timestamp":0.5', '"timestamp":TIMESTAMP');
-  return [JSON.stringify({ event_id: 'EVENT_ID', sent_at: '2030-01-01T00:00:00.000Z', sdk: event.sdk }), JSON.stringify({ type: 'event' }), payload].join('\n') + '\n';
+  return (
+    [JSON.stringify({ event_id: 'EVENT_ID', sent_at: '2030-01-01T00:00:00.000Z', sdk: event.sdk }), JSON.stringify({ type: 'event' }), payload].join('\n') +
+    '\n'
+  );
 }
 
 interface LoadResult {
@@ -380,23 +408,29 @@ async function main(): Promise<void> {
 
   // The errors query: Plinth over HTTP and GraphQL, and the floor of the same reads.
   const skipQuery = process.env.BENCH_SKIP_QUERY === '1';
-  const graphqlP50 = await timed(async () => {
-    const response = await fetch(`${plinth.url}/v1/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-      body: JSON.stringify({ query: ERRORS_QUERY, variables: { project: project.id } }),
-    });
-    const body = (await response.json()) as { data: { errors: { edges: unknown[] } } };
-    if (body.data.errors.edges.length !== 100) throw new Error('the errors query did not answer 100 nodes');
-  }, skipQuery ? 0 : queries);
-  const floorP50 = await timed(async () => {
-    const page = await stored.query('SELECT * FROM error_groups WHERE project_id = $1 AND status <> $2 ORDER BY id DESC LIMIT 101', [project.id, 'merged']);
-    await stored.query('SELECT * FROM error_projects WHERE id = ANY($1::int[])', [[project.id]]);
-    await stored.query(
-      'SELECT e.project_id, e.event_id, e.frames FROM error_events e JOIN unnest($1::int[], $2::uuid[]) AS k (project_id, event_id) USING (project_id, event_id)',
-      [page.rows.map(() => project.id), page.rows.map((row) => row.last_event_id)],
-    );
-  }, skipQuery ? 0 : queries);
+  const graphqlP50 = await timed(
+    async () => {
+      const response = await fetch(`${plinth.url}/v1/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
+        body: JSON.stringify({ query: ERRORS_QUERY, variables: { project: project.id } }),
+      });
+      const body = (await response.json()) as { data: { errors: { edges: unknown[] } } };
+      if (body.data.errors.edges.length !== 100) throw new Error('the errors query did not answer 100 nodes');
+    },
+    skipQuery ? 0 : queries,
+  );
+  const floorP50 = await timed(
+    async () => {
+      const page = await stored.query('SELECT * FROM error_groups WHERE project_id = $1 AND status <> $2 ORDER BY id DESC LIMIT 101', [project.id, 'merged']);
+      await stored.query('SELECT * FROM error_projects WHERE id = ANY($1::int[])', [[project.id]]);
+      await stored.query(
+        'SELECT e.project_id, e.event_id, e.frames FROM error_events e JOIN unnest($1::int[], $2::uuid[]) AS k (project_id, event_id) USING (project_id, event_id)',
+        [page.rows.map(() => project.id), page.rows.map((row) => row.last_event_id)],
+      );
+    },
+    skipQuery ? 0 : queries,
+  );
   await plinth.stop();
   await stored.end();
 

@@ -240,18 +240,27 @@ async function main(): Promise<void> {
   const plinth = await startPlinth(url);
   let poller: { stop(): Promise<void> } | undefined;
   try {
-    await db.query('CREATE TABLE bench_rows (id serial PRIMARY KEY, label text NOT NULL); CREATE TABLE bench_rows_poll (id serial PRIMARY KEY, label text NOT NULL)');
+    await db.query(
+      'CREATE TABLE bench_rows (id serial PRIMARY KEY, label text NOT NULL); CREATE TABLE bench_rows_poll (id serial PRIMARY KEY, label text NOT NULL)',
+    );
     const created = await fetch(`${plinth.base}/v1/metadata`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-      body: JSON.stringify({ type: 'pg_create_event_trigger', args: { name: 'bench', table: 'bench_rows', webhook: `${receiver.url}/plinth`, insert: { columns: '*' } } }),
+      body: JSON.stringify({
+        type: 'pg_create_event_trigger',
+        args: { name: 'bench', table: 'bench_rows', webhook: `${receiver.url}/plinth`, insert: { columns: '*' } },
+      }),
     });
     if (!created.ok) throw new Error(`creating the trigger failed: ${await created.text()}`);
     poller = await startPoller(url, `${receiver.url}/poller`);
 
     const results = {
       plinth: await measure(db, 'bench_rows', '/plinth', waiters, arrivals, counts, { samples, maxPauseMs: 200, events }),
-      poller: await measure(db, 'bench_rows_poll', '/poller', waiters, arrivals, counts, { samples: Math.min(samples, 20), maxPauseMs: POLL_INTERVAL_MS, events }),
+      poller: await measure(db, 'bench_rows_poll', '/poller', waiters, arrivals, counts, {
+        samples: Math.min(samples, 20),
+        maxPauseMs: POLL_INTERVAL_MS,
+        events,
+      }),
     };
     const rows = [
       ['target', 'latency p50 ms', 'latency p99 ms', 'events/s'],

@@ -109,7 +109,6 @@ interface LoadResult {
   durationSeconds: number;
 }
 
-
 function nameList<T extends string>(name: string, known: readonly T[], fallback: readonly T[]): T[] {
   const text = process.env[name];
   if (text === undefined || text.trim() === '') return [...fallback];
@@ -419,9 +418,7 @@ function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] 
     if (!base) return [];
     const perRound = Array.from({ length: rounds }, (_, round) => full[round].requestsPerSecond / base[round].requestsPerSecond);
     const value = median(perRound);
-    const byServerCpu = median(
-      Array.from({ length: rounds }, (_, round) => base[round].serverCpuMicrosPerRequest / full[round].serverCpuMicrosPerRequest),
-    );
+    const byServerCpu = median(Array.from({ length: rounds }, (_, round) => base[round].serverCpuMicrosPerRequest / full[round].serverCpuMicrosPerRequest));
     return [{ name, value, perRound, byServerCpu, minimum, note, met: minimum === null || value >= minimum }];
   });
 }
@@ -440,7 +437,18 @@ function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratio
     result.quietRssBytes === undefined ? '-' : fixed(result.quietRssBytes / MIB, 0),
     fixed(result.loadedRssBytes / MIB, 0),
   ]);
-  const header = ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'RSS start MiB', 'RSS start quiet MiB', 'RSS idle MiB', 'RSS quiet MiB', 'RSS load MiB'];
+  const header = [
+    'server',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'server CPU µs/req',
+    'RSS start MiB',
+    'RSS start quiet MiB',
+    'RSS idle MiB',
+    'RSS quiet MiB',
+    'RSS load MiB',
+  ];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
   const rule = '-'.repeat(line(header).length);
@@ -477,9 +485,7 @@ async function runBenchmark(): Promise<void> {
   const targets = [...settings.targets].sort((a, b) => Number(b === 'plinth') - Number(a === 'plinth'));
   const servers: ServerProcess[] = [];
   const requests: BenchRequest[] = [];
-  const runs = new Map<QueryName, Map<Target, LoadResult[]>>(
-    settings.queries.map((query) => [query, new Map(targets.map((target) => [target, []]))]),
-  );
+  const runs = new Map<QueryName, Map<Target, LoadResult[]>>(settings.queries.map((query) => [query, new Map(targets.map((target) => [target, []]))]));
   try {
     for (const target of targets) {
       process.stderr.write(`starting ${target}...\n`);
@@ -512,7 +518,10 @@ async function runBenchmark(): Promise<void> {
         );
         for (const [target, run] of await runTurns(servers, request, settings)) {
           const first = round === 0 ? { quietRssBytes: quietRss.get(`${target} ${request.query}`), startQuietRssBytes: startQuietRss.get(target) } : {};
-          runs.get(request.query)!.get(target)!.push({ ...run, ...first });
+          runs
+            .get(request.query)!
+            .get(target)!
+            .push({ ...run, ...first });
         }
       }
     }
@@ -541,11 +550,12 @@ async function runBenchmark(): Promise<void> {
       ratios: ratioReports,
     };
   }
-  console.log(`\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`);
+  console.log(
+    `\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`,
+  );
   fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
 }
-
 
 function main(): Promise<void> {
   const [role, target] = process.argv.slice(2);

@@ -85,7 +85,6 @@ interface Sender {
   close(): Promise<void>;
 }
 
-
 function readSettings(): Settings {
   const targets = (process.env.BENCH_TARGETS ?? JOB_TARGETS.join(','))
     .split(',')
@@ -115,7 +114,14 @@ async function createSender(target: JobTarget, url: string): Promise<Sender> {
     case 'plinth': {
       const dataSource = createDataSource(url, 10);
       await dataSource.initialize();
-      const queue = new JobQueue({ dataSource, url, config: loadConfig({}).jobs, logger: pino({ level: 'warn' }), supervise: false, shutdown: new AbortController().signal });
+      const queue = new JobQueue({
+        dataSource,
+        url,
+        config: loadConfig({}).jobs,
+        logger: pino({ level: 'warn' }),
+        supervise: false,
+        shutdown: new AbortController().signal,
+      });
       await queue.start();
       await queue.declare([{ queue: PLINTH_QUEUE, work: async () => undefined }]);
       const count = await counter(url, `SELECT count(*)::int AS n FROM ${JOBS_SCHEMA}.job WHERE name = $1 AND state = 'completed'`, [PLINTH_QUEUE]);

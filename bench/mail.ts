@@ -38,7 +38,6 @@ const MESSAGE: MailMessage = {
   },
 };
 
-
 /** The child: an SMTP server that accepts everything and reports its port. */
 function runReceiver(): void {
   const server = new SMTPServer({
@@ -107,12 +106,15 @@ async function runBenchmark(): Promise<void> {
   const rendered = await plinth.render(MESSAGE);
   const smtp = config.mail.smtp!;
   const pool = { pool: true, maxConnections: poolSize, host: smtp.host, port: smtp.port, ignoreTLS: true } as const;
-  const sameSockets = nodemailer.createTransport({ ...pool, getSocket: (_options: unknown, callback: Parameters<typeof connectSmtpSocket>[1]) => connectSmtpSocket(smtp, callback) });
+  const sameSockets = nodemailer.createTransport({
+    ...pool,
+    getSocket: (_options: unknown, callback: Parameters<typeof connectSmtpSocket>[1]) => connectSmtpSocket(smtp, callback),
+  });
   const stock = nodemailer.createTransport(pool);
   // A new string per mail, as every real mail has: V8 caches regular-expression results per
   // subject string, which flattered a baseline sending one string object again and again (by
   // about 250 µs of CPU per mail).
-  const fresh = (text: string) => (` ${text}`).slice(1);
+  const fresh = (text: string) => ` ${text}`.slice(1);
   const prerendered = () => ({ from: config.mail.from, to: MESSAGE.to, subject: rendered.subject, html: fresh(rendered.html), text: fresh(rendered.text) });
   const targets = [
     { label: 'Plinth delivery (render + pooled SMTP)', send: () => plinth.deliver(MESSAGE) },
@@ -121,7 +123,9 @@ async function runBenchmark(): Promise<void> {
   ];
 
   try {
-    console.log(`mail benchmark: ${mails} mails x ${rounds} rounds, ${concurrency} in flight, ${poolSize} pooled SMTP connections, node ${process.version}, ${os.cpus().length} CPUs`);
+    console.log(
+      `mail benchmark: ${mails} mails x ${rounds} rounds, ${concurrency} in flight, ${poolSize} pooled SMTP connections, node ${process.version}, ${os.cpus().length} CPUs`,
+    );
     console.log(`message: template ${MESSAGE.template}, ${Buffer.byteLength(rendered.html)} bytes of HTML, ${Buffer.byteLength(rendered.text)} of text\n`);
     // Warm-up: connections opened, code optimised.
     for (const target of targets) await measure(Math.min(mails, 500), concurrency, target.send);
@@ -135,7 +139,9 @@ async function runBenchmark(): Promise<void> {
     for (const [index, target] of targets.entries()) {
       const perRound = runs[index].map((run) => run.mailsPerSecond.toFixed(0)).join(', ');
       const cpu = median(runs[index].map((run) => run.cpuMicrosPerMail));
-      console.log(`${target.label.padEnd(48)} ${rates[index].toFixed(0).padStart(6)} mails/s  ${cpu.toFixed(0).padStart(5)} µs CPU/mail  (rounds: ${perRound})`);
+      console.log(
+        `${target.label.padEnd(48)} ${rates[index].toFixed(0).padStart(6)} mails/s  ${cpu.toFixed(0).padStart(5)} µs CPU/mail  (rounds: ${perRound})`,
+      );
     }
     console.log(`\nratio Plinth / (a): ${(rates[0] / rates[1]).toFixed(2)}   (the cost of rendering and our layer)`);
     console.log(`ratio Plinth / (b): ${(rates[0] / rates[2]).toFixed(2)}   (against stock nodemailer)`);

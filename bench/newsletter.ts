@@ -117,7 +117,9 @@ async function runBenchmark(): Promise<void> {
     SMTP_POOL_SIZE: String(poolSize),
     NEWSLETTER_CONFIRM_SECRET: 'c0'.repeat(32),
     NEWSLETTER_UNSUBSCRIBE_SECRET: 'a5'.repeat(32),
-    ...Object.fromEntries(['NEWSLETTER_SEND_BATCH_SIZE', 'NEWSLETTER_SEND_CONCURRENCY'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : []))),
+    ...Object.fromEntries(
+      ['NEWSLETTER_SEND_BATCH_SIZE', 'NEWSLETTER_SEND_CONCURRENCY'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])),
+    ),
   });
   const server = await startServer(config, pino({ level: 'warn' }));
   const database = new pg.Client({ connectionString: databaseUrl });
@@ -148,12 +150,12 @@ async function runBenchmark(): Promise<void> {
     const answer = (await response.json()) as { data?: { sendNewsletterIssue: { recipients: number } }; errors?: unknown };
     if (answer.data?.sendNewsletterIssue.recipients !== subscribers) throw new Error(`the mutation answered ${JSON.stringify(answer)}`);
     for (;;) {
-      const { rows } = await database.query("SELECT status FROM newsletter_issues WHERE issue_number = 1");
+      const { rows } = await database.query('SELECT status FROM newsletter_issues WHERE issue_number = 1');
       if (rows[0].status === 'sent') break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const plinthSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const { rows: outcome } = await database.query("SELECT status, count(*)::int AS count FROM newsletter_issue_recipients GROUP BY status");
+    const { rows: outcome } = await database.query('SELECT status, count(*)::int AS count FROM newsletter_issue_recipients GROUP BY status');
     const received = await receiver.count();
     if (received !== subscribers || outcome.length !== 1 || outcome[0].count !== subscribers) {
       throw new Error(`expected ${subscribers} mails sent and recorded, got ${received} received and ${JSON.stringify(outcome)}`);
@@ -186,8 +188,12 @@ async function runBenchmark(): Promise<void> {
 
     const plinthRate = subscribers / plinthSeconds;
     const baselineRate = subscribers / baselineSeconds;
-    console.log(`Plinth issue send (mutation to 'sent', recorded per recipient) ${plinthRate.toFixed(0).padStart(6)} recipients/s  (${plinthSeconds.toFixed(1)} s)`);
-    console.log(`(a) the same mails from a loop, no database             ${baselineRate.toFixed(0).padStart(6)} recipients/s  (${baselineSeconds.toFixed(1)} s)`);
+    console.log(
+      `Plinth issue send (mutation to 'sent', recorded per recipient) ${plinthRate.toFixed(0).padStart(6)} recipients/s  (${plinthSeconds.toFixed(1)} s)`,
+    );
+    console.log(
+      `(a) the same mails from a loop, no database             ${baselineRate.toFixed(0).padStart(6)} recipients/s  (${baselineSeconds.toFixed(1)} s)`,
+    );
     console.log(`\nratio Plinth / (a): ${(plinthRate / baselineRate).toFixed(2)}   (the cost of claims, status checks and records)`);
   } finally {
     await database.end();

@@ -158,7 +158,11 @@ async function main(): Promise<void> {
         times[name].push(performance.now() - start);
       }
     }
-    const at = (name: keyof typeof sides, p: number) => percentile([...times[name]].sort((a, b) => a - b), p);
+    const at = (name: keyof typeof sides, p: number) =>
+      percentile(
+        [...times[name]].sort((a, b) => a - b),
+        p,
+      );
     const lines = names.map((name) => {
       const [a, b, c] = [50, 90, 99].map((p) => at(name, p).toFixed(2).padStart(7));
       return `${name.padEnd(44)} p50 ${a} ms   p90 ${b} ms   p99 ${c} ms`;
@@ -166,7 +170,9 @@ async function main(): Promise<void> {
     const [roundTrip, commit, baseline] = names.slice(0, 3);
     process.stdout.write(
       [
-        `${calls} sequential calls per side (after 50 warm-up rounds), PostgreSQL at ${new URL(databaseUrl).host}, load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`,
+        `${calls} sequential calls per side (after 50 warm-up rounds), PostgreSQL at ${new URL(databaseUrl).host}, load average ${loadavg()
+          .map((load) => load.toFixed(2))
+          .join(' ')}`,
         ...lines,
         ...names
           .slice(3)

@@ -149,7 +149,10 @@ async function main(): Promise<void> {
         `generateReport, ${rows} users as CSV (${((job.result_size ?? 0) / 1024 / 1024).toFixed(1)} MiB; naive CSV ${(csv.length / 1024 / 1024).toFixed(1)} MiB)`,
         line('estimated_duration', `${generateReport.estimated_duration} s`),
         line('streamed report, mutation to COMPLETED', `${reportMs.toFixed(0)} ms (${Math.round(rows / (reportMs / 1000))} rows/s)`),
-        line('server resident memory before / peak during', `${before.current.toFixed(0)} MiB / ${peakDuring.toFixed(0)} MiB (+${streamedGrowth.toFixed(0)} MiB)`),
+        line(
+          'server resident memory before / peak during',
+          `${before.current.toFixed(0)} MiB / ${peakDuring.toFixed(0)} MiB (+${streamedGrowth.toFixed(0)} MiB)`,
+        ),
         line('baseline: all rows in memory, one string', `${naiveMs.toFixed(0)} ms, +${naiveGrowth.toFixed(0)} MiB resident`),
         line('memory growth, streamed / baseline', `${(streamedGrowth / naiveGrowth).toFixed(2)}`),
         line('time, streamed (with queue and storage) / baseline', `${(reportMs / naiveMs).toFixed(2)}`),

@@ -265,10 +265,7 @@ function documentPreparer(schema: GraphQLSchema): (query: string) => PreparedDoc
  * validates each query text once, as Apollo does: the least any GraphQL server can do, shown as
  * a ceiling without a target.
  */
-function startGraphqlJs(
-  { schema, sessionSettings, logger, rateLimits }: BaselineParts,
-  { cacheDocuments }: { cacheDocuments: boolean },
-): Promise<BenchServer> {
+function startGraphqlJs({ schema, sessionSettings, logger, rateLimits }: BaselineParts, { cacheDocuments }: { cacheDocuments: boolean }): Promise<BenchServer> {
   const prepare = documentPreparer(schema);
   const reply = (response: http.ServerResponse, status: number, body: unknown) => {
     response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));

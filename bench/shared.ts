@@ -71,9 +71,7 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     ...(process.env.PLINTH_IDLE_COLLECTION_MS ? { PLINTH_IDLE_COLLECTION_MS: process.env.PLINTH_IDLE_COLLECTION_MS } : {}),
     // bench/subscriptions.ts turns the start-up collection off: its two collections would fall in the idle window it subtracts.
     ...(process.env.PLINTH_STARTUP_COLLECTION ? { PLINTH_STARTUP_COLLECTION: process.env.PLINTH_STARTUP_COLLECTION } : {}),
-    ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING
-      ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING }
-      : {}),
+    ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING } : {}),
   };
 }
 

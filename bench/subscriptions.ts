@@ -64,10 +64,7 @@ const SIDE_LABELS: Record<Side, string> = { ws: 'bare ws', off: 'Plinth off', on
 type ClientCommand = { type: 'open'; url: string; count: number; localAddress: string } | { type: 'times'; seq: number } | { type: 'close' };
 /** Client process → parent. */
 type ClientReport =
-  | { type: 'opened'; failed: number }
-  | { type: 'delivered'; seq: number }
-  | { type: 'times'; seq: number; times: number[] }
-  | { type: 'closed' };
+  { type: 'opened'; failed: number } | { type: 'delivered'; seq: number } | { type: 'times'; seq: number; times: number[] } | { type: 'closed' };
 
 /** Milliseconds since the epoch with sub-millisecond precision, comparable across processes. */
 const now = () => performance.timeOrigin + performance.now();
@@ -90,9 +87,7 @@ function runClientRole(): void {
     const openOne = () =>
       new Promise<void>((resolve) => {
         const socket = new WebSocket(command.url, 'graphql-transport-ws', { localAddress: command.localAddress, perMessageDeflate: false });
-        socket.on('open', () =>
-          socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } })),
-        );
+        socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } })));
         socket.on('message', (data) => {
           const text = String(data);
           const event = eventPattern.exec(text);
@@ -146,7 +141,11 @@ function runClientRole(): void {
 
 interface ClientProcess {
   child: ChildProcess;
-  request<T extends ClientReport['type']>(command: ClientCommand, reply: T, match?: (report: ClientReport) => boolean): Promise<Extract<ClientReport, { type: T }>>;
+  request<T extends ClientReport['type']>(
+    command: ClientCommand,
+    reply: T,
+    match?: (report: ClientReport) => boolean,
+  ): Promise<Extract<ClientReport, { type: T }>>;
 }
 
 function startClient(): ClientProcess {
@@ -297,7 +296,13 @@ function localAddress(side: Side, clientIndex: number): string {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function event(seq: number) {
-  return { id: randomUUID(), email: `bench-event-${seq}@example.com`, name: `bench-event-${seq}`, email_verified: false, source_account_id: DEFAULT_SOURCE_ACCOUNT };
+  return {
+    id: randomUUID(),
+    email: `bench-event-${seq}@example.com`,
+    name: `bench-event-${seq}`,
+    email_verified: false,
+    source_account_id: DEFAULT_SOURCE_ACCOUNT,
+  };
 }
 
 async function measureSide(side: Side, clients: ClientProcess[], pubSub: PostgresPubSub, databaseUrl: string, settings: Settings): Promise<SideResult> {
@@ -350,7 +355,8 @@ async function measureSide(side: Side, clients: ClientProcess[], pubSub: Postgre
       seq++;
     }
     const subscribedSeconds = (now() - connectStart) / 1000;
-    for (let warm = 0; warm <= seq; warm++) for (const client of clients) await client.request({ type: 'times', seq: warm }, 'times', (r) => r.type === 'times' && r.seq === warm);
+    for (let warm = 0; warm <= seq; warm++)
+      for (const client of clients) await client.request({ type: 'times', seq: warm }, 'times', (r) => r.type === 'times' && r.seq === warm);
     await sleep(1000);
     const connected = await memory();
 
@@ -422,7 +428,10 @@ interface Settings {
 
 function readSettings(): Settings {
   const sideList = (name: string, fallback: string) => {
-    const sides = (process.env[name] ?? fallback).split(',').map((side) => side.trim()).filter(Boolean);
+    const sides = (process.env[name] ?? fallback)
+      .split(',')
+      .map((side) => side.trim())
+      .filter(Boolean);
     for (const side of sides) if (!(SIDES as readonly string[]).includes(side)) throw new Error(`${name} takes ${SIDES.join(', ')} (got "${side}")`);
     return sides as Side[];
   };

@@ -82,7 +82,11 @@ async function main(): Promise<void> {
       await post('/signin/mfa/totp', { ticket: mfa.ticket, otp: await generate({ secret, epoch: epoch() }) });
     });
     const tickets = [];
-    for (const user of enrolled) tickets.push({ ...user, ticket: (await post<{ mfa: { ticket: string } }>('/signin/email-password', { email: user.email, password: PASSWORD })).mfa.ticket });
+    for (const user of enrolled)
+      tickets.push({
+        ...user,
+        ticket: (await post<{ mfa: { ticket: string } }>('/signin/email-password', { email: user.email, password: PASSWORD })).mfa.ticket,
+      });
     const totpStep = await rate(tickets, async ({ ticket, secret }) => {
       await post('/signin/mfa/totp', { ticket, otp: await generate({ secret, epoch: epoch() + 30 }) });
     });

@@ -52,7 +52,7 @@ export class CreateBillingRecords1796300000001 implements MigrationInterface {
         UNIQUE (provider, source_id)
       )`);
     await queryRunner.query('CREATE INDEX licenses_customer_user_id ON licenses (customer_user_id, created_at DESC)');
-    await queryRunner.query('CREATE INDEX licenses_renewal_date ON licenses (renewal_date) WHERE status = \'active\'');
+    await queryRunner.query("CREATE INDEX licenses_renewal_date ON licenses (renewal_date) WHERE status = 'active'");
     await queryRunner.query(`
       CREATE TABLE license_activations (
         license_id uuid NOT NULL REFERENCES licenses (id) ON DELETE CASCADE,

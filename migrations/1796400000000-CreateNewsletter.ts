@@ -26,9 +26,7 @@ export class CreateNewsletter1796400000000 implements MigrationInterface {
         confirmations_sent integer NOT NULL DEFAULT 1
       )`);
     await queryRunner.query('CREATE INDEX newsletter_subscribers_status_idx ON newsletter_subscribers (status, created_at)');
-    await queryRunner.query(
-      'CREATE INDEX newsletter_subscribers_unverified_idx ON newsletter_subscribers (verification_expires_at) WHERE NOT is_verified',
-    );
+    await queryRunner.query('CREATE INDEX newsletter_subscribers_unverified_idx ON newsletter_subscribers (verification_expires_at) WHERE NOT is_verified');
     await queryRunner.query(`
       CREATE TABLE newsletter_mails (
         id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -31,7 +31,9 @@ export class ExternalWebhookReceipts1796829005000 implements MigrationInterface 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query('DROP INDEX external_webhook_deliveries_delivery_idx');
     // Fails, deleting nothing, if a delivery id was stored twice since (after its window).
-    await queryRunner.query('ALTER TABLE external_webhook_deliveries ADD CONSTRAINT external_webhook_deliveries_provider_delivery_id_key UNIQUE (provider, delivery_id)');
+    await queryRunner.query(
+      'ALTER TABLE external_webhook_deliveries ADD CONSTRAINT external_webhook_deliveries_provider_delivery_id_key UNIQUE (provider, delivery_id)',
+    );
     await queryRunner.query('DROP TABLE external_webhook_receipts');
   }
 }

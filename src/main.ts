@@ -72,15 +72,7 @@ export function createLogger(config: Config, destination?: DestinationStream): L
         }),
       },
       redact: {
-        paths: [
-          'err.parameters',
-          'err.detail',
-          'err.driverError.parameters',
-          'err.driverError.detail',
-          'req.headers',
-          'headers.authorization',
-          'password',
-        ],
+        paths: ['err.parameters', 'err.detail', 'err.driverError.parameters', 'err.driverError.detail', 'req.headers', 'headers.authorization', 'password'],
         censor: '[redacted]',
       },
     },
@@ -231,7 +223,9 @@ export async function startServer(
     await app.listen({ host: config.host, port: config.port });
     if (config.idleCollectionMs > 0 || config.startUpCollection) {
       const idleCollector =
-        config.idleCollectionMs > 0 ? new IdleCollector(config.idleCollectionMs) : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY, pressureBy: PRESSURE_BY });
+        config.idleCollectionMs > 0
+          ? new IdleCollector(config.idleCollectionMs)
+          : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY, pressureBy: PRESSURE_BY });
       idleCollector.start();
       cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
     }

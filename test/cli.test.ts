@@ -102,7 +102,7 @@ describe('plinth', () => {
     const env = () => testEnvironment(database.url);
 
     // One CLI process per migration reverted, 2 to 3 s each on a loaded machine: past the default 60 s.
-    it('applies the migrations, reports an up-to-date database, reverts each one after the invitations\' and re-applies', async () => {
+    it("applies the migrations, reports an up-to-date database, reverts each one after the invitations' and re-applies", async () => {
       const first = await runCli(['migrate'], env());
       expect(first.code).toBe(0);
       expect(first.stdout).toBe(`applied: ${MIGRATIONS.join(', ')}\n`);
@@ -113,13 +113,17 @@ describe('plinth', () => {
       const fromInvitations = MIGRATIONS.slice(MIGRATIONS.indexOf('CreateUserInvitations1795280000000'));
       for (let index = fromInvitations.length - 1; index > 0; index -= 1) {
         const reverted = await runCli(['migrate', '--revert'], env());
-        expect({ migration: fromInvitations[index], code: reverted.code, stderr: reverted.stderr }).toEqual({ migration: fromInvitations[index], code: 0, stderr: '' });
+        expect({ migration: fromInvitations[index], code: reverted.code, stderr: reverted.stderr }).toEqual({
+          migration: fromInvitations[index],
+          code: 0,
+          stderr: '',
+        });
       }
       // An invited user (no password) does not survive the invitations' revert: password_hash is NOT NULL again.
       await database.query("INSERT INTO users (email, name) VALUES ('invited@example.com', 'Invited')");
       expect((await runCli(['migrate', '--revert'], env())).code).toBe(0);
       expect(await database.query("SELECT to_regclass('user_invitations') AS t")).toEqual([{ t: null }]);
-      expect(await database.query("SELECT count(*)::int AS count FROM users")).toEqual([{ count: 0 }]);
+      expect(await database.query('SELECT count(*)::int AS count FROM users')).toEqual([{ count: 0 }]);
       await expect(database.query("INSERT INTO users (email, name) VALUES ('again@example.com', 'Again')")).rejects.toThrow(/password_hash/);
       const pending = await runCli(['migrate', '--check'], env());
       expect(pending.code).toBe(2);
@@ -137,7 +141,13 @@ describe('plinth', () => {
   });
 
   it('in development, generates the admin secret, prints it once, and it works', async () => {
-    const env = { ...testEnvironment(database.url), NODE_ENV: 'development', PLINTH_DATA_DIR: folder, GQL_GRAPHQL_ADMIN_SECRET: '', GQL_GRAPHQL_JWT_SECRET: '' };
+    const env = {
+      ...testEnvironment(database.url),
+      NODE_ENV: 'development',
+      PLINTH_DATA_DIR: folder,
+      GQL_GRAPHQL_ADMIN_SECRET: '',
+      GQL_GRAPHQL_JWT_SECRET: '',
+    };
     const first = await spawnServer(env);
     const printed = /generated one for development[^\n]*\n\s+([0-9a-f]{64})/.exec(first.output());
     expect(printed).not.toBeNull();
@@ -162,8 +172,7 @@ describe('plinth', () => {
   describe('logs', () => {
     /** Runs `plinth start` until it is ready, at a pseudo-terminal (util-linux `script`) or into a pipe. */
     function startUntilReady(env: Record<string, string>, at: 'terminal' | 'pipe'): Promise<string> {
-      const [command, args] =
-        at === 'terminal' ? ['script', ['-qefc', `${process.execPath} ${CLI} start`, '/dev/null']] : [process.execPath, [CLI, 'start']];
+      const [command, args] = at === 'terminal' ? ['script', ['-qefc', `${process.execPath} ${CLI} start`, '/dev/null']] : [process.execPath, [CLI, 'start']];
       return new Promise((resolve, reject) => {
         const child = spawn(command, args, { env: childEnvironment(env), stdio: ['pipe', 'pipe', 'pipe'] });
         let output = '';

@@ -161,7 +161,9 @@ describe('loadConfig', () => {
   });
 
   it('never repeats the token API_DOCS_AUTH_ENV_VAR names', () => {
-    expect(problemsOf({ API_DOCS_AUTH_ENV_VAR: 'DOCS_JWT', DOCS_JWT: 'hunter2 is not a jwt' })).toEqual(['DOCS_JWT (named by API_DOCS_AUTH_ENV_VAR) must be a JWT']);
+    expect(problemsOf({ API_DOCS_AUTH_ENV_VAR: 'DOCS_JWT', DOCS_JWT: 'hunter2 is not a jwt' })).toEqual([
+      'DOCS_JWT (named by API_DOCS_AUTH_ENV_VAR) must be a JWT',
+    ]);
   });
 
   it('builds the public addresses from PORT, PLINTH_PUBLIC_URL and AUTH_SERVER_URL', () => {
@@ -170,7 +172,9 @@ describe('loadConfig', () => {
       publicUrl: 'https://api.example.com/plinth',
       auth: { serverUrl: 'https://api.example.com/plinth/auth' },
     });
-    expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com', AUTH_SERVER_URL: 'https://auth.example.com' }).auth.serverUrl).toBe('https://auth.example.com');
+    expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com', AUTH_SERVER_URL: 'https://auth.example.com' }).auth.serverUrl).toBe(
+      'https://auth.example.com',
+    );
   });
 
   it('reads the SMTP settings when SMTP_HOST is set, with their defaults', () => {
@@ -202,7 +206,13 @@ describe('loadConfig', () => {
 
   it('reads GQL_GRAPHQL_JWT_SECRET as the engine does, with a default claims namespace', () => {
     const config = loadConfig({ GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS512', key: 's'.repeat(64), claims_namespace: 'https://x/claims' }) });
-    expect(config.graphql.jwtSecret).toEqual({ type: 'HS512', key: 's'.repeat(64), claims_namespace: 'https://x/claims', claims_format: 'json', allowed_skew: 0 });
+    expect(config.graphql.jwtSecret).toEqual({
+      type: 'HS512',
+      key: 's'.repeat(64),
+      claims_namespace: 'https://x/claims',
+      claims_format: 'json',
+      allowed_skew: 0,
+    });
     expect(loadConfig({ GQL_GRAPHQL_JWT_SECRET: VALID_JWT }).graphql.jwtSecret!.claims_namespace).toBe('https://plinth.dev/jwt/claims');
   });
 
@@ -212,7 +222,7 @@ describe('loadConfig', () => {
     expect(config.customServices.map((service) => service.name)).toEqual(['api', 'hooks']);
   });
 
-  it('takes a custom service\'s host override from CS_<N>_HOST, and the action engine\'s settings', () => {
+  it("takes a custom service's host override from CS_<N>_HOST, and the action engine's settings", () => {
     const config = loadConfig({ CS_1: 'api:express-ts:3000:/api', CS_1_HOST: '127.0.0.1', ACTIONS_HANDLER_TIMEOUT_SECONDS: '12' });
     expect(config.customServices[0]).toMatchObject({ name: 'api', host: '127.0.0.1', port: 3000, route: '/api' });
     expect(config.actionEngine).toEqual({ handlerTimeoutSeconds: 12, serviceRestartMaxDelayMs: 30_000, handlerRateLimit: { points: 5, durationSeconds: 60 } });
@@ -228,13 +238,18 @@ describe('loadConfig', () => {
 
   it('gives back the start-up’s memory once by default, and collects after every quiet spell only when PLINTH_IDLE_COLLECTION_MS is set', () => {
     expect(loadConfig({})).toMatchObject({ startUpCollection: true, idleCollectionMs: 0 });
-    expect(loadConfig({ PLINTH_STARTUP_COLLECTION: 'false', PLINTH_IDLE_COLLECTION_MS: '5000' })).toMatchObject({ startUpCollection: false, idleCollectionMs: 5000 });
+    expect(loadConfig({ PLINTH_STARTUP_COLLECTION: 'false', PLINTH_IDLE_COLLECTION_MS: '5000' })).toMatchObject({
+      startUpCollection: false,
+      idleCollectionMs: 5000,
+    });
   });
 
   it('hashes passwords with argon2id at libsodium’s interactive cost by default, and takes a stronger or equivalent one', () => {
     expect(loadConfig({}).auth.passwordHash).toEqual({ memoryKib: 65_536, iterations: 2, parallelism: 1 });
     // OWASP's equivalent settings: 46 MiB once, 7 MiB five times.
-    expect(loadConfig({ AUTH_PASSWORD_HASH_MEMORY_KIB: '47104', AUTH_PASSWORD_HASH_ITERATIONS: '1', AUTH_PASSWORD_HASH_PARALLELISM: '4' }).auth.passwordHash).toEqual({ memoryKib: 47_104, iterations: 1, parallelism: 4 });
+    expect(
+      loadConfig({ AUTH_PASSWORD_HASH_MEMORY_KIB: '47104', AUTH_PASSWORD_HASH_ITERATIONS: '1', AUTH_PASSWORD_HASH_PARALLELISM: '4' }).auth.passwordHash,
+    ).toEqual({ memoryKib: 47_104, iterations: 1, parallelism: 4 });
     expect(loadConfig({ AUTH_PASSWORD_HASH_MEMORY_KIB: '7168', AUTH_PASSWORD_HASH_ITERATIONS: '5' }).auth.passwordHash.memoryKib).toBe(7_168);
   });
 
@@ -386,7 +401,11 @@ describe('loadConfig', () => {
   });
 
   it('reports every bad variable at once', () => {
-    expect(problemsOf({ PORT: 'x', LOG_LEVEL: 'y', CS_1: 'z' }).map((problem) => problem.split(' ')[0]).sort()).toEqual(['CS_1', 'LOG_LEVEL', 'PORT']);
+    expect(
+      problemsOf({ PORT: 'x', LOG_LEVEL: 'y', CS_1: 'z' })
+        .map((problem) => problem.split(' ')[0])
+        .sort(),
+    ).toEqual(['CS_1', 'LOG_LEVEL', 'PORT']);
   });
 
   it('never repeats a secret in its message', () => {
@@ -420,7 +439,9 @@ describe('loadConfig', () => {
     const short = `weak-${'x'.repeat(26)}`;
     const problems = problemsOf({ ...PRODUCTION, ...extra, [variable]: short });
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(new RegExp(`^${variable} must be (at least 32 characters when NODE_ENV=production|set to the provider's signing secret \\(32 characters or more\\))`));
+    expect(problems[0]).toMatch(
+      new RegExp(`^${variable} must be (at least 32 characters when NODE_ENV=production|set to the provider's signing secret \\(32 characters or more\\))`),
+    );
     expect(problems[0]).not.toContain(short);
     expect(() => loadConfig({ ...PRODUCTION, ...extra, [variable]: `${short}x` })).not.toThrow();
     // Outside production the earlier minimums stay (so development set-ups keep working).

@@ -79,8 +79,7 @@ describe('the embedded PostgreSQL', () => {
   });
 
   it('keeps its folder owned by the user it runs as: the postgres system user when started as root', () => {
-    const expectedOwner =
-      process.getuid!() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : process.getuid!();
+    const expectedOwner = process.getuid!() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : process.getuid!();
     expect(fs.statSync(clusterDir()).uid).toBe(expectedOwner);
   });
 
@@ -129,9 +128,7 @@ describe('the embedded PostgreSQL', () => {
 
   /** Lines at warn level or above, and any stack trace, in a spawned server's output. */
   const problemsIn = (output: string) => [
-    ...output
-      .split('\n')
-      .filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 40),
+    ...output.split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 40),
     ...(/\n\s+at \S+|"stack"|\\n\s+at /.test(output) ? ['a stack trace'] : []),
   ];
 
@@ -151,7 +148,9 @@ describe('the embedded PostgreSQL', () => {
     // No periodic write: only the one at shutdown can store the counts.
     const server = await start({ processGroup: true, env: { PLINTH_REQUEST_OUTCOMES_FLUSH_MS: '600000' } });
     const graphqlOutcomes = () =>
-      onCluster<{ good: number; bad: number }>("SELECT coalesce(sum(good), 0)::int AS good, coalesce(sum(bad), 0)::int AS bad FROM request_outcomes WHERE service = 'graphql'");
+      onCluster<{ good: number; bad: number }>(
+        "SELECT coalesce(sum(good), 0)::int AS good, coalesce(sum(bad), 0)::int AS bad FROM request_outcomes WHERE service = 'graphql'",
+      );
     // The requests earlier tests' servers counted.
     const [before] = await graphqlOutcomes();
     expect((await register(server, 'ctrl-c@example.com')).body.data!.registerUser.success).toBe(true);

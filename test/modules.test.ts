@@ -7,7 +7,10 @@ const SRC = path.resolve(__dirname, '..', '..', 'src');
 
 describe('the module contract', () => {
   it('lists every folder under src/modules once, by its name, in src/modules/index.ts', () => {
-    const folders = fs.readdirSync(path.join(SRC, 'modules'), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const folders = fs
+      .readdirSync(path.join(SRC, 'modules'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
     const names = MODULES.map((module) => module.name);
     expect([...names].sort()).toEqual([...folders].sort());
     expect(new Set(names).size).toBe(names.length);

@@ -125,7 +125,9 @@ function standIn(name: string): unknown {
   return new Proxy(function () {}, {
     get: (_target, property) => standIn(`${name}.${String(property)}`),
     apply: () => {
-      throw new Error(`${name}() was called while the routes were registered to be documented (plinth build has no database): call it only when a request arrives`);
+      throw new Error(
+        `${name}() was called while the routes were registered to be documented (plinth build has no database): call it only when a request arrives`,
+      );
     },
     construct: () => {
       throw new Error(`new ${name}() was called while the routes were registered to be documented: do it only when a request arrives`);
@@ -149,7 +151,8 @@ async function openApiValidator(): Promise<(document: unknown) => Promise<string
 
 /** Text for a double-quoted nginx string; refuses what nginx would read otherwise ($ starts a variable). */
 function nginxString(value: string, setting: string): string {
-  if (/["\\$\r\n]/.test(value)) throw new BuildError([`${setting} (${value}) cannot be written into an nginx configuration: it holds ", \\, $ or a line break`]);
+  if (/["\\$\r\n]/.test(value))
+    throw new BuildError([`${setting} (${value}) cannot be written into an nginx configuration: it holds ", \\, $ or a line break`]);
   return `"${value}"`;
 }
 
@@ -193,4 +196,3 @@ function serverBlock(config: Config, pagePolicy: string): string {
     '',
   ].join('\n');
 }
-

@@ -119,11 +119,13 @@ function pluginFolders(dir: string, problems: string[]): string[] {
     if (code !== 'ENOENT') problems.push(`${shownPath(dir)} (PLINTH_PLUGINS_DIR) cannot be read: ${code}`);
     return [];
   }
-  return entries
-    .filter((entry) => entry.isDirectory() || (entry.isSymbolicLink() && fs.statSync(path.join(dir, entry.name), { throwIfNoEntry: false })?.isDirectory()))
-    .map((entry) => entry.name)
-    // readdir's order is the file system's; the spec must not depend on it.
-    .sort();
+  return (
+    entries
+      .filter((entry) => entry.isDirectory() || (entry.isSymbolicLink() && fs.statSync(path.join(dir, entry.name), { throwIfNoEntry: false })?.isDirectory()))
+      .map((entry) => entry.name)
+      // readdir's order is the file system's; the spec must not depend on it.
+      .sort()
+  );
 }
 
 function readJson<T>(file: string, schema: z.ZodType<T>, problems: string[], owner?: string): T | undefined {

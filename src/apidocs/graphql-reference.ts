@@ -89,7 +89,13 @@ const graphqlError = (description: string) => ({ description, content: GRAPHQL_R
 
 /** Headers an admin-secret caller uses to act as a role and user (the engine's session headers). */
 const SESSION_HEADERS = [
-  { name: 'X-Gql-Role', in: 'header', required: false, schema: { type: 'string' }, description: 'The role to act as: one of the token\'s allowed roles, or any role with the admin secret' },
+  {
+    name: 'X-Gql-Role',
+    in: 'header',
+    required: false,
+    schema: { type: 'string' },
+    description: "The role to act as: one of the token's allowed roles, or any role with the admin secret",
+  },
   { name: 'X-Gql-User-Id', in: 'header', required: false, schema: { type: 'string' }, description: 'With the admin secret: the user to act as' },
 ];
 
@@ -193,7 +199,15 @@ export function graphqlOperationsMarkdown(schema: GraphQLSchema, endpoint: strin
     const fields = rootFields(schema, kind);
     const heading = { query: 'Queries', mutation: 'Mutations', subscription: 'Subscriptions' }[kind];
     if (fields.length === 0) return `## ${heading}\n\nNone.`;
-    return [`## ${heading}`, ...fields.map((field) => operationMarkdown(field, actions.find((action) => action.name === field.name)))].join('\n\n');
+    return [
+      `## ${heading}`,
+      ...fields.map((field) =>
+        operationMarkdown(
+          field,
+          actions.find((action) => action.name === field.name),
+        ),
+      ),
+    ].join('\n\n');
   });
   return [
     `The GraphQL API at \`${endpoint}\`, generated from its schema. Queries and mutations go to \`POST ${endpoint}\` ` +

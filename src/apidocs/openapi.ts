@@ -57,7 +57,10 @@ export function openApiDocument(input: OpenApiInput, problems: string[] = []): J
   // A path item of another server (a custom service) cannot share its path with anything.
   const add: AddPath = (route, item, source) => {
     const existing = paths[route];
-    const taken = existing && ('servers' in item || 'servers' in existing) ? ['the path'] : METHODS.filter((method) => method in item && existing?.[method]).map((method) => method.toUpperCase());
+    const taken =
+      existing && ('servers' in item || 'servers' in existing)
+        ? ['the path']
+        : METHODS.filter((method) => method in item && existing?.[method]).map((method) => method.toUpperCase());
     if (taken.length) {
       problems.push(`${source}: ${taken.join(', ')} ${route} is already documented`);
       return;
@@ -181,6 +184,10 @@ function mergeService(entry: ServiceDocument, add: AddPath, addComponents: (kind
       const security = operation.security ?? document.security;
       item[method] = { ...operation, tags: [service.name], ...(security ? { security: renameSecurity(security) } : {}) };
     }
-    add(route, { servers: [{ url: `http://${service.name}:${service.port}`, description: `${service.variable} (${service.name})` }], ...item }, shownPath(entry.file));
+    add(
+      route,
+      { servers: [{ url: `http://${service.name}:${service.port}`, description: `${service.variable} (${service.name})` }], ...item },
+      shownPath(entry.file),
+    );
   }
 }

@@ -165,7 +165,9 @@ export function graphiqlPage(settings: { title: string; bearerToken: string | un
   const headers = settings.bearerToken ? JSON.stringify({ Authorization: `Bearer ${settings.bearerToken}` }, null, 2) : undefined;
   return page(
     `GraphiQL · ${settings.title}`,
-    [`<style>${vendored('graphiqlCss').replace(/<\/(style)/gi, '<\\/$1')}</style>`, '<style>body { margin: 0; } #graphiql { height: 100vh; }</style>'].join('\n'),
+    [`<style>${vendored('graphiqlCss').replace(/<\/(style)/gi, '<\\/$1')}</style>`, '<style>body { margin: 0; } #graphiql { height: 100vh; }</style>'].join(
+      '\n',
+    ),
     [
       '<div id="graphiql"></div>',
       jsonScript('plinth-graphiql-settings', { headers }),

@@ -72,7 +72,11 @@ function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, 
   const etag = `"${file.hash}${gzip ? '-gzip' : ''}"`;
   // CORS may have said Vary: Origin already.
   const vary = reply.getHeader('vary');
-  reply.header('etag', etag).header('cache-control', 'no-cache').header('vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding').headers(headers);
+  reply
+    .header('etag', etag)
+    .header('cache-control', 'no-cache')
+    .header('vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding')
+    .headers(headers);
   const known = request.headers['if-none-match']?.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
   if (known?.includes(etag)) return reply.code(304).send();
   if (gzip) reply.header('content-encoding', 'gzip');

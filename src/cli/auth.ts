@@ -131,7 +131,9 @@ export function authCommand(configuration: () => Config): Command {
       .requiredOption('-r, --role <role>', 'the role')
       .option('--json', 'print JSON')
       .action(async (email: string, options: { role: string; json?: boolean }) => {
-        const changed = await run((services) => (name === 'add' ? services.admin.addRole(email, options.role) : services.admin.removeRole(email, options.role)));
+        const changed = await run((services) =>
+          name === 'add' ? services.admin.addRole(email, options.role) : services.admin.removeRole(email, options.role),
+        );
         print(changed, options.json, () => `${changed.email}: ${changed.roles.join(', ')} (default ${changed.defaultRole})`);
       });
   }

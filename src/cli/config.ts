@@ -10,6 +10,8 @@ export function configCommand(): Command {
     .description('print the configuration reference (docs/configuration.md): variable, default and meaning, by area')
     .option('-o, --output <file>', 'write it to a file instead of standard output')
     .option('--check <file>', 'exit 1 when <file> differs from what the areas give')
-    .action((options: { output?: string; check?: string }) => emitGenerated(configurationReference(), options, 'the areas of src/config', 'npm run config:docs'));
+    .action((options: { output?: string; check?: string }) =>
+      emitGenerated(configurationReference(), options, 'the areas of src/config', 'npm run config:docs'),
+    );
   return command;
 }

@@ -8,11 +8,7 @@ import { openDatabaseEndpoint, type DatabaseEndpoint } from '../db/database';
  * Opens the database as a one-off command needs it (DATABASE_URL or the embedded one, a pool of
  * two), runs `use`, and closes everything again, whatever `use` does.
  */
-export async function withDatabase<T>(
-  config: Config,
-  logger: Logger,
-  use: (dataSource: DataSource, endpoint: DatabaseEndpoint) => Promise<T>,
-): Promise<T> {
+export async function withDatabase<T>(config: Config, logger: Logger, use: (dataSource: DataSource, endpoint: DatabaseEndpoint) => Promise<T>): Promise<T> {
   const endpoint = await openDatabaseEndpoint(config, logger);
   const dataSource = createDataSource(endpoint.url, 2);
   try {

@@ -14,7 +14,14 @@ function withProjects<T>(config: Config, use: (projects: ProjectsService) => Pro
 
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function print(value: unknown, json: boolean | undefined, text: () => string): void {
@@ -63,7 +70,9 @@ export function errorsCommand(configuration: () => Config): Command {
       const kind = KINDS[options.kind.toLowerCase()];
       if (!kind) throw new Error('--kind must be dsn or secret');
       const created = await withProjects(configuration(), (projects) => projects.createToken({ ...options, kind }));
-      print(created, options.json, () => [`created ${kind} key ${created.id}`, `token: ${created.token}`, ...(created.dsn ? [`dsn:   ${created.dsn}`] : [])].join('\n'));
+      print(created, options.json, () =>
+        [`created ${kind} key ${created.id}`, `token: ${created.token}`, ...(created.dsn ? [`dsn:   ${created.dsn}`] : [])].join('\n'),
+      );
     });
   token
     .command('list')

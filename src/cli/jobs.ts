@@ -31,14 +31,7 @@ function describe(job: Job): string {
 function jobsTable(jobs: Job[]): string {
   return table([
     ['ID', 'QUEUE', 'STATE', 'RETRIES', 'CREATED', 'ERROR'],
-    ...jobs.map((job) => [
-      job.id,
-      job.queue,
-      job.state.toUpperCase(),
-      `${job.retryCount}/${job.retryLimit}`,
-      job.createdOn.toISOString(),
-      job.error ?? '',
-    ]),
+    ...jobs.map((job) => [job.id, job.queue, job.state.toUpperCase(), `${job.retryCount}/${job.retryLimit}`, job.createdOn.toISOString(), job.error ?? '']),
   ]);
 }
 
@@ -54,9 +47,7 @@ export function jobsCommand(configuration: () => Config): Command {
     .option('-n, --first <count>', 'at most this many (1-500)', '50')
     .option('--json', 'print the jobs as JSON')
     .action(async (options: { queue?: string; state?: string; first: string; json?: boolean }) => {
-      const found = await withJobs(configuration(), (service) =>
-        service.list({ queue: options.queue, state: options.state, first: Number(options.first) }),
-      );
+      const found = await withJobs(configuration(), (service) => service.list({ queue: options.queue, state: options.state, first: Number(options.first) }));
       process.stdout.write(`${options.json ? JSON.stringify(found, null, 2) : jobsTable(found)}\n`);
       process.exit(0);
     });

@@ -27,7 +27,9 @@ async function metadataRequest(config: Config, options: ServerOptions, body: unk
       body: JSON.stringify(body),
     });
   } catch (error) {
-    throw new Error(`could not reach ${endpoint}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+    throw new Error(
+      `could not reach ${endpoint}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`,
+    );
   }
   const answer = (await response.json().catch(() => null)) as { error?: string; path?: string } | null;
   if (!response.ok) throw new Error(answer?.error ? `${answer.error} (at ${answer.path})` : `the server answered ${response.status}`);

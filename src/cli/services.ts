@@ -36,10 +36,16 @@ export function scaffoldDeclaredServices(config: Config, metadataDir: string, en
 export function startDeclaredServices(config: Config, env: Record<string, string | undefined>, write: (line: string) => void): ServiceSupervisor | undefined {
   const services = config.customServices.filter((service) => RUNNABLE_TEMPLATES.has(service.template));
   for (const service of config.customServices) {
-    if (service.template !== 'plinth' && !RUNNABLE_TEMPLATES.has(service.template)) write(`[${service.name}] template ${service.template}: not started by plinth start (run it yourself)`);
+    if (service.template !== 'plinth' && !RUNNABLE_TEMPLATES.has(service.template))
+      write(`[${service.name}] template ${service.template}: not started by plinth start (run it yourself)`);
   }
   if (services.length === 0) return undefined;
-  const supervisor = new ServiceSupervisor(services, { servicesDir: config.servicesDir, env, maxRestartDelayMs: config.actionEngine.serviceRestartMaxDelayMs, write });
+  const supervisor = new ServiceSupervisor(services, {
+    servicesDir: config.servicesDir,
+    env,
+    maxRestartDelayMs: config.actionEngine.serviceRestartMaxDelayMs,
+    write,
+  });
   supervisor.start();
   return supervisor;
 }
@@ -90,7 +96,16 @@ export function servicesCommand(configuration: () => Config): Command {
         ...rows.map((row) => [row.name, row.template, row.state.toUpperCase(), row.url, row.actions.join(', ')]),
       ];
       const widths = table[0].map((_, column) => Math.max(...table.map((row) => row[column].length)));
-      process.stdout.write(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd()).join('\n')}\n`);
+      process.stdout.write(
+        `${table
+          .map((row) =>
+            row
+              .map((cell, column) => cell.padEnd(widths[column]))
+              .join('  ')
+              .trimEnd(),
+          )
+          .join('\n')}\n`,
+      );
     });
   return services;
 }

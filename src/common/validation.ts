@@ -52,10 +52,12 @@ function flatten(error: ValidationError, prefix: string): FieldError[] {
   const field = prefix ? `${prefix}.${error.property}` : error.property;
   // Decorators apply bottom-up, so the failures arrive in reverse order of the source: the
   // last one is the top-most rule (required before format before length, as written).
-  const own = Object.entries(error.constraints ?? {}).slice(-1).map(([constraint, message]) => ({
-    field,
-    message,
-    code: (error.contexts?.[constraint]?.code as FieldErrorCode | undefined) ?? 'INVALID_FORMAT',
-  }));
+  const own = Object.entries(error.constraints ?? {})
+    .slice(-1)
+    .map(([constraint, message]) => ({
+      field,
+      message,
+      code: (error.contexts?.[constraint]?.code as FieldErrorCode | undefined) ?? 'INVALID_FORMAT',
+    }));
   return [...own, ...(error.children ?? []).flatMap((child) => flatten(child, field))];
 }

@@ -5,7 +5,9 @@ import { integer, nonEmpty } from './validators';
 
 // The action engine (user-declared actions and the custom services that handle them) and Plinth's own actions.
 export const actionsVariables = {
-  ACTIONS_HANDLER_TIMEOUT_SECONDS: integer(1, 3600).default(30).describe("how long a user-declared action's handler may take when the action sets no `timeout`"),
+  ACTIONS_HANDLER_TIMEOUT_SECONDS: integer(1, 3600)
+    .default(30)
+    .describe("how long a user-declared action's handler may take when the action sets no `timeout`"),
   ACTIONS_SERVICE_RESTART_MAX_DELAY_MS: integer(100, 600_000)
     .default(30_000)
     .describe('the longest wait before `plinth start` starts a crashed custom service again (doubling from 250 ms)'),

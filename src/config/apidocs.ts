@@ -46,9 +46,15 @@ export const apidocsVariables = {
     .transform((prefixes) => prefixes.map((prefix) => (prefix.length > 1 ? prefix.replace(/\/+$/, '') : prefix)))
     .optional()
     .meta({ description: 'comma-separated path prefixes left out of the spec (`/admin` hides `/admin` and `/admin/...`)', unset: 'none' }),
-  PLINTH_PLUGINS_DIR: nonEmpty.default('plugins').describe('one folder per installed plugin, each with its `plugin.json` manifest (`name`, `rest_routes`), documented in the spec'),
-  PLINTH_DIST_DIR: nonEmpty.default('.nself/dist').describe('where `plinth build` writes `openapi.json` and `scalar.html` (served by `plinth start` when there)'),
-  PLINTH_PROXY_CONF_DIR: nonEmpty.default('nginx/conf.d').describe("the proxy's hand-managed configuration folder, where `plinth build` writes `api-docs.conf`"),
+  PLINTH_PLUGINS_DIR: nonEmpty
+    .default('plugins')
+    .describe('one folder per installed plugin, each with its `plugin.json` manifest (`name`, `rest_routes`), documented in the spec'),
+  PLINTH_DIST_DIR: nonEmpty
+    .default('.nself/dist')
+    .describe('where `plinth build` writes `openapi.json` and `scalar.html` (served by `plinth start` when there)'),
+  PLINTH_PROXY_CONF_DIR: nonEmpty
+    .default('nginx/conf.d')
+    .describe("the proxy's hand-managed configuration folder, where `plinth build` writes `api-docs.conf`"),
 };
 
 export const apidocs = {

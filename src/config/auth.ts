@@ -21,27 +21,28 @@ const redirectBase = nonEmpty.refine(
 );
 
 /** AUTH_JWT_SECRET: a raw key of 32 bytes or more, or the engine's JSON object (HS256, HS384 or HS512). */
-const authJwtSecret = z
-  .string()
-  .transform((text, ctx): { type?: 'HS256' | 'HS384' | 'HS512'; key: string; claims_namespace?: string } => {
-    if (!text.trimStart().startsWith('{')) {
-      if (Buffer.byteLength(text) < 32) ctx.addIssue({ code: 'custom', message: 'must be at least 32 bytes' });
-      return { key: text };
-    }
-    const parsed = jwtSecretSchema.safeParse(text);
-    if (!parsed.success) {
-      ctx.addIssue({ code: 'custom', message: `must be a key of 32+ bytes or a JSON object such as {"type":"HS256","key":"..."}: ${parsed.error.issues[0].message}` });
-      return z.NEVER;
-    }
-    const { type, key } = parsed.data;
-    // Only a namespace the object names itself replaces the engine's.
-    const { claims_namespace } = JSON.parse(text) as { claims_namespace?: string };
-    if (type !== 'HS256' && type !== 'HS384' && type !== 'HS512') {
-      ctx.addIssue({ code: 'custom', message: 'type must be HS256, HS384 or HS512: the auth service signs with a shared secret' });
-      return z.NEVER;
-    }
-    return { type, key, claims_namespace };
-  });
+const authJwtSecret = z.string().transform((text, ctx): { type?: 'HS256' | 'HS384' | 'HS512'; key: string; claims_namespace?: string } => {
+  if (!text.trimStart().startsWith('{')) {
+    if (Buffer.byteLength(text) < 32) ctx.addIssue({ code: 'custom', message: 'must be at least 32 bytes' });
+    return { key: text };
+  }
+  const parsed = jwtSecretSchema.safeParse(text);
+  if (!parsed.success) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a key of 32+ bytes or a JSON object such as {"type":"HS256","key":"..."}: ${parsed.error.issues[0].message}`,
+    });
+    return z.NEVER;
+  }
+  const { type, key } = parsed.data;
+  // Only a namespace the object names itself replaces the engine's.
+  const { claims_namespace } = JSON.parse(text) as { claims_namespace?: string };
+  if (type !== 'HS256' && type !== 'HS384' && type !== 'HS512') {
+    ctx.addIssue({ code: 'custom', message: 'type must be HS256, HS384 or HS512: the auth service signs with a shared secret' });
+    return z.NEVER;
+  }
+  return { type, key, claims_namespace };
+});
 
 const burst = (points: number, what: string) => integer(1, 1_000_000).default(points).describe(`requests per client address and window: ${what}`);
 const interval = (seconds: number, what: string) => integer(1, 86_400).default(seconds).describe(`the window, in seconds, of ${what}`);
@@ -53,10 +54,14 @@ export const authVariables = {
   // argon2id's cost; the default is libsodium's interactive profile (64 MiB, 2 passes), above OWASP's minimum.
   AUTH_PASSWORD_HASH_MEMORY_KIB: integer(7_168, 4_194_304)
     .default(65_536)
-    .describe("argon2id's memory for new password hashes (libsodium's interactive profile; below OWASP's minimum for the iterations is refused); a sign-in replaces a hash made at another cost"),
+    .describe(
+      "argon2id's memory for new password hashes (libsodium's interactive profile; below OWASP's minimum for the iterations is refused); a sign-in replaces a hash made at another cost",
+    ),
   AUTH_PASSWORD_HASH_ITERATIONS: integer(1, 64).default(2).describe("argon2id's passes for new password hashes"),
   AUTH_PASSWORD_HASH_PARALLELISM: integer(1, 16).default(1).describe("argon2id's lanes for new password hashes"),
-  AUTH_INVITATION_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400).describe('how long an invitation link from bulkCreateUsers stays valid'),
+  AUTH_INVITATION_TTL_SECONDS: integer(60, 365 * 86_400)
+    .default(7 * 86_400)
+    .describe('how long an invitation link from bulkCreateUsers stays valid'),
   AUTH_JWT_SECRET: authJwtSecret.optional().meta({
     description: "signing key of the auth service's tokens (a 32+ byte key, or the engine's JSON object, HS*)",
     unset: 'the key of `GQL_GRAPHQL_JWT_SECRET`',
@@ -64,14 +69,20 @@ export const authVariables = {
   AUTH_ACCESS_TOKEN_EXPIRES_IN: integer(10, 7 * 86_400)
     .optional()
     .meta({ description: 'access token lifetime, seconds; it and its alias must agree when both are set', unset: '`900`' }),
-  AUTH_TOKEN_EXPIRY_SECONDS: integer(10, 7 * 86_400).optional().meta({ description: 'alias of `AUTH_ACCESS_TOKEN_EXPIRES_IN`', unset: '`900`' }),
-  AUTH_REFRESH_TOKEN_EXPIRES_IN: integer(1, 10 * 525_600).default(43_200).describe('refresh token lifetime, in minutes'),
+  AUTH_TOKEN_EXPIRY_SECONDS: integer(10, 7 * 86_400)
+    .optional()
+    .meta({ description: 'alias of `AUTH_ACCESS_TOKEN_EXPIRES_IN`', unset: '`900`' }),
+  AUTH_REFRESH_TOKEN_EXPIRES_IN: integer(1, 10 * 525_600)
+    .default(43_200)
+    .describe('refresh token lifetime, in minutes'),
   AUTH_REFRESH_TOKEN_REUSE_GRACE_SECONDS: integer(0, 300)
     .default(5)
     .describe("how long a rotated refresh token may come back (a client's retry) before its session is revoked as stolen"),
   AUTH_RECENT_SIGN_IN_SECONDS: integer(0, 365 * 86_400)
     .default(86_400)
-    .describe('a change of password or address with a bearer token needs a session signed in this recently (403 `reauthentication-required` otherwise; `0`: any live session)'),
+    .describe(
+      'a change of password or address with a bearer token needs a session signed in this recently (403 `reauthentication-required` otherwise; `0`: any live session)',
+    ),
   AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: boolean.default(true).describe('sign-in needs a verified address'),
   AUTH_DISABLE_SIGNUP: boolean
     .default(false)
@@ -85,11 +96,16 @@ export const authVariables = {
     .enum(['404', 'mp', 'identicon', 'monsterid', 'wavatar', 'retro', 'robohash', 'blank'])
     .default('blank')
     .describe("Gravatar's image for an address it does not know"),
-  AUTH_GRAVATAR_RATING: z.enum(['g', 'pg', 'r', 'x']).default('g').describe("the highest Gravatar rating shown"),
+  AUTH_GRAVATAR_RATING: z.enum(['g', 'pg', 'r', 'x']).default('g').describe('the highest Gravatar rating shown'),
   AUTH_CLIENT_URL: redirectBase.optional().meta({ description: 'the app: the default `redirectTo` target', unset: '`PLINTH_PUBLIC_URL`' }),
   AUTH_ALLOWED_REDIRECT_URLS: z
     .string()
-    .transform((value) => value.split(',').map((entry) => entry.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    )
     .refine((entries) => entries.every((entry) => redirectBase.safeParse(entry).success), {
       error: 'must be a comma-separated list of URLs such as https://app.example.com,https://*.example.com/callback',
     })
@@ -113,10 +129,18 @@ export const authVariables = {
   AUTH_PORT: integer(1, 65535)
     .optional()
     .meta({ description: 'also serve the auth service at the root of `127.0.0.1:<port>` (4000 behind `auth.<domain>`)', unset: 'none' }),
-  AUTH_TICKET_VERIFY_EMAIL_TTL_SECONDS: integer(60, 365 * 86_400).default(7 * 86_400).describe('lifetime of a mailed address-verification ticket'),
-  AUTH_TICKET_PASSWORD_RESET_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600).describe('lifetime of a mailed password-reset ticket'),
-  AUTH_TICKET_EMAIL_CHANGE_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600).describe('lifetime of a mailed address-change ticket'),
-  AUTH_TICKET_PASSWORDLESS_TTL_SECONDS: integer(60, 30 * 86_400).default(3_600).describe('lifetime of a mailed sign-in link'),
+  AUTH_TICKET_VERIFY_EMAIL_TTL_SECONDS: integer(60, 365 * 86_400)
+    .default(7 * 86_400)
+    .describe('lifetime of a mailed address-verification ticket'),
+  AUTH_TICKET_PASSWORD_RESET_TTL_SECONDS: integer(60, 30 * 86_400)
+    .default(3_600)
+    .describe('lifetime of a mailed password-reset ticket'),
+  AUTH_TICKET_EMAIL_CHANGE_TTL_SECONDS: integer(60, 30 * 86_400)
+    .default(3_600)
+    .describe('lifetime of a mailed address-change ticket'),
+  AUTH_TICKET_PASSWORDLESS_TTL_SECONDS: integer(60, 30 * 86_400)
+    .default(3_600)
+    .describe('lifetime of a mailed sign-in link'),
   AUTH_TICKET_MFA_TTL_SECONDS: integer(30, 86_400).default(300).describe('lifetime of the ticket between a password and its second factor'),
   AUTH_CLEANUP_INTERVAL_SECONDS: integer(1, 86_400).default(3_600).describe('how often expired refresh tokens and tickets are deleted'),
   AUTH_RATE_LIMIT_GLOBAL_BURST: burst(100, 'every `/auth` request'),

@@ -12,7 +12,7 @@ export const databaseVariables = {
   DATABASE_POOL_SIZE: integer(1, 1000).default(10).describe('database connections each process keeps'),
   PLINTH_DATA_DIR: nonEmpty
     .default('.data')
-    .describe("the folder of the embedded PostgreSQL, and of what development keeps (generated secrets, mail as .eml files, local storage)"),
+    .describe('the folder of the embedded PostgreSQL, and of what development keeps (generated secrets, mail as .eml files, local storage)'),
   PLINTH_EMBEDDED_PG_PORT: integer(1, 65535).default(5433).describe('the port of the embedded PostgreSQL'),
 };
 

@@ -19,16 +19,12 @@ function withApiSecrets(config: Config, print: (line: string) => void): Config {
   const adminSecret =
     config.graphql.adminSecret ??
     readOrCreate(path.join(config.database.dataDir, 'admin-secret'), (secret, file) =>
-      print(
-        `GQL_GRAPHQL_ADMIN_SECRET was not set; generated one for development (kept in ${file}):\n  ${secret}`,
-      ),
+      print(`GQL_GRAPHQL_ADMIN_SECRET was not set; generated one for development (kept in ${file}):\n  ${secret}`),
     );
   // Through the same schema as GQL_GRAPHQL_JWT_SECRET, so the defaults are the configured ones.
   const jwtSecret =
     config.graphql.jwtSecret ??
-    jwtSecretSchema.parse(
-      JSON.stringify({ type: 'HS256', key: readOrCreate(path.join(config.database.dataDir, 'jwt-secret'), () => undefined) }),
-    );
+    jwtSecretSchema.parse(JSON.stringify({ type: 'HS256', key: readOrCreate(path.join(config.database.dataDir, 'jwt-secret'), () => undefined) }));
   return { ...config, graphql: { ...config.graphql, adminSecret, jwtSecret } };
 }
 

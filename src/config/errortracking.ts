@@ -5,8 +5,12 @@ import { integer } from './validators';
 // Error tracking (spec 2 §2.5, §8).
 export const errortrackingVariables = {
   ERRORS_INGEST_RATE_LIMIT_PER_MINUTE: integer(1, 100_000_000).default(10_000).describe('error events one DSN key may send per minute'),
-  ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000).default(100).describe('management calls (REST and `/api/graphql`) one secret key may make per minute'),
-  ERRORS_MAX_EVENT_BYTES: integer(1024, 100 * 1024 * 1024).default(1024 * 1024).describe('largest ingestion body, as sent and once decompressed'),
+  ERRORS_API_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000)
+    .default(100)
+    .describe('management calls (REST and `/api/graphql`) one secret key may make per minute'),
+  ERRORS_MAX_EVENT_BYTES: integer(1024, 100 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('largest ingestion body, as sent and once decompressed'),
   ERRORS_INGEST_MAX_BATCH: integer(1, 10_000).default(500).describe('most events written in one statement'),
   ERRORS_EVENT_RETENTION_DAYS: integer(1, 3650).default(90).describe('age at which events are removed (errors keep their counts)'),
   ERRORS_MAINTENANCE_INTERVAL_SECONDS: integer(1, 86_400)

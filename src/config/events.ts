@@ -71,12 +71,15 @@ export function externalProvidersFromEnv(env: Record<string, string | undefined>
       // Standard Webhooks' secrets are `whsec_` and the key in base64; the key's bytes sign.
       const encoded = secret.replace(/^whsec_/, '');
       secret = Buffer.from(encoded, 'base64');
-      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || secret.length < 16) problems.push(`${prefix}_SECRET must be the provider's whsec_<base64> secret (a key of 16 bytes or more)`);
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || secret.length < 16)
+        problems.push(`${prefix}_SECRET must be the provider's whsec_<base64> secret (a key of 16 bytes or more)`);
     }
     for (const key of HMAC_SCHEME_SETTINGS) {
       if (values[key] === undefined) continue;
-      if (scheme !== 'hmac-sha256') problems.push(`${prefix}_${key} applies to the hmac-sha256 scheme only; the ${scheme} scheme reads the provider's own headers`);
-      else if (key !== 'SIGNATURE_PREFIX' && !HEADER_NAME.test(values[key])) problems.push(`${prefix}_${key} must be an HTTP header name (got ${JSON.stringify(values[key])})`);
+      if (scheme !== 'hmac-sha256')
+        problems.push(`${prefix}_${key} applies to the hmac-sha256 scheme only; the ${scheme} scheme reads the provider's own headers`);
+      else if (key !== 'SIGNATURE_PREFIX' && !HEADER_NAME.test(values[key]))
+        problems.push(`${prefix}_${key} must be an HTTP header name (got ${JSON.stringify(values[key])})`);
     }
     let toleranceSeconds = 300;
     if (values.TOLERANCE_SECONDS !== undefined) {
@@ -84,7 +87,9 @@ export function externalProvidersFromEnv(env: Record<string, string | undefined>
       if (!TIMESTAMPED_SCHEMES.includes(scheme)) {
         problems.push(`${prefix}_TOLERANCE_SECONDS applies to schemes that sign a timestamp (${TIMESTAMPED_SCHEMES.join(', ')}); ${scheme} signs none`);
       } else if (!/^\d+$/.test(values.TOLERANCE_SECONDS.trim()) || toleranceSeconds < 1 || toleranceSeconds > MAX_TOLERANCE_SECONDS) {
-        problems.push(`${prefix}_TOLERANCE_SECONDS must be a whole number of seconds from 1 to ${MAX_TOLERANCE_SECONDS} (got ${JSON.stringify(values.TOLERANCE_SECONDS)})`);
+        problems.push(
+          `${prefix}_TOLERANCE_SECONDS must be a whole number of seconds from 1 to ${MAX_TOLERANCE_SECONDS} (got ${JSON.stringify(values.TOLERANCE_SECONDS)})`,
+        );
       }
     }
     if (problems.length > before) continue;
@@ -145,7 +150,7 @@ export const events = {
     {
       variable: 'EXTERNAL_WEBHOOK_<P>_SCHEME',
       default: '`hmac-sha256`',
-      description: 'how the provider signs: `hmac-sha256` (hex HMAC of the body, GitHub\'s), `stripe`, `slack`, `shopify` or `standard-webhooks` (Svix)',
+      description: "how the provider signs: `hmac-sha256` (hex HMAC of the body, GitHub's), `stripe`, `slack`, `shopify` or `standard-webhooks` (Svix)",
     },
     {
       variable: 'EXTERNAL_WEBHOOK_<P>_SIGNATURE_HEADER',

@@ -18,26 +18,33 @@ export const filesVariables = {
   FILES_ALLOWED_TYPES: z
     .string()
     .default(DEFAULT_FILE_TYPES.join(','))
-    .transform((value) => [...new Set(value.split(',').map((type) => type.trim().toLowerCase()).filter(Boolean))])
+    .transform((value) => [
+      ...new Set(
+        value
+          .split(',')
+          .map((type) => type.trim().toLowerCase())
+          .filter(Boolean),
+      ),
+    ])
     .refine((types) => types.length > 0 && types.every((type) => MEDIA_TYPE.test(type)), {
       error: 'must be a comma-separated list of media types such as image/png,text/csv',
     })
     .describe('media types an upload may declare, comma-separated'),
-  FILES_URL_TTL_SECONDS: integer(10, 7 * 86_400).default(3600).describe('how long a signed link to a file works'),
-  REPORTS_URL_TTL_SECONDS: integer(10, 7 * 86_400).default(3600).describe('how long a signed link to a report result works'),
+  FILES_URL_TTL_SECONDS: integer(10, 7 * 86_400)
+    .default(3600)
+    .describe('how long a signed link to a file works'),
+  REPORTS_URL_TTL_SECONDS: integer(10, 7 * 86_400)
+    .default(3600)
+    .describe('how long a signed link to a report result works'),
   STORAGE_DRIVER: z
     .enum(['postgres', 'local'], { error: 'must be postgres or local' })
     .default('postgres')
     .describe('where files and reports are kept: `postgres` (in the database: every instance serves them) or `local` (`STORAGE_LOCAL_DIR`, one instance)'),
   STORAGE_LOCAL_DIR: nonEmpty.optional().meta({ description: 'the folder of the `local` driver', unset: '`<PLINTH_DATA_DIR>/storage`' }),
-  STORAGE_URL_SIGNING_SECRET: z
-    .string()
-    .min(32, { error: 'must be at least 32 characters' })
-    .optional()
-    .meta({
-      description: 'key of signed links (32+ characters); required with `NODE_ENV=production`; changing it voids every link',
-      unset: 'outside production: derived from the admin secret',
-    }),
+  STORAGE_URL_SIGNING_SECRET: z.string().min(32, { error: 'must be at least 32 characters' }).optional().meta({
+    description: 'key of signed links (32+ characters); required with `NODE_ENV=production`; changing it voids every link',
+    unset: 'outside production: derived from the admin secret',
+  }),
 };
 
 export const files = {

@@ -22,24 +22,30 @@ export const graphqlVariables = {
   GQL_GRAPHQL_MAX_DEPTH: integer(1, 1000).default(15).describe('deepest selection an operation may have (introspection is exempt)'),
   GQL_GRAPHQL_MAX_COMPLEXITY: integer(1, 1_000_000).default(1000).describe('highest cost an operation may have (introspection is exempt)'),
   GQL_GRAPHQL_MAX_TOKENS: integer(100, 1_000_000).default(2000).describe('most tokens in a query document, counted while parsing'),
-  GQL_GRAPHQL_MAX_DOCUMENT_BYTES: integer(1024, 100 * 1024 * 1024).default(100 * 1024).describe('largest query document, checked before parsing'),
+  GQL_GRAPHQL_MAX_DOCUMENT_BYTES: integer(1024, 100 * 1024 * 1024)
+    .default(100 * 1024)
+    .describe('largest query document, checked before parsing'),
   GQL_GRAPHQL_MAX_ALIASES: integer(0, 100_000).default(100).describe('most aliases in one operation'),
   GQL_GRAPHQL_MAX_ROOT_FIELDS: integer(1, 100_000).default(50).describe('most root fields in one operation'),
   GQL_GRAPHQL_DOCUMENT_CACHE_BYTES: integer(0, 1024 * 1024 * 1024)
     .default(16 * 1024 * 1024)
     .describe('memory for parsed documents kept for repeated queries (0: none)'),
-  GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024).default(1024 * 1024).describe('largest request body, in bytes (but uploads: see `FILES_MAX_BYTES`)'),
+  GQL_GRAPHQL_BODY_LIMIT: integer(1024, 1024 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('largest request body, in bytes (but uploads: see `FILES_MAX_BYTES`)'),
   GQL_GRAPHQL_WS_INIT_TIMEOUT_MS: integer(100, 600_000).default(3000).describe('how long a graphql-ws connection may take to send its `connection_init`'),
   // What one user (else one client address) may hold at once on this instance; the admin role is not limited.
   GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER: integer(1, 1_000_000)
     .default(20)
-    .describe('graphql-ws connections one user (else one client address) may hold at once on an instance; the next is closed with 4429; the admin role is not limited'),
+    .describe(
+      'graphql-ws connections one user (else one client address) may hold at once on an instance; the next is closed with 4429; the admin role is not limited',
+    ),
   GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: integer(1, 1_000_000)
     .default(100)
     .describe('subscriptions live at once on one graphql-ws connection; past it the subscription gets an `error` with `QUOTA_EXCEEDED`'),
   GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER: integer(1, 1_000_000)
     .default(200)
-    .describe("subscriptions live at once for one user across its connections on an instance; past it the subscription gets an `error` with `QUOTA_EXCEEDED`"),
+    .describe('subscriptions live at once for one user across its connections on an instance; past it the subscription gets an `error` with `QUOTA_EXCEEDED`'),
   GQL_GRAPHQL_CORS_DOMAIN: z
     .string()
     .trim()

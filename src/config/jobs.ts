@@ -39,9 +39,7 @@ const QUEUE_SETTINGS = {
 
 type QueueSetting = keyof QueueSettings;
 const QUEUE_SETTING_KEYS = Object.keys(QUEUE_SETTINGS) as QueueSetting[];
-const QUEUE_VARIABLE = new RegExp(
-  `^JOBS_([A-Z][A-Z0-9_]*)_(${QUEUE_SETTING_KEYS.map((key) => QUEUE_SETTINGS[key].variable).join('|')})$`,
-);
+const QUEUE_VARIABLE = new RegExp(`^JOBS_([A-Z][A-Z0-9_]*)_(${QUEUE_SETTING_KEYS.map((key) => QUEUE_SETTINGS[key].variable).join('|')})$`);
 
 /** The environment-variable form of a queue name: `report-render` -> `REPORT_RENDER`. */
 export function queueVariableName(queue: string): string {

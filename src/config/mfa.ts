@@ -23,7 +23,10 @@ export const mfaVariables = {
   AUTH_RATE_LIMIT_MFA_BURST: integer(1, 1_000_000).default(10).describe('second-factor codes tried per user (whatever the address) and window'),
   AUTH_RATE_LIMIT_MFA_INTERVAL_SECONDS: integer(1, 86_400).default(300).describe('the window, in seconds, of `AUTH_RATE_LIMIT_MFA_BURST`'),
   AUTH_MFA_SMS_ENABLED: boolean.default(false).describe('codes by SMS through the gateway (`AUTH_SMS_*` required then)'),
-  AUTH_SMS_PROVIDER: z.enum(['twilio'], { error: 'must be twilio' }).optional().meta({ description: 'the SMS gateway: `twilio` (its Messages API)', unset: 'none' }),
+  AUTH_SMS_PROVIDER: z
+    .enum(['twilio'], { error: 'must be twilio' })
+    .optional()
+    .meta({ description: 'the SMS gateway: `twilio` (its Messages API)', unset: 'none' }),
   AUTH_SMS_GATEWAY_ACCOUNT_SID: nonEmpty.optional().meta({ description: "the gateway's account id", unset: 'none' }),
   AUTH_SMS_GATEWAY_AUTH_TOKEN: nonEmpty.optional().meta({ description: "the gateway's token", unset: 'none' }),
   AUTH_SMS_GATEWAY_MESSAGING_SERVICE_ID: nonEmpty.optional().meta({ description: 'the messaging service the codes are sent from', unset: 'none' }),

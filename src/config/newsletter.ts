@@ -16,12 +16,16 @@ export const newsletterVariables = {
     description: 'signs unsubscribe links: 64 hex digits (`openssl rand -hex 32`); in production the newsletter answers 503 without it',
     unset: 'generated in development',
   }),
-  NEWSLETTER_CONFIRM_TTL_SECONDS: integer(60, 30 * 86_400).default(48 * 3600).describe('validity of a confirmation link'),
+  NEWSLETTER_CONFIRM_TTL_SECONDS: integer(60, 30 * 86_400)
+    .default(48 * 3600)
+    .describe('validity of a confirmation link'),
   NEWSLETTER_CONFIRM_RESEND_LIMIT: integer(0, 100)
     .default(3)
     .describe('fresh confirmation links a pending address may get before subscribing again stays silent'),
   NEWSLETTER_SUBSCRIBE_RATE_LIMIT_POINTS: integer(1, 1_000_000).default(3).describe('subscribe attempts per client address and window'),
-  NEWSLETTER_SUBSCRIBE_RATE_LIMIT_DURATION_SECONDS: integer(1, 86_400).default(3600).describe('the window, in seconds, of `NEWSLETTER_SUBSCRIBE_RATE_LIMIT_POINTS`'),
+  NEWSLETTER_SUBSCRIBE_RATE_LIMIT_DURATION_SECONDS: integer(1, 86_400)
+    .default(3600)
+    .describe('the window, in seconds, of `NEWSLETTER_SUBSCRIBE_RATE_LIMIT_POINTS`'),
   NEWSLETTER_DAY_SECONDS: integer(1, 86_400)
     .default(86_400)
     .describe("the length of a day in the newsletter's schedules (series, clean-up, cadence); tests shorten it"),
@@ -46,7 +50,9 @@ export const newsletterVariables = {
   NEWSLETTER_SCHEDULER_INTERVAL_SECONDS: integer(1, 3600).default(60).describe('how often workers look for due scheduled work (clean-up, the issue schedule)'),
   NEWSLETTER_SEND_BATCH_SIZE: integer(1, 10_000).default(200).describe('recipients one issue-send job claims at once'),
   NEWSLETTER_SEND_CONCURRENCY: integer(1, 1000).default(20).describe('sends at once in one issue-send job'),
-  NEWSLETTER_LICENSE_ALERT_DAYS: integer(1, 90).default(7).describe('T3-license-alert goes this many (newsletter) days before a license renews (once per renewal date)'),
+  NEWSLETTER_LICENSE_ALERT_DAYS: integer(1, 90)
+    .default(7)
+    .describe('T3-license-alert goes this many (newsletter) days before a license renews (once per renewal date)'),
   NEWSLETTER_LICENSE_MANAGE_URL: z
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
     .optional()

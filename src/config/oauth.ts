@@ -6,7 +6,9 @@ import { integer } from './validators';
 export const oauthVariables = {
   AUTH_PROVIDER_STATE_TTL_SECONDS: integer(30, 3_600)
     .default(600)
-    .describe('how long a sign-in with a provider may take: its `state`, and the HttpOnly cookie `plinth_oauth_state` that binds it to the browser that started it'),
+    .describe(
+      'how long a sign-in with a provider may take: its `state`, and the HttpOnly cookie `plinth_oauth_state` that binds it to the browser that started it',
+    ),
 };
 
 export const oauth = {
@@ -25,7 +27,8 @@ export const oauth = {
       description: `required when the provider is enabled: ${OAUTH_PROVIDER_NAMES.map((name) => `\`${name.toUpperCase()}\` ${OAUTH_PROVIDERS[name].join(', ')}`).join('; ')}`,
     },
     {
-      variable: 'AUTH_PROVIDER_<NAME>_AUTH_URL', default: "the provider's",
+      variable: 'AUTH_PROVIDER_<NAME>_AUTH_URL',
+      default: "the provider's",
       description: "the provider's endpoints elsewhere (also `_TOKEN_URL`, `_API_URL`): http(s) URLs, such as a local server in tests",
     },
   ],

@@ -15,7 +15,9 @@ export const observabilityVariables = {
   PLINTH_METRICS: z
     .enum(['loopback', 'token', 'off'], { error: 'must be loopback, token or off' })
     .default('loopback')
-    .describe('`GET /metrics` (Prometheus): `loopback` answers loopback clients only, `token` asks for `Authorization: Bearer <PLINTH_METRICS_TOKEN>`, `off` removes it'),
+    .describe(
+      '`GET /metrics` (Prometheus): `loopback` answers loopback clients only, `token` asks for `Authorization: Bearer <PLINTH_METRICS_TOKEN>`, `off` removes it',
+    ),
   PLINTH_METRICS_TOKEN: z
     .string()
     .min(16, { error: 'must be at least 16 characters' })

@@ -23,18 +23,19 @@ export const paymentsVariables = {
     .enum(PAYMENT_PROVIDERS, { error: 'must be primary or backup' })
     .optional()
     .meta({ description: 'an alias shown by `GET /billing/health` only', unset: 'none' }),
-  ADMIN_KEY: z
-    .string()
-    .min(16, { error: 'must be at least 16 characters' })
-    .optional()
-    .meta({ description: '`X-Admin-Key` of `/admin/payment-provider` (16+ characters, 32+ in production); unset: those endpoints refuse every key', unset: 'none' }),
+  ADMIN_KEY: z.string().min(16, { error: 'must be at least 16 characters' }).optional().meta({
+    description: '`X-Admin-Key` of `/admin/payment-provider` (16+ characters, 32+ in production); unset: those endpoints refuse every key',
+    unset: 'none',
+  }),
   PRIMARY_PROVIDER_API_URL: baseUrl
     .optional()
     .meta({ description: 'the primary (Stripe-compatible) provider, reached with the official SDK', unset: "the provider's address" }),
   PRIMARY_PROVIDER_API_KEY: nonEmpty.optional().meta({ description: "the primary provider's API key", unset: 'none' }),
   PRIMARY_PROVIDER_WEBHOOK_SECRET: nonEmpty.optional().meta({ description: 'verifies `POST /webhooks/primary`', unset: 'none' }),
   BACKUP_PROVIDER_API_URL: baseUrl.default('https://api.lemonsqueezy.com').describe("the backup (Lemon Squeezy-compatible) provider's JSON:API"),
-  BACKUP_PROVIDER_API_KEY: nonEmpty.optional().meta({ description: "the backup provider's API key; needed, with the store id and the webhook secret, to switch to backup", unset: 'none' }),
+  BACKUP_PROVIDER_API_KEY: nonEmpty
+    .optional()
+    .meta({ description: "the backup provider's API key; needed, with the store id and the webhook secret, to switch to backup", unset: 'none' }),
   BACKUP_PROVIDER_STORE_ID: nonEmpty
     .regex(/^\d+$/, { error: 'must be the numeric id of the store' })
     .optional()

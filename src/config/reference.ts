@@ -9,7 +9,15 @@ export function configurationReference(areas: readonly Area[] = AREAS): string {
       ...Object.entries(area.variables).map(([variable, schema]) => row(variable, defaultText(schema), meaningOf(variable, schema))),
       ...(area.patterns ?? []).map((pattern) => row(pattern.variable, pattern.default, pattern.description)),
     ];
-    return [`## ${area.title}`, '', `Area \`${area.name}\` (\`src/config/${area.name}.ts\`).`, '', '| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
+    return [
+      `## ${area.title}`,
+      '',
+      `Area \`${area.name}\` (\`src/config/${area.name}.ts\`).`,
+      '',
+      '| Variable | Default | Meaning |',
+      '|---|---|---|',
+      ...rows,
+    ].join('\n');
   });
   return [
     '# Configuration reference',
@@ -37,7 +45,10 @@ function cell(text: string): string {
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces as dashes. */
 function anchor(title: string): string {
-  return title.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-');
+  return title
+    .toLowerCase()
+    .replace(/[^a-z0-9 -]/g, '')
+    .replace(/ /g, '-');
 }
 
 function meaningOf(variable: string, schema: z.core.$ZodType): string {

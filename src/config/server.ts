@@ -51,7 +51,9 @@ export const serverVariables = {
   }),
   TRUST_PROXY: trustProxy
     .default(false)
-    .describe("which proxies' `X-Forwarded-For` gives the client address: `true`, a hop count, or addresses/CIDRs (and `loopback`, `linklocal`, `uniquelocal`), comma-separated"),
+    .describe(
+      "which proxies' `X-Forwarded-For` gives the client address: `true`, a hop count, or addresses/CIDRs (and `loopback`, `linklocal`, `uniquelocal`), comma-separated",
+    ),
   // Node's own default, which Fastify turns off (0): a request must arrive whole within it (docs/decisions.md).
   HTTP_REQUEST_TIMEOUT_SECONDS: integer(0, 86_400)
     .default(300)

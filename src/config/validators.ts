@@ -24,7 +24,12 @@ export const baseUrl = nonEmpty.refine(
     const url = new URL(value);
     return (
       (url.protocol === 'http:' || url.protocol === 'https:') &&
-      !url.username && !url.password && !url.search && !url.hash && !value.includes('?') && !value.includes('#') &&
+      !url.username &&
+      !url.password &&
+      !url.search &&
+      !url.hash &&
+      !value.includes('?') &&
+      !value.includes('#') &&
       !value.endsWith('/')
     );
   },
@@ -32,10 +37,16 @@ export const baseUrl = nonEmpty.refine(
 );
 
 /** A secret of 32 random bytes written as 64 hex digits (`openssl rand -hex 32`). */
-export const hexSecret = z.string().trim().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 32 random bytes as 64 hex digits (openssl rand -hex 32)' });
+export const hexSecret = z
+  .string()
+  .trim()
+  .regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 32 random bytes as 64 hex digits (openssl rand -hex 32)' });
 
 /** A role name: letters, digits, _ and -, as in X-Gql-Role. */
-export const roleName = z.string().trim().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a role name such as user' });
+export const roleName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a role name such as user' });
 
 /** A URL path such as /docs: a slash, then letters, digits and . _ ~ - /, no trailing slash. */
 export const urlPath = nonEmpty.regex(/^\/([A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*)?$/, {
@@ -43,7 +54,14 @@ export const urlPath = nonEmpty.regex(/^\/([A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*
 });
 
 /** Comma-separated entries, trimmed, empty ones dropped, each kept once. */
-export const distinctList = (value: string) => [...new Set(value.split(',').map((entry) => entry.trim()).filter(Boolean))];
+export const distinctList = (value: string) => [
+  ...new Set(
+    value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+  ),
+];
 
 /**
  * Secrets the operator chooses must be this long in production: whoever holds what one signs (a

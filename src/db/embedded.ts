@@ -232,9 +232,7 @@ function assertReachableByPostgresUser(clusterDir: string): void {
   for (let folder = path.dirname(clusterDir); ; folder = path.dirname(folder)) {
     const stat = fs.statSync(folder);
     const enterable =
-      (stat.mode & 0o001) !== 0 ||
-      (stat.uid === postgres.uid && (stat.mode & 0o100) !== 0) ||
-      (stat.gid === postgres.gid && (stat.mode & 0o010) !== 0);
+      (stat.mode & 0o001) !== 0 || (stat.uid === postgres.uid && (stat.mode & 0o100) !== 0) || (stat.gid === postgres.gid && (stat.mode & 0o010) !== 0);
     if (!enterable) {
       throw new Error(
         `The embedded PostgreSQL runs as the postgres user, which cannot enter ${folder} (mode ${(stat.mode & 0o777).toString(8)}). ` +

@@ -18,4 +18,3 @@ export const LOCK_KEYS = {
    */
   recurringTasks: 7_313_850,
 } as const;
-

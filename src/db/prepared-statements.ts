@@ -59,7 +59,13 @@ export async function queryPrepared<Row extends pg.QueryResultRow>(
     const wanted = currentSessionLevel();
     if (holdsSessionLevel(client, wanted)) return (await client.query<Row>({ name, text: sql, values })).rows;
     const carried = `SELECT carried.*, set_config($${values.length + 1}, $${values.length + 2}, false) AS plinth_session_level FROM (${sql}) carried`;
-    const rows = (await client.query<Row & { plinth_session_level?: string }>({ name: preparedName(carried), text: carried, values: [...values, SESSION_VARIABLES_SETTING, wanted] })).rows;
+    const rows = (
+      await client.query<Row & { plinth_session_level?: string }>({
+        name: preparedName(carried),
+        text: carried,
+        values: [...values, SESSION_VARIABLES_SETTING, wanted],
+      })
+    ).rows;
     // set_config ran once per row: with no row it did not run, and the connection holds what it held.
     if (rows.length > 0) heldSessionLevel(client, wanted);
     return rows.map(({ plinth_session_level: _set, ...row }) => row as unknown as Row);

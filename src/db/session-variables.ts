@@ -1,12 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
-import {
-  EventSubscriber,
-  type BeforeQueryEvent,
-  type EntitySubscriberInterface,
-  type QueryRunner,
-  type TransactionStartEvent,
-} from 'typeorm';
+import { EventSubscriber, type BeforeQueryEvent, type EntitySubscriberInterface, type QueryRunner, type TransactionStartEvent } from 'typeorm';
 
 /**
  * The session variables of the request being served, carried into the statements it runs:

@@ -34,7 +34,11 @@ export interface RowsAndCount<T> {
  * A statement's rows and the number of rows it touched, on the pool or inside a transaction
  * (its manager): for callers that act on an UPDATE's or INSERT's count.
  */
-export async function rowsAndCount<T = Record<string, unknown>>(on: pg.Pool | EntityManager, text: string, parameters: unknown[] = []): Promise<RowsAndCount<T>> {
+export async function rowsAndCount<T = Record<string, unknown>>(
+  on: pg.Pool | EntityManager,
+  text: string,
+  parameters: unknown[] = [],
+): Promise<RowsAndCount<T>> {
   if ('queryRunner' in on) {
     const result = (await on.queryRunner!.query(text, parameters, true)) as { records: T[]; affected?: number };
     return { rows: result.records, count: result.affected ?? result.records.length };

@@ -1,9 +1,4 @@
-import {
-  ApolloServer,
-  type ApolloServerOptionsWithGateway,
-  type ApolloServerPlugin,
-  type GraphQLRequestListener,
-} from '@apollo/server';
+import { ApolloServer, type ApolloServerOptionsWithGateway, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -55,9 +50,7 @@ export function createApolloServer(
     // Apollo's own store is bounded at 30 MiB by the length of each document's JSON, a quarter
     // of what the document takes in memory; ours is a setting, counted in heap bytes.
     documentStore:
-      settings.documentCacheBytes > 0
-        ? new InMemoryLRUCache<DocumentNode>({ maxSize: settings.documentCacheBytes, sizeCalculation: documentHeapBytes })
-        : null,
+      settings.documentCacheBytes > 0 ? new InMemoryLRUCache<DocumentNode>({ maxSize: settings.documentCacheBytes, sizeCalculation: documentHeapBytes }) : null,
     logger: logger.child({ component: 'apollo' }),
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [
@@ -140,9 +133,7 @@ function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMod
     path: formatted.path,
     extensions: {
       code: 'INTERNAL_SERVER_ERROR',
-      ...(devMode
-        ? { internal: { message: (original as Error)?.message, stacktrace: formatted.extensions?.stacktrace } }
-        : {}),
+      ...(devMode ? { internal: { message: (original as Error)?.message, stacktrace: formatted.extensions?.stacktrace } } : {}),
     },
   };
 }
@@ -188,10 +179,9 @@ function subscriptionsOverWebSocketOnly(): ApolloServerPlugin<GraphQLContext> {
   const listener: GraphQLRequestListener<GraphQLContext> = {
     async didResolveOperation({ operation }) {
       if (operation?.operation !== 'subscription') return;
-      throw new GraphQLError(
-        `Subscriptions are served over WebSocket (graphql-transport-ws) at ${SUBSCRIPTIONS_PATH}, not over HTTP`,
-        { extensions: { code: SUBSCRIPTION_OVER_HTTP, http: { status: 400 } } },
-      );
+      throw new GraphQLError(`Subscriptions are served over WebSocket (graphql-transport-ws) at ${SUBSCRIPTIONS_PATH}, not over HTTP`, {
+        extensions: { code: SUBSCRIPTION_OVER_HTTP, http: { status: 400 } },
+      });
     },
   };
   return { requestDidStart: async () => listener };

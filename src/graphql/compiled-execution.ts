@@ -211,7 +211,9 @@ function compile(request: ExecutionRequest): RunOperation {
 
 /** The operation's variables without a default that are the value of an input object's field somewhere in the document. */
 function fieldVariables(document: DocumentNode, operation: OperationDefinitionNode): string[] {
-  const withoutDefault = new Set((operation.variableDefinitions ?? []).filter((definition) => !definition.defaultValue).map((definition) => definition.variable.name.value));
+  const withoutDefault = new Set(
+    (operation.variableDefinitions ?? []).filter((definition) => !definition.defaultValue).map((definition) => definition.variable.name.value),
+  );
   const found = new Set<string>();
   visit(document, {
     ObjectField(field) {

@@ -1,12 +1,4 @@
-import {
-  isEnumType,
-  isListType,
-  isNonNullType,
-  isObjectType,
-  isScalarType,
-  type GraphQLOutputType,
-  type GraphQLSchema,
-} from 'graphql';
+import { isEnumType, isListType, isNonNullType, isObjectType, isScalarType, type GraphQLOutputType, type GraphQLSchema } from 'graphql';
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -152,9 +152,7 @@ function maxRootFieldsRule(limit: number): ValidationRule {
     OperationDefinition(operation) {
       const count = countFields(context, operation.selectionSet, new Set());
       if (count > limit) {
-        context.reportError(
-          new GraphQLError(`Operation selects ${count} root fields; the limit is ${limit}`, { nodes: [operation] }),
-        );
+        context.reportError(new GraphQLError(`Operation selects ${count} root fields; the limit is ${limit}`, { nodes: [operation] }));
       }
     },
   });

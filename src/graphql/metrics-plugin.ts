@@ -8,7 +8,11 @@ export function graphqlMetricsPlugin(metrics: Metrics): ApolloServerPlugin {
       // Only names of operations that parsed and resolved count, so garbage requests share one label.
       const name = operation ? (operation.name?.value ?? '(anonymous)') : '(unresolved)';
       const errors = response.body.kind === 'single' ? (response.body.singleResult.errors ?? []) : [];
-      metrics.observeGraphQL(name, operation?.operation ?? 'unknown', errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN')));
+      metrics.observeGraphQL(
+        name,
+        operation?.operation ?? 'unknown',
+        errors.map((error) => String(error.extensions?.code ?? 'UNKNOWN')),
+      );
     },
   };
   return { requestDidStart: async () => listener };

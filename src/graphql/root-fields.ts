@@ -1,4 +1,12 @@
-import { Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLField, type GraphQLObjectType, type GraphQLSchema, type SelectionSetNode } from 'graphql';
+import {
+  Kind,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type SelectionSetNode,
+} from 'graphql';
 
 /** The root fields a caller may select (a route's own caller, such as a project's secret key). */
 export interface RootFieldRule {

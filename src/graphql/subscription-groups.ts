@@ -145,19 +145,21 @@ export class SubscriptionGroups {
         this.groups.delete(key);
         return stream;
       }
-      const group = new Group(stream[Symbol.asyncIterator](), (event) =>
-        this.executor.executeEvent(
-          {
-            schema: request.schema,
-            document: request.document,
-            source: request.source,
-            operation,
-            operationName: request.operationName,
-            variables: request.variables,
-            contextValue: request.context,
-          },
-          event,
-        ),
+      const group = new Group(
+        stream[Symbol.asyncIterator](),
+        (event) =>
+          this.executor.executeEvent(
+            {
+              schema: request.schema,
+              document: request.document,
+              source: request.source,
+              operation,
+              operationName: request.operationName,
+              variables: request.variables,
+              contextValue: request.context,
+            },
+            event,
+          ),
         (result) => this.mask(result, request.context),
         () => {
           this.groups.delete(key);

@@ -14,13 +14,7 @@ export interface SocketExtra {
 }
 
 /** The message types a client may send (graphql-transport-ws); the others are the server's. */
-const CLIENT_MESSAGE_TYPES = new Set<string>([
-  MessageType.ConnectionInit,
-  MessageType.Ping,
-  MessageType.Pong,
-  MessageType.Subscribe,
-  MessageType.Complete,
-]);
+const CLIENT_MESSAGE_TYPES = new Set<string>([MessageType.ConnectionInit, MessageType.Ping, MessageType.Pong, MessageType.Subscribe, MessageType.Complete]);
 
 /** Sockets that do not answer a ping within this long are dropped (graphql-ws's own default). */
 const KEEP_ALIVE_MS = 12_000;

@@ -25,7 +25,12 @@ export function buildApiApp(
     logger,
     schema,
     dataSource,
-    apollo: { introspection: graphql.introspection, devMode: graphql.devMode, documentCacheBytes: graphql.documentCacheBytes, compiledExecution: graphql.compiledExecution },
+    apollo: {
+      introspection: graphql.introspection,
+      devMode: graphql.devMode,
+      documentCacheBytes: graphql.documentCacheBytes,
+      compiledExecution: graphql.compiledExecution,
+    },
     limits: {
       maxDepth: graphql.maxDepth,
       maxComplexity: graphql.maxComplexity,

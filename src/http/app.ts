@@ -142,9 +142,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(requestChecks, { maxJsonDepth: options.maxJsonDepth, session: sessionSettings });
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
-    await app.register(
-      fp(async (root) => apiDocs.install(root, { schema: options.schema.base, actions, logger }), { name: 'plinth-api-reference' }),
-    );
+    await app.register(fp(async (root) => apiDocs.install(root, { schema: options.schema.base, actions, logger }), { name: 'plinth-api-reference' }));
   }
   await app.register(
     fp(

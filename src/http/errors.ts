@@ -78,13 +78,7 @@ export const RATE_LIMITED_ENVELOPE_SCHEMA = {
 } as const;
 
 /** Answers with an error in the route's format; never with a stack trace. */
-export function sendError(
-  reply: FastifyReply,
-  status: number,
-  code: string,
-  message: string,
-  errors?: FieldError[],
-): FastifyReply {
+export function sendError(reply: FastifyReply, status: number, code: string, message: string, errors?: FieldError[]): FastifyReply {
   const format = reply.request.routeOptions.config?.errorFormat ?? 'envelope';
   if (format === 'metadata') {
     // Fields are named from the body ("body.args.name", or "args.name" by the schema check).
@@ -144,9 +138,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return sendError(reply, 500, format === 'graphql' ? 'INTERNAL_SERVER_ERROR' : 'INTERNAL_ERROR', INTERNAL_ERROR_MESSAGE);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),
-  );
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`));
 }
 
 /** The answers to requests the HTTP parser refused, by the parser's error code. */

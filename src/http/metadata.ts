@@ -25,7 +25,7 @@ export function registerMetadataRoute(app: FastifyInstance, settings: { adminSec
       tags: ['metadata'],
       summary: 'Metadata API (Hasura-compatible)',
       description:
-        'Changes and reads the metadata (event triggers, cron triggers, scheduled events, actions...) with Hasura\'s request ' +
+        "Changes and reads the metadata (event triggers, cron triggers, scheduled events, actions...) with Hasura's request " +
         'shapes: `{"type": "<request type>", "args": {...}}`, or `{"type": "bulk", "args": [<requests>]}` to run several in ' +
         'one transaction. Whole-metadata requests: `export_metadata`, `replace_metadata`, `clear_metadata`, ' +
         '`reload_metadata`, `get_inconsistent_metadata`. A refused request changes nothing and answers 400 `{path, error, code}`.',

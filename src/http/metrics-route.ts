@@ -54,9 +54,7 @@ function metricsRefusal(request: FastifyRequest, access: MetricsAccess): { statu
   }
   if (access.mode === 'token') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    return match && secretsEqual(match[1], access.token)
-      ? undefined
-      : { status: 401, message: 'a bearer token (PLINTH_METRICS_TOKEN) is required' };
+    return match && secretsEqual(match[1], access.token) ? undefined : { status: 401, message: 'a bearer token (PLINTH_METRICS_TOKEN) is required' };
   }
   return undefined;
 }

@@ -7,9 +7,20 @@ export type TrustFunction = (address: string, hop: number) => boolean;
 
 /** The ranges behind the names TRUST_PROXY accepts (the names proxy-addr and Express use). */
 const NAMED_RANGES: Record<(typeof TRUSTED_PROXY_NAMES)[number], [string, number][]> = {
-  loopback: [['127.0.0.0', 8], ['::1', 128]],
-  linklocal: [['169.254.0.0', 16], ['fe80::', 10]],
-  uniquelocal: [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['fc00::', 7]],
+  loopback: [
+    ['127.0.0.0', 8],
+    ['::1', 128],
+  ],
+  linklocal: [
+    ['169.254.0.0', 16],
+    ['fe80::', 10],
+  ],
+  uniquelocal: [
+    ['10.0.0.0', 8],
+    ['172.16.0.0', 12],
+    ['192.168.0.0', 16],
+    ['fc00::', 7],
+  ],
 };
 
 function isNamedRange(entry: string): entry is keyof typeof NAMED_RANGES {

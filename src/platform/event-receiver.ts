@@ -7,7 +7,11 @@ export interface TriggerEvent {
   kind: 'event';
   id: string;
   created_at: string;
-  event: { op: 'INSERT' | 'UPDATE' | 'DELETE' | 'MANUAL'; data: { old: Record<string, unknown> | null; new: Record<string, unknown> | null }; session_variables: Record<string, string> | null };
+  event: {
+    op: 'INSERT' | 'UPDATE' | 'DELETE' | 'MANUAL';
+    data: { old: Record<string, unknown> | null; new: Record<string, unknown> | null };
+    session_variables: Record<string, string> | null;
+  };
   delivery_info: { max_retries: number; current_retry: number };
   trigger: { name: string };
   table: { schema: string; name: string };
@@ -37,7 +41,15 @@ const isObject = (value: unknown): value is Record<string, unknown> => value !==
 export function parseDelivery(body: unknown): TriggerEvent | ScheduledEvent | undefined {
   if (!isObject(body) || typeof body.id !== 'string') return undefined;
   const { event, trigger, table } = body;
-  if (isObject(event) && typeof event.op === 'string' && OPS.has(event.op) && isObject(event.data) && isObject(trigger) && typeof trigger.name === 'string' && isObject(table)) {
+  if (
+    isObject(event) &&
+    typeof event.op === 'string' &&
+    OPS.has(event.op) &&
+    isObject(event.data) &&
+    isObject(trigger) &&
+    typeof trigger.name === 'string' &&
+    isObject(table)
+  ) {
     return { ...(body as unknown as Omit<TriggerEvent, 'kind'>), kind: 'event' };
   }
   if (typeof body.scheduled_time === 'string' && 'payload' in body) {
@@ -98,7 +110,8 @@ export function registerEventReceiver(
     },
     handler: async (request, reply) => {
       const delivery = parseDelivery(request.body);
-      if (!delivery) return reply.code(400).send({ status: 'error', message: 'the body is neither an event trigger payload nor a scheduled event', retry: false });
+      if (!delivery)
+        return reply.code(400).send({ status: 'error', message: 'the body is neither an event trigger payload nor a scheduled event', retry: false });
       try {
         return reply.code(200).send(await options.handle(delivery));
       } catch (error) {

@@ -124,9 +124,7 @@ export class JobQueue implements JobSender {
     const variables = new Set([...declared.keys()].map(queueVariableName));
     for (const variable of Object.keys(this.options.config.queues)) {
       if (!variables.has(variable)) {
-        throw new Error(
-          `JOBS_${variable}_* is set, but no module declares that job queue (queues: ${[...declared.keys()].join(', ') || 'none'})`,
-        );
+        throw new Error(`JOBS_${variable}_* is set, but no module declares that job queue (queues: ${[...declared.keys()].join(', ') || 'none'})`);
       }
     }
 

@@ -10,7 +10,13 @@ const VERSION_POLL_MS = 10_000;
  * before the subscription, or while this instance's LISTEN connection was down) and every 10 s.
  * The returned function stops following.
  */
-export async function followMetadataChanges(pubSub: PostgresPubSub, topic: string, reload: () => Promise<void>, logger: Logger, what: string): Promise<() => Promise<void>> {
+export async function followMetadataChanges(
+  pubSub: PostgresPubSub,
+  topic: string,
+  reload: () => Promise<void>,
+  logger: Logger,
+  what: string,
+): Promise<() => Promise<void>> {
   const changes = pubSub.subscribe(topic)[Symbol.asyncIterator]();
   const reloadLogged = () => reload().catch((error: unknown) => logger.error({ err: error }, `could not reload the ${what}`));
   const following = (async () => {

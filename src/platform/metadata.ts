@@ -135,7 +135,6 @@ export interface MetadataRequest {
 /** Request types the metadata API itself answers, over every module's section. */
 const BUILT_IN_TYPES = ['bulk', 'export_metadata', 'replace_metadata', 'clear_metadata', 'reload_metadata', 'get_inconsistent_metadata'] as const;
 
-
 const SUCCESS = { message: 'success' } as const;
 
 /**

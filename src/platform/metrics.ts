@@ -54,18 +54,13 @@ export class Metrics {
     });
     this.acceptedQueries = new Counter({
       name: 'plinth_graphql_accepted_query_lane_total',
-      help: 'GraphQL queries answered without Apollo\'s request pipeline, as queries it had accepted before (also counted in plinth_graphql_operations_total)',
+      help: "GraphQL queries answered without Apollo's request pipeline, as queries it had accepted before (also counted in plinth_graphql_operations_total)",
       registers: [this.registry],
     });
   }
 
   /** A gauge whose samples `collect` reads at each scrape (a failing read leaves it empty). */
-  addGauge<Label extends string>(
-    name: string,
-    help: string,
-    labelNames: readonly Label[],
-    collect: () => Promise<GaugeSample<Label>[]>,
-  ): void {
+  addGauge<Label extends string>(name: string, help: string, labelNames: readonly Label[], collect: () => Promise<GaugeSample<Label>[]>): void {
     new Gauge<Label>({
       name,
       help,
@@ -181,7 +176,11 @@ class RequestHistogram {
     const values = this.series.all.flatMap(({ labels, buckets, sum, count }) => {
       let cumulative = 0;
       return [
-        ...this.upperBounds.map((bound, index) => ({ labels: { ...labels, le: bound }, value: (cumulative += buckets[index]), metricName: `${this.name}_bucket` })),
+        ...this.upperBounds.map((bound, index) => ({
+          labels: { ...labels, le: bound },
+          value: (cumulative += buckets[index]),
+          metricName: `${this.name}_bucket`,
+        })),
         { labels: { ...labels, le: '+Inf' }, value: count, metricName: `${this.name}_bucket` },
         { labels, value: sum, metricName: `${this.name}_sum` },
         { labels, value: count, metricName: `${this.name}_count` },

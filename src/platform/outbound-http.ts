@@ -3,15 +3,7 @@ import type { Agent } from 'undici';
 import type { Config } from '../config';
 
 /** Every way an outbound call fails, for callers to map (a retry, a 502, an envelope error). */
-export type OutboundHttpErrorCode =
-  | 'TIMEOUT'
-  | 'CONNECTION_REFUSED'
-  | 'DNS'
-  | 'TLS'
-  | 'CONNECTION_RESET'
-  | 'NETWORK'
-  | 'TOO_LARGE'
-  | 'INVALID_JSON';
+export type OutboundHttpErrorCode = 'TIMEOUT' | 'CONNECTION_REFUSED' | 'DNS' | 'TLS' | 'CONNECTION_RESET' | 'NETWORK' | 'TOO_LARGE' | 'INVALID_JSON';
 
 /**
  * A failed outbound call. The message names the method and the origin only: paths, query
@@ -118,7 +110,12 @@ export function createOutboundHttp(settings: OutboundHttpSettings): OutboundHttp
     let agent = agents.get(connectTimeoutMs);
     if (!agent) {
       // Our own timer bounds the whole call, so undici's per-phase timeouts are off.
-      agent = new (undici().Agent)({ connections: settings.maxConnectionsPerOrigin, connect: { timeout: connectTimeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
+      agent = new (undici().Agent)({
+        connections: settings.maxConnectionsPerOrigin,
+        connect: { timeout: connectTimeoutMs },
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
       agents.set(connectTimeoutMs, agent);
     }
     return agent;

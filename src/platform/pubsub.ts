@@ -56,9 +56,7 @@ export class PostgresPubSub implements PubSub, EventPublisher {
       shutdown: options.shutdown,
       onNotification: (text) => {
         // One chain keeps events in publication order, spilled ones included.
-        this.delivery = this.delivery.then(() =>
-          this.deliver(text).catch((error: unknown) => this.report(error, 'could not deliver a subscription event')),
-        );
+        this.delivery = this.delivery.then(() => this.deliver(text).catch((error: unknown) => this.report(error, 'could not deliver a subscription event')));
       },
     });
   }

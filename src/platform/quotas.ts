@@ -19,7 +19,11 @@ const COUNTED: Record<QuotaName, string> = {
 };
 
 function windowText(seconds: number): string {
-  for (const [unit, length] of [['day', 86_400], ['hour', 3600], ['minute', 60]] as const) {
+  for (const [unit, length] of [
+    ['day', 86_400],
+    ['hour', 3600],
+    ['minute', 60],
+  ] as const) {
     if (seconds % length === 0) return seconds === length ? unit : `${seconds / length} ${unit}s`;
   }
   return `${seconds} s`;

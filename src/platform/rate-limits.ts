@@ -211,10 +211,7 @@ export class RateLimits<Name extends string = RateLimitName> {
  * the rate_limits table through the data source's pool, so that every process shares them.
  */
 export function createRateLimits(config: Config, dataSource: DataSource, logger: Logger): RateLimits {
-  const store: RateLimitStore =
-    config.rateLimit.store === 'postgres'
-      ? { kind: 'postgres', pool: poolOf(dataSource) }
-      : { kind: 'memory' };
+  const store: RateLimitStore = config.rateLimit.store === 'postgres' ? { kind: 'postgres', pool: poolOf(dataSource) } : { kind: 'memory' };
   return new RateLimits(store, rateLimitRules(config), logger.child({ component: 'rate-limits' }), config.rateLimit.engine);
 }
 
@@ -222,10 +219,7 @@ export function createRateLimits(config: Config, dataSource: DataSource, logger:
  * A Fastify onRequest or preHandler hook that applies `limiter` to a route, counting callers by
  * their address unless `callerOf` says more (a user id, a token).
  */
-export function rateLimitHook(
-  limiter: RateLimiter,
-  callerOf: (request: FastifyRequest) => RateLimitCaller = (request) => ({ ip: request.ip }),
-) {
+export function rateLimitHook(limiter: RateLimiter, callerOf: (request: FastifyRequest) => RateLimitCaller = (request) => ({ ip: request.ip })) {
   return async (request: FastifyRequest): Promise<void> => {
     await limiter.consume(callerOf(request));
   };

@@ -136,7 +136,8 @@ export class RecurringWork {
         waitMs = await this.attempt(task);
         failures = 0;
       } catch (error) {
-        if (failures === 0) reportDatabaseTrouble(this.options.logger, this.options.shutdown, error, 'warn', `could not look at the recurring task ${task.name}; trying again`);
+        if (failures === 0)
+          reportDatabaseTrouble(this.options.logger, this.options.shutdown, error, 'warn', `could not look at the recurring task ${task.name}; trying again`);
         waitMs = Math.min(task.checkEveryMs, FIRST_RETRY_MS * 2 ** failures, LAST_RETRY_MS);
         failures += 1;
       }
@@ -183,7 +184,11 @@ export class RecurringWork {
       if (task.cron) {
         // After the time just run, so that clocks a little apart never run one time twice.
         const next = task.cron.nextRun(new Date(Math.max(Date.now() + offsetMs, claimed.due.getTime()))) ?? 'infinity';
-        await this.query(client, 'UPDATE recurring_tasks SET next_run_at = $2, finished_at = now(), last_error = $3 WHERE name = $1', [task.name, next, errorText(error)]);
+        await this.query(client, 'UPDATE recurring_tasks SET next_run_at = $2, finished_at = now(), last_error = $3 WHERE name = $1', [
+          task.name,
+          next,
+          errorText(error),
+        ]);
       } else {
         // One interval after the run started, or after it ended when it took longer: runs never pile up.
         await this.query(

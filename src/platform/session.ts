@@ -23,12 +23,7 @@ export interface Session {
   expiresAt: number | null;
 }
 
-export type SessionErrorCode =
-  | 'INVALID_ADMIN_SECRET'
-  | 'JWT_EXPIRED'
-  | 'INVALID_JWT'
-  | 'INVALID_JWT_CLAIMS'
-  | 'ROLE_NOT_ALLOWED';
+export type SessionErrorCode = 'INVALID_ADMIN_SECRET' | 'JWT_EXPIRED' | 'INVALID_JWT' | 'INVALID_JWT_CLAIMS' | 'ROLE_NOT_ALLOWED';
 
 /** Authentication failed: 403 for a role the token does not allow, 401 otherwise. */
 function sessionError(code: SessionErrorCode, message: string): Refusal {
@@ -193,7 +188,10 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
       clockTolerance: secret.allowed_skew * 1000,
     }) as (token: string) => JwtPayload;
     const skewMs = secret.allowed_skew * 1000;
-    const verified = new LRUCache<string, VerifiedToken>({ maxSize: VERIFIED_TOKEN_CACHE_BYTES, sizeCalculation: (_entry, token) => verifiedTokenBytes(token) });
+    const verified = new LRUCache<string, VerifiedToken>({
+      maxSize: VERIFIED_TOKEN_CACHE_BYTES,
+      sizeCalculation: (_entry, token) => verifiedTokenBytes(token),
+    });
     verify = (token) => {
       // Keyed by the token itself: hashing it cost more than the lookup (3% of a request's CPU).
       const now = Date.now();

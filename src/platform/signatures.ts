@@ -53,12 +53,7 @@ const HEX_DIGEST = /^[0-9a-f]{64}$/i;
  * missing body, or a missing, repeated, malformed or wrong-length signature is false, never an
  * exception.
  */
-export function verifyHmacSha256(
-  payload: Buffer | undefined,
-  secret: string | Buffer,
-  signature: string | string[] | undefined,
-  prefix = '',
-): boolean {
+export function verifyHmacSha256(payload: Buffer | undefined, secret: string | Buffer, signature: string | string[] | undefined, prefix = ''): boolean {
   if (payload === undefined || typeof signature !== 'string' || !signature.startsWith(prefix)) return false;
   const hex = signature.slice(prefix.length);
   if (!HEX_DIGEST.test(hex)) return false;

@@ -11,7 +11,6 @@ export type ContentAnswer =
   | { found: true; stream: Readable; size: number; contentType: string; fileName: string; inline: boolean }
   | { found: false; status: 401 | 403 | 404; code: string; message: string };
 
-
 /** An object's content: all of it, or a stream of chunks written as they come. */
 export type StorageContent = Buffer | AsyncIterable<Buffer>;
 
@@ -117,10 +116,9 @@ export class PostgresStorage implements ObjectStorage {
 
   async read(key: string): Promise<Buffer | null> {
     checkKey(key);
-    const rows = (await this.dataSource.query(
-      `SELECT c.data FROM storage_objects o LEFT JOIN storage_chunks c USING (key) WHERE o.key = $1 ORDER BY c.seq`,
-      [key],
-    )) as { data: Buffer | null }[];
+    const rows = (await this.dataSource.query(`SELECT c.data FROM storage_objects o LEFT JOIN storage_chunks c USING (key) WHERE o.key = $1 ORDER BY c.seq`, [
+      key,
+    ])) as { data: Buffer | null }[];
     if (rows.length === 0) return null;
     return Buffer.concat(rows.flatMap((row) => (row.data ? [row.data] : [])));
   }

@@ -21,7 +21,10 @@ const port = (handler: ActionHandlerServer) => new URL(handler.url).port;
 const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 async function createAction(name: string, handler: string, extra: Record<string, unknown> = {}) {
-  const created = await metadata({ type: 'create_action', args: { name, definition: { kind: 'synchronous', arguments: [], output_type: 'EchoOutput', handler, ...extra } } });
+  const created = await metadata({
+    type: 'create_action',
+    args: { name, definition: { kind: 'synchronous', arguments: [], output_type: 'EchoOutput', handler, ...extra } },
+  });
   expect(created).toEqual({ status: 200, body: { message: 'success' } });
 }
 
@@ -124,14 +127,24 @@ describe('the admin secret of action calls', () => {
 describe('the admin secret of event triggers and scheduled events', () => {
   it('goes only where a header configures it, as in Hasura, even to a CS_<N> service', async () => {
     await server.database.query('CREATE TABLE secret_rule_items (id serial PRIMARY KEY, note text)');
-    const plain = await metadata({ type: 'pg_create_event_trigger', args: { name: 'secret_rule_plain', table: 'secret_rule_items', webhook: `http://localhost:${port(local)}/event`, insert: { columns: '*' } } });
+    const plain = await metadata({
+      type: 'pg_create_event_trigger',
+      args: { name: 'secret_rule_plain', table: 'secret_rule_items', webhook: `http://localhost:${port(local)}/event`, insert: { columns: '*' } },
+    });
     expect(plain.status).toBe(200);
     await server.database.query("INSERT INTO secret_rule_items (note) VALUES ('one')");
-    const scheduled = await metadata({ type: 'create_scheduled_event', args: { webhook: `${thirdParty.url}/event`, schedule_at: new Date().toISOString(), payload: { n: 1 } } });
+    const scheduled = await metadata({
+      type: 'create_scheduled_event',
+      args: { webhook: `${thirdParty.url}/event`, schedule_at: new Date().toISOString(), payload: { n: 1 } },
+    });
     expect(scheduled.status).toBe(200);
-    const [event] = await eventually(async () => (local.calls.some((call) => call.path === '/event') ? local.calls.filter((call) => call.path === '/event') : undefined));
+    const [event] = await eventually(async () =>
+      local.calls.some((call) => call.path === '/event') ? local.calls.filter((call) => call.path === '/event') : undefined,
+    );
     expect(event.headers['x-gql-admin-secret']).toBeUndefined();
-    const [oneOff] = await eventually(async () => (thirdParty.calls.some((call) => call.path === '/event') ? thirdParty.calls.filter((call) => call.path === '/event') : undefined));
+    const [oneOff] = await eventually(async () =>
+      thirdParty.calls.some((call) => call.path === '/event') ? thirdParty.calls.filter((call) => call.path === '/event') : undefined,
+    );
     expect(oneOff.headers['x-gql-admin-secret']).toBeUndefined();
   });
 });

@@ -14,7 +14,12 @@ const userId = 'b3b6a1b2-1c3d-4e5f-8a9b-0c1d2e3f4a5b';
 const userToken = signToken({ userId, roles: ['user'] });
 const otherToken = signToken({ roles: ['user'] });
 
-type Result = { id: string; created_at: string; output: { order_id: string; total: number } | null; errors: { message: string; extensions: { code: string } } | null };
+type Result = {
+  id: string;
+  created_at: string;
+  output: { order_id: string; total: number } | null;
+  errors: { message: string; extensions: { code: string } } | null;
+};
 
 async function metadata(url: string, body: unknown) {
   const response = await fetch(`${url}/v1/metadata`, { method: 'POST', headers: { 'content-type': 'application/json', ...admin }, body: JSON.stringify(body) });
@@ -28,12 +33,28 @@ const declare = (handlerPath: string) => ({
       type: 'set_custom_types',
       args: {
         input_objects: [{ name: 'OrderInput', fields: [{ name: 'item', type: 'String!' }] }],
-        objects: [{ name: 'OrderOutput', fields: [{ name: 'order_id', type: 'String!' }, { name: 'total', type: 'Int!' }] }],
+        objects: [
+          {
+            name: 'OrderOutput',
+            fields: [
+              { name: 'order_id', type: 'String!' },
+              { name: 'total', type: 'Int!' },
+            ],
+          },
+        ],
       },
     },
     {
       type: 'create_action',
-      args: { name: 'placeOrder', definition: { kind: 'asynchronous', arguments: [{ name: 'order', type: 'OrderInput!' }], output_type: 'OrderOutput', handler: `${handler.url}${handlerPath}` } },
+      args: {
+        name: 'placeOrder',
+        definition: {
+          kind: 'asynchronous',
+          arguments: [{ name: 'order', type: 'OrderInput!' }],
+          output_type: 'OrderOutput',
+          handler: `${handler.url}${handlerPath}`,
+        },
+      },
     },
     { type: 'create_action_permission', args: { action: 'placeOrder', role: 'user' } },
   ],
@@ -42,7 +63,11 @@ const declare = (handlerPath: string) => ({
 const place = (url: string, headers: Record<string, string>, item = 'book') =>
   postGraphQL<{ placeOrder: string }>(`${url}/v1/graphql`, { query: `mutation { placeOrder(order: {item: "${item}"}) }` }, headers);
 const read = (url: string, id: string, headers: Record<string, string>) =>
-  postGraphQL<{ placeOrder: Result | null }>(`${url}/v1/graphql`, { query: `query { placeOrder(id: "${id}") { id created_at output { order_id total } errors } }` }, headers);
+  postGraphQL<{ placeOrder: Result | null }>(
+    `${url}/v1/graphql`,
+    { query: `query { placeOrder(id: "${id}") { id created_at output { order_id total } errors } }` },
+    headers,
+  );
 
 async function settled(url: string, id: string, headers: Record<string, string>, timeoutMs = 20_000): Promise<Result> {
   const started = Date.now();
@@ -65,7 +90,11 @@ describe('an asynchronous action', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ JOBS_POLL_INTERVAL_SECONDS: '1' });
-    handler.route('/order', (call) => ({ status: 200, body: { order_id: `order-${(call.body.input.order as { item: string }).item}`, total: 42 }, delayMs: 400 }));
+    handler.route('/order', (call) => ({
+      status: 200,
+      body: { order_id: `order-${(call.body.input.order as { item: string }).item}`, total: 42 },
+      delayMs: 400,
+    }));
     handler.route('/order-refused', () => ({ status: 400, body: { message: 'out of stock', extensions: { code: 'OUT_OF_STOCK' } } }));
     expect(await metadata(server.url, declare('/order'))).toMatchObject({ status: 200 });
   });
@@ -81,7 +110,10 @@ describe('an asynchronous action', () => {
     expect(Date.now() - started).toBeLessThan(400);
 
     const client = subscriptionClient(server.wsUrl, { headers: { Authorization: `Bearer ${userToken}` } });
-    const document = parse(`subscription { placeOrder(id: "${id}") { id output { order_id total } errors } }`) as TypedDocumentNode<{ placeOrder: Result | null }, Record<string, never>>;
+    const document = parse(`subscription { placeOrder(id: "${id}") { id output { order_id total } errors } }`) as TypedDocumentNode<
+      { placeOrder: Result | null },
+      Record<string, never>
+    >;
     const subscription = subscribe(client, document);
     try {
       let event = await subscription.next();
@@ -106,7 +138,10 @@ describe('an asynchronous action', () => {
     expect((await read(server.url, id, admin)).body.data?.placeOrder?.output).toEqual({ order_id: 'order-book', total: 42 });
     expect((await read(server.url, 'not-a-uuid', admin)).body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     const client = subscriptionClient(server.wsUrl, { headers: { Authorization: `Bearer ${otherToken}` } });
-    const document = parse(`subscription { placeOrder(id: "${id}") { id output { order_id total } } }`) as TypedDocumentNode<{ placeOrder: Result | null }, Record<string, never>>;
+    const document = parse(`subscription { placeOrder(id: "${id}") { id output { order_id total } } }`) as TypedDocumentNode<
+      { placeOrder: Result | null },
+      Record<string, never>
+    >;
     const subscription = subscribe(client, document);
     try {
       expect((await subscription.next()).data).toEqual({ placeOrder: null });
@@ -118,7 +153,20 @@ describe('an asynchronous action', () => {
   });
 
   it("keeps a handler's error as the call's errors", async () => {
-    expect(await metadata(server.url, { type: 'update_action', args: { name: 'placeOrder', definition: { kind: 'asynchronous', arguments: [{ name: 'order', type: 'OrderInput!' }], output_type: 'OrderOutput', handler: `${handler.url}/order-refused` } } })).toMatchObject({ status: 200 });
+    expect(
+      await metadata(server.url, {
+        type: 'update_action',
+        args: {
+          name: 'placeOrder',
+          definition: {
+            kind: 'asynchronous',
+            arguments: [{ name: 'order', type: 'OrderInput!' }],
+            output_type: 'OrderOutput',
+            handler: `${handler.url}/order-refused`,
+          },
+        },
+      }),
+    ).toMatchObject({ status: 200 });
     const id = (await place(server.url, bearer(userToken))).body.data!.placeOrder;
     const result = await settled(server.url, id, bearer(userToken));
     expect(result).toMatchObject({ output: null, errors: { message: 'out of stock', extensions: { code: 'OUT_OF_STOCK', status: 400 } } });
@@ -142,7 +190,9 @@ describe('an asynchronous action whose process is killed during the call', () =>
     // The first call never answers (the process dies during it); the next one does.
     handler.route('/order-once', () => {
       calls += 1;
-      return calls === 1 ? { status: 200, body: { order_id: 'late', total: 1 }, delayMs: 60_000 } : { status: 200, body: { order_id: 'after-restart', total: 7 } };
+      return calls === 1
+        ? { status: 200, body: { order_id: 'late', total: 1 }, delayMs: 60_000 }
+        : { status: 200, body: { order_id: 'after-restart', total: 7 } };
     });
     const env = {
       ...testEnvironment(database.url),

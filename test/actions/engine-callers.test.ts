@@ -57,7 +57,10 @@ describe('at the default limits', () => {
 
     for (const user of [alice, bob]) {
       const refused = await engineRegisters(server, user);
-      expect(refused).toEqual({ status: 429, body: { success: false, error: 'rate-limited', message: expect.stringMatching(/^Too many requests/), error_code: 'RATE_LIMITED' } });
+      expect(refused).toEqual({
+        status: 429,
+        body: { success: false, error: 'rate-limited', message: expect.stringMatching(/^Too many requests/), error_code: 'RATE_LIMITED' },
+      });
     }
     expect(await userCount(server)).toBe(before);
     // A third user behind the same engine still has its own.

@@ -10,9 +10,26 @@ const userToken = signToken({ userId, roles: ['user'] });
 const viewerToken = signToken({ roles: ['viewer'] });
 
 const customTypes = {
-  input_objects: [{ name: 'ThingInput', fields: [{ name: 'title', type: 'String!' }, { name: 'count', type: 'Int' }] }],
+  input_objects: [
+    {
+      name: 'ThingInput',
+      fields: [
+        { name: 'title', type: 'String!' },
+        { name: 'count', type: 'Int' },
+      ],
+    },
+  ],
   objects: [
-    { name: 'ThingOutput', description: 'A thing made', fields: [{ name: 'id', type: 'uuid!' }, { name: 'title', type: 'String!' }, { name: 'tags', type: '[String!]' }, { name: 'state', type: 'ThingState' }] },
+    {
+      name: 'ThingOutput',
+      description: 'A thing made',
+      fields: [
+        { name: 'id', type: 'uuid!' },
+        { name: 'title', type: 'String!' },
+        { name: 'tags', type: '[String!]' },
+        { name: 'state', type: 'ThingState' },
+      ],
+    },
   ],
   enums: [{ name: 'ThingState', values: [{ value: 'NEW' }, { value: 'OLD' }] }],
   scalars: [],
@@ -47,7 +64,11 @@ async function metadata(body: unknown, secret: string | null = ADMIN_SECRET) {
 const exported = async () => (await metadata({ type: 'export_metadata', args: {} })).body;
 
 const call = (name: string, headers: Record<string, string>, select = 'id title tags state') =>
-  postGraphQL<Record<string, { id: string; title: string } | null>>(server.graphqlUrl, { query: `mutation Make { ${name}(input: {title: "hello", count: 2}) { ${select} } }` }, headers);
+  postGraphQL<Record<string, { id: string; title: string } | null>>(
+    server.graphqlUrl,
+    { query: `mutation Make { ${name}(input: {title: "hello", count: 2}) { ${select} } }` },
+    headers,
+  );
 
 const made = { id: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', title: 'hello', tags: ['x'], state: 'NEW' };
 
@@ -69,7 +90,10 @@ beforeAll(async () => {
     }),
   );
   expect(created).toEqual({ status: 200, body: { message: 'success' } });
-  expect(await metadata({ type: 'create_action_permission', args: { action: 'makeThing', role: 'user' } })).toEqual({ status: 200, body: { message: 'success' } });
+  expect(await metadata({ type: 'create_action_permission', args: { action: 'makeThing', role: 'user' } })).toEqual({
+    status: 200,
+    body: { message: 'success' },
+  });
 });
 
 afterAll(async () => {
@@ -78,7 +102,7 @@ afterAll(async () => {
 });
 
 describe('a synchronous action', () => {
-  it('POSTs Hasura\'s payload with the session headers, the configured ones and the forwarded client headers', async () => {
+  it("POSTs Hasura's payload with the session headers, the configured ones and the forwarded client headers", async () => {
     handler.calls.length = 0;
     const response = await call('makeThing', {
       ...bearer(userToken),
@@ -130,7 +154,11 @@ describe('a synchronous action', () => {
     handler.route('/make', () => ({ status: 400, body: { message: 'the title is taken', extensions: { code: 'TITLE_TAKEN', field: 'title' } } }));
     const response = await call('makeThing', bearer(userToken));
     expect(response.body.data).toEqual({ makeThing: null });
-    expect(response.body.errors?.[0]).toMatchObject({ message: 'the title is taken', path: ['makeThing'], extensions: { code: 'TITLE_TAKEN', field: 'title', status: 400 } });
+    expect(response.body.errors?.[0]).toMatchObject({
+      message: 'the title is taken',
+      path: ['makeThing'],
+      extensions: { code: 'TITLE_TAKEN', field: 'title', status: 400 },
+    });
   });
 
   it('tells 400, 401 and 403 apart when the handler names no code, and keeps spec 1 §2.3 error bodies', async () => {
@@ -142,7 +170,12 @@ describe('a synchronous action', () => {
     }
     handler.route('/make', () => ({
       status: 400,
-      body: { success: false, message: 'Validation failed', errors: [{ field: 'title', message: 'required', code: 'REQUIRED_FIELD' }], error_code: 'VALIDATION_ERROR' },
+      body: {
+        success: false,
+        message: 'Validation failed',
+        errors: [{ field: 'title', message: 'required', code: 'REQUIRED_FIELD' }],
+        error_code: 'VALIDATION_ERROR',
+      },
     }));
     const response = await call('makeThing', bearer(userToken));
     expect(response.body.errors?.[0]).toMatchObject({
@@ -154,7 +187,10 @@ describe('a synchronous action', () => {
   it('maps a 500, a body that is not JSON, a timeout and a refused connection to codes of their own without detail', async () => {
     handler.route('/make', () => ({ status: 500, body: { success: false, message: 'database password is hunter2' } }));
     let response = await call('makeThing', bearer(userToken));
-    expect(response.body.errors?.[0]).toMatchObject({ message: 'the action handler failed (HTTP 500)', extensions: { code: 'ACTION_HANDLER_ERROR', status: 500 } });
+    expect(response.body.errors?.[0]).toMatchObject({
+      message: 'the action handler failed (HTTP 500)',
+      extensions: { code: 'ACTION_HANDLER_ERROR', status: 500 },
+    });
     expect(JSON.stringify(response.body)).not.toContain('hunter2');
 
     handler.route('/make', () => ({ status: 200, body: '<html>oops</html>' }));
@@ -164,7 +200,10 @@ describe('a synchronous action', () => {
     handler.route('/make', () => ({ status: 200, body: made, delayMs: 3_000 }));
     const started = Date.now();
     response = await call('makeThing', bearer(userToken));
-    expect(response.body.errors?.[0]).toMatchObject({ message: 'the action handler did not answer within 2 s', extensions: { code: 'ACTION_HANDLER_TIMEOUT' } });
+    expect(response.body.errors?.[0]).toMatchObject({
+      message: 'the action handler did not answer within 2 s',
+      extensions: { code: 'ACTION_HANDLER_TIMEOUT' },
+    });
     expect(Date.now() - started).toBeLessThan(2_900);
 
     expect(await metadata(action('unreachableThing', '/x', { handler: 'http://127.0.0.1:1/nothing' }))).toMatchObject({ status: 200 });
@@ -199,8 +238,16 @@ describe('the metadata requests', () => {
       [action('badOutput', '/x', { output_type: 'NoSuchType' }), 'validation-failed', /badOutput.*unknown type NoSuchType/],
       [action('registerUser', '/x'), 'validation-failed', /registerUser.*clashes with the built-in field/],
       [action('badUrl', '/x', { handler: 'not a url' }), 'validation-failed', /badUrl.*not a URL/],
-      [action('badTemplate', '/x', { handler: '{{ACTIONS_TEST_UNSET_VARIABLE}}/x' }), 'validation-failed', /badTemplate.*ACTIONS_TEST_UNSET_VARIABLE is not set/],
-      [action('badHeader', '/x', { headers: [{ name: 'X-Key', value_from_env: 'ACTIONS_TEST_UNSET_VARIABLE' }] }), 'validation-failed', /badHeader.*ACTIONS_TEST_UNSET_VARIABLE/],
+      [
+        action('badTemplate', '/x', { handler: '{{ACTIONS_TEST_UNSET_VARIABLE}}/x' }),
+        'validation-failed',
+        /badTemplate.*ACTIONS_TEST_UNSET_VARIABLE is not set/,
+      ],
+      [
+        action('badHeader', '/x', { headers: [{ name: 'X-Key', value_from_env: 'ACTIONS_TEST_UNSET_VARIABLE' }] }),
+        'validation-failed',
+        /badHeader.*ACTIONS_TEST_UNSET_VARIABLE/,
+      ],
       [action('makeThing', '/x'), 'already-exists', /makeThing/],
       [action('badArgument', '/x', { arguments: [{ name: 'input', type: 'ThingOutput' }] }), 'validation-failed', /badArgument.*cannot be an input/],
       [action('badKind', '/x', { kind: 'sometimes' }), 'parse-failed', /badKind/],
@@ -236,9 +283,28 @@ describe('the metadata requests', () => {
       { type: 'create_action', args: { name: '1x', definition: { output_type: 'ThingOutput', handler: 'http://h/x' } } },
       { type: 'create_action', args: { name: 'x', definition: { output_type: '[ThingOutput', handler: 'http://h/x' } } },
       { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'ftp://h/x' } } },
-      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'bad header', value: 'v' }] } } },
-      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'X-A', value: 'v', value_from_env: 'HOME' }] } } },
-      { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', arguments: [{ name: 'a', type: 'String' }, { name: 'a', type: 'Int' }] } } },
+      {
+        type: 'create_action',
+        args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'bad header', value: 'v' }] } },
+      },
+      {
+        type: 'create_action',
+        args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', headers: [{ name: 'X-A', value: 'v', value_from_env: 'HOME' }] } },
+      },
+      {
+        type: 'create_action',
+        args: {
+          name: 'x',
+          definition: {
+            output_type: 'ThingOutput',
+            handler: 'http://h/x',
+            arguments: [
+              { name: 'a', type: 'String' },
+              { name: 'a', type: 'Int' },
+            ],
+          },
+        },
+      },
       { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x' }, comment: 'nul \u0000 inside' } },
       { type: 'create_action', args: { name: 'x', definition: { type: 'query', kind: 'asynchronous', output_type: 'ThingOutput', handler: 'http://h/x' } } },
       { type: 'create_action', args: { name: 'x', definition: { output_type: 'ThingOutput', handler: 'http://h/x', request_transform: {} } } },
@@ -262,16 +328,27 @@ describe('the metadata requests', () => {
     expect(await exported()).toEqual(before);
   });
 
-  it('export the actions and custom types in Hasura\'s shape, and replace_metadata puts them back', async () => {
+  it("export the actions and custom types in Hasura's shape, and replace_metadata puts them back", async () => {
     const metadataObject = await exported();
     const makeThing = (metadataObject.actions as { name: string }[]).find((entry) => entry.name === 'makeThing');
     expect(makeThing).toMatchObject({
       name: 'makeThing',
       comment: 'the makeThing action',
-      definition: { kind: 'synchronous', type: 'mutation', output_type: 'ThingOutput', handler: '{{ACTIONS_TEST_HANDLER_BASE}}/make', forward_client_headers: true, timeout: 2 },
+      definition: {
+        kind: 'synchronous',
+        type: 'mutation',
+        output_type: 'ThingOutput',
+        handler: '{{ACTIONS_TEST_HANDLER_BASE}}/make',
+        forward_client_headers: true,
+        timeout: 2,
+      },
       permissions: [{ role: 'user' }],
     });
-    expect(metadataObject.custom_types).toMatchObject({ input_objects: [{ name: 'ThingInput' }], objects: [{ name: 'ThingOutput' }], enums: [{ name: 'ThingState' }] });
+    expect(metadataObject.custom_types).toMatchObject({
+      input_objects: [{ name: 'ThingInput' }],
+      objects: [{ name: 'ThingOutput' }],
+      enums: [{ name: 'ThingState' }],
+    });
     expect(await metadata({ type: 'clear_metadata', args: {} })).toMatchObject({ status: 200 });
     expect((await call('makeThing', bearer(userToken))).body.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(await metadata({ type: 'replace_metadata', version: 2, args: { metadata: metadataObject } })).toMatchObject({ status: 200 });
@@ -283,7 +360,10 @@ describe('the metadata requests', () => {
     handler.route('/make-v2', () => ({ status: 200, body: { ...made, title: 'v2' } }));
     const update = await metadata({
       type: 'update_action',
-      args: { name: 'makeThing', definition: { arguments: [{ name: 'input', type: 'ThingInput!' }], output_type: 'ThingOutput', handler: `${handler.url}/make-v2` } },
+      args: {
+        name: 'makeThing',
+        definition: { arguments: [{ name: 'input', type: 'ThingInput!' }], output_type: 'ThingOutput', handler: `${handler.url}/make-v2` },
+      },
     });
     expect(update).toEqual({ status: 200, body: { message: 'success' } });
     expect((await call('makeThing', bearer(userToken), 'title')).body.data?.makeThing).toEqual({ title: 'v2' });
@@ -293,15 +373,39 @@ describe('the metadata requests', () => {
     expect((await call('makeThing', { 'x-gql-admin-secret': ADMIN_SECRET })).body.errors?.[0].message).toMatch(/Cannot query field "makeThing"/);
   });
 
-  it('serves a query action, and Hasura\'s PostgreSQL scalars without declaring them', async () => {
+  it("serves a query action, and Hasura's PostgreSQL scalars without declaring them", async () => {
     handler.route('/lookup', (received) => ({ status: 200, body: { id: received.body.input.id, at: '2026-01-01T00:00:00Z' } }));
-    expect(await metadata({ type: 'set_custom_types', args: { ...customTypes, objects: [...customTypes.objects, { name: 'Lookup', fields: [{ name: 'id', type: 'uuid!' }, { name: 'at', type: 'timestamptz' }] }] } })).toMatchObject({ status: 200 });
+    expect(
+      await metadata({
+        type: 'set_custom_types',
+        args: {
+          ...customTypes,
+          objects: [
+            ...customTypes.objects,
+            {
+              name: 'Lookup',
+              fields: [
+                { name: 'id', type: 'uuid!' },
+                { name: 'at', type: 'timestamptz' },
+              ],
+            },
+          ],
+        },
+      }),
+    ).toMatchObject({ status: 200 });
     const created = await metadata({
       type: 'create_action',
-      args: { name: 'lookupThing', definition: { type: 'query', arguments: [{ name: 'id', type: 'uuid!' }], output_type: 'Lookup', handler: `${handler.url}/lookup` } },
+      args: {
+        name: 'lookupThing',
+        definition: { type: 'query', arguments: [{ name: 'id', type: 'uuid!' }], output_type: 'Lookup', handler: `${handler.url}/lookup` },
+      },
     });
     expect(created).toMatchObject({ status: 200 });
-    const response = await postGraphQL(server.graphqlUrl, { query: `query { lookupThing(id: "${made.id}") { id at } }` }, { 'x-gql-admin-secret': ADMIN_SECRET });
+    const response = await postGraphQL(
+      server.graphqlUrl,
+      { query: `query { lookupThing(id: "${made.id}") { id at } }` },
+      { 'x-gql-admin-secret': ADMIN_SECRET },
+    );
     expect(response.body).toEqual({ data: { lookupThing: { id: made.id, at: '2026-01-01T00:00:00Z' } } });
     // Without forward_client_headers the handler learns nothing of the client, its address included.
     expect(handler.calls.at(-1)!.headers['x-gql-client-address']).toBeUndefined();

@@ -78,7 +78,10 @@ const serverOptions = () => ['--endpoint', server.url, '--admin-secret', ADMIN_S
 
 beforeAll(async () => {
   handler = await startActionHandler();
-  handler.route('/sign-up', (call) => ({ status: 200, body: { id: '0f8fad5b-d9cb-469f-a165-70867728950e', email: (call.body.input.input as { email: string }).email, plan: 'FREE' } }));
+  handler.route('/sign-up', (call) => ({
+    status: 200,
+    body: { id: '0f8fad5b-d9cb-469f-a165-70867728950e', email: (call.body.input.input as { email: string }).email, plan: 'FREE' },
+  }));
   handler.route('/quote', () => ({ status: 200, body: { symbol: 'PLN', price: 4.2 } }));
   process.env.ACTIONS_FILES_BASE = handler.url;
   process.env.ACTIONS_FILES_KEY = 'files-key';
@@ -105,14 +108,20 @@ it("plinth metadata apply takes a Hasura project's actions.graphql and actions.y
   expect(applied).toMatchObject({ code: 0 });
 
   const userToken = signToken({ roles: ['user'] });
-  const signUp = await postGraphQL(server.graphqlUrl, { query: 'mutation { signUp(input: {email: "a@example.com", plan: PRO}) { id email plan } }' }, bearer(userToken));
+  const signUp = await postGraphQL(
+    server.graphqlUrl,
+    { query: 'mutation { signUp(input: {email: "a@example.com", plan: PRO}) { id email plan } }' },
+    bearer(userToken),
+  );
   expect(signUp.body).toEqual({ data: { signUp: { id: '0f8fad5b-d9cb-469f-a165-70867728950e', email: 'a@example.com', plan: 'FREE' } } });
   const received = handler.calls.find((call) => call.path === '/sign-up')!;
   expect(received.body.input).toEqual({ input: { email: 'a@example.com', plan: 'PRO' } });
   expect(received.headers['x-service-key']).toBe('files-key');
 
   // No permission for quote: only admin.
-  expect((await postGraphQL(server.graphqlUrl, { query: 'query { quote(symbol: "PLN") { price } }' }, bearer(userToken))).body.errors?.[0].extensions?.code).toBe('FORBIDDEN');
+  expect(
+    (await postGraphQL(server.graphqlUrl, { query: 'query { quote(symbol: "PLN") { price } }' }, bearer(userToken))).body.errors?.[0].extensions?.code,
+  ).toBe('FORBIDDEN');
   const quote = await postGraphQL(server.graphqlUrl, { query: 'query { quote(symbol: "PLN") { symbol price } }' }, { 'x-gql-admin-secret': ADMIN_SECRET });
   expect(quote.body).toEqual({ data: { quote: { symbol: 'PLN', price: 4.2 } } });
 });
@@ -146,7 +155,10 @@ it('refuses files that do not fit, naming the entry, and changes nothing', async
   const cases: [Record<string, string>, RegExp][] = [
     [{ 'actions.graphql': ACTIONS_GRAPHQL, 'actions.yaml': ACTIONS_YAML.replace('name: quote', 'name: quotes') }, /quotes has no field/],
     [{ 'actions.graphql': ACTIONS_GRAPHQL.replace('price: Float!', 'price: Money!'), 'actions.yaml': ACTIONS_YAML }, /Quote\.price.*unknown type Money/],
-    [{ 'actions.graphql': ACTIONS_GRAPHQL.replace('signUp(', 'registerUser('), 'actions.yaml': ACTIONS_YAML.replace('name: signUp', 'name: registerUser') }, /registerUser.*clashes/],
+    [
+      { 'actions.graphql': ACTIONS_GRAPHQL.replace('signUp(', 'registerUser('), 'actions.yaml': ACTIONS_YAML.replace('name: signUp', 'name: registerUser') },
+      /registerUser.*clashes/,
+    ],
     [{ 'actions.graphql': 'type Mutation {', 'actions.yaml': ACTIONS_YAML }, /actions\.graphql is not valid GraphQL/],
   ];
   for (const [index, [files, message]] of cases.entries()) {
@@ -159,7 +171,7 @@ it('refuses files that do not fit, naming the entry, and changes nothing', async
   expect(await runCli(['metadata', 'diff', '--dir', path.join(folder, 'project'), ...serverOptions()], env())).toMatchObject({ code: 0 });
 });
 
-it('plinth schema prints Plinth\'s own schema, and with --with-metadata the served one', async () => {
+it("plinth schema prints Plinth's own schema, and with --with-metadata the served one", async () => {
   const own = await runCli(['schema'], env());
   expect(own.code).toBe(0);
   expect(own.stdout).not.toContain('signUp');

@@ -19,7 +19,10 @@ const declare = (name: string, path: string) => ({
   type: 'bulk',
   args: [
     { type: 'set_custom_types', args: { objects: [{ name: 'Greeting', fields: [{ name: 'text', type: 'String!' }] }] } },
-    { type: 'create_action', args: { name, definition: { arguments: [{ name: 'who', type: 'String!' }], output_type: 'Greeting', handler: `${handler.url}${path}` } } },
+    {
+      type: 'create_action',
+      args: { name, definition: { arguments: [{ name: 'who', type: 'String!' }], output_type: 'Greeting', handler: `${handler.url}${path}` } },
+    },
   ],
 });
 

@@ -82,7 +82,10 @@ it('plinth build scaffolds each declared service that has no folder, with a hand
   expect(handler).toContain('return {"text":"TODO","mood":"GLAD","count":0};');
   expect(fs.readFileSync(path.join(greeter, 'src', 'types.ts'), 'utf8')).toContain('export type Mood = "GLAD" | "CALM";');
   expect(fs.readFileSync(path.join(greeter, 'src', 'security.ts'), 'utf8')).toContain('crypto.timingSafeEqual');
-  expect(JSON.parse(fs.readFileSync(path.join(greeter, 'package.json'), 'utf8'))).toMatchObject({ name: 'greeter', dependencies: { express: expect.any(String) } });
+  expect(JSON.parse(fs.readFileSync(path.join(greeter, 'package.json'), 'utf8'))).toMatchObject({
+    name: 'greeter',
+    dependencies: { express: expect.any(String) },
+  });
   // The templates plinth start does not run are written as files, with the same checks.
   expect(fs.readFileSync(path.join(folder, 'services', 'ledger', 'src', 'server.ts'), 'utf8')).toContain("@Post('external/:provider')");
   expect(fs.readFileSync(path.join(folder, 'services', 'mailer', 'main.py'), 'utf8')).toContain('hmac.compare_digest');
@@ -90,7 +93,13 @@ it('plinth build scaffolds each declared service that has no folder, with a hand
   expect(fs.existsSync(path.join(folder, 'services', 'hooks'))).toBe(false);
 
   // A folder that exists is the project's: never written again.
-  fs.writeFileSync(path.join(greeter, 'src', 'handlers', 'say-hello.ts'), handler.replace('return {"text":"TODO","mood":"GLAD","count":0};', 'return { text: `hello ${args.who}`, mood: args.mood ?? "CALM", count: Number(session["x-gql-user-id"]?.length ?? 0) };'));
+  fs.writeFileSync(
+    path.join(greeter, 'src', 'handlers', 'say-hello.ts'),
+    handler.replace(
+      'return {"text":"TODO","mood":"GLAD","count":0};',
+      'return { text: `hello ${args.who}`, mood: args.mood ?? "CALM", count: Number(session["x-gql-user-id"]?.length ?? 0) };',
+    ),
+  );
   const again = await runCli(['build'], env(), folder);
   expect(again.stdout).toContain('services/greeter exists: left as it is (sayHello)');
   expect(fs.readFileSync(path.join(greeter, 'src', 'handlers', 'say-hello.ts'), 'utf8')).toContain('hello ${args.who}');
@@ -107,12 +116,22 @@ it('plinth start runs the express-ts service beside the server, and a declared a
   // The fastify-ts template runs too.
   await until('the counter service listening', () => plinth!.output().includes(`[counter] counter listening on 127.0.0.1:${fastifyPort}/count`));
   expect(await (await fetch(`http://127.0.0.1:${fastifyPort}/healthz`)).json()).toEqual({ status: 'ok' });
-  const unsigned = await fetch(`http://127.0.0.1:${fastifyPort}/count/external/stripe`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const unsigned = await fetch(`http://127.0.0.1:${fastifyPort}/count/external/stripe`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   expect(unsigned.status).toBe(401);
-  expect(await runCli(['metadata', 'apply', '--dir', path.join(folder, 'metadata'), '--endpoint', plinth.url, '--admin-secret', ADMIN_SECRET], env(), folder)).toMatchObject({ code: 0 });
+  expect(
+    await runCli(['metadata', 'apply', '--dir', path.join(folder, 'metadata'), '--endpoint', plinth.url, '--admin-secret', ADMIN_SECRET], env(), folder),
+  ).toMatchObject({ code: 0 });
 
   const userId = 'd7d1e9a4-5b6c-4d7e-8f90-a1b2c3d4e5f6';
-  const response = await postGraphQL(`${plinth.url}/v1/graphql`, { query: 'mutation { sayHello(who: "Ada", mood: GLAD) { text mood count } }' }, bearer(signToken({ userId, roles: ['user'] })));
+  const response = await postGraphQL(
+    `${plinth.url}/v1/graphql`,
+    { query: 'mutation { sayHello(who: "Ada", mood: GLAD) { text mood count } }' },
+    bearer(signToken({ userId, roles: ['user'] })),
+  );
   expect(response.body).toEqual({ data: { sayHello: { text: 'hello Ada', mood: 'GLAD', count: userId.length } } });
 
   const listed = await runCli(['services', 'list', '--json', '--metadata-dir', path.join(folder, 'metadata')], env(), folder);
@@ -123,7 +142,11 @@ it('plinth start runs the express-ts service beside the server, and a declared a
 it("the scaffold checks the admin secret, limits each user to 5 calls a minute, and checks inbound webhooks' HMAC", async () => {
   const url = `http://127.0.0.1:${port}/api/say-hello`;
   const post = (headers: Record<string, string>) =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ action: { name: 'sayHello' }, input: { who: 'Bob' }, session_variables: {} }) });
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ action: { name: 'sayHello' }, input: { who: 'Bob' }, session_variables: {} }),
+    });
   const refused = await post({ 'x-gql-admin-secret': 'wrong' });
   expect(refused.status).toBe(401);
   expect(await refused.json()).toEqual({ status: 'unauthorized' });
@@ -139,7 +162,12 @@ it("the scaffold checks the admin secret, limits each user to 5 calls a minute, 
 
   const payload = JSON.stringify({ action: 'opened', number: 7 });
   const signature = `sha256=${createHmac('sha256', 'github-webhook-secret').update(payload).digest('hex')}`;
-  const hook = (value: string) => fetch(`http://127.0.0.1:${port}/api/external/github`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hub-signature-256': value }, body: payload });
+  const hook = (value: string) =>
+    fetch(`http://127.0.0.1:${port}/api/external/github`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': value },
+      body: payload,
+    });
   expect(await (await hook(signature)).json()).toEqual({ status: 'ok' });
   const forged = await hook(signature.replace(/.$/, (last) => (last === '0' ? '1' : '0')));
   expect(forged.status).toBe(401);
@@ -152,7 +180,10 @@ it('a crashed service is started again, and stopping Plinth stops it', async () 
   await until('the greeter answering again', async () => {
     const started = plinth!.output().match(/\[greeter\] started \(pid \d+\)/g) ?? [];
     if (started.length < 2) return undefined;
-    return fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.ok, () => undefined);
+    return fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => undefined,
+    );
   });
   plinth!.child.kill('SIGTERM');
   expect((await plinth!.exited).code).toBe(0);

@@ -37,7 +37,9 @@ async function serverWith(token: string, environment: Record<string, string> = {
 /** Fails naming every request the page made to another origin (http or WebSocket). */
 function expectOnlyOrigin(urls: string[], origin: string): void {
   const wsOrigin = origin.replace(/^http/, 'ws');
-  expect(urls.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith(`${wsOrigin}/`) && !url.startsWith('data:') && !url.startsWith('blob:'))).toEqual([]);
+  expect(
+    urls.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith(`${wsOrigin}/`) && !url.startsWith('data:') && !url.startsWith('blob:')),
+  ).toEqual([]);
 }
 
 async function openReference(page: Page, server: TestServer): Promise<void> {

@@ -71,7 +71,10 @@ describe('plinth build', () => {
     expect((await runCli(['build'], env, folder)).code).toBe(0);
     expect(built()).toEqual(files);
 
-    writeJson(path.join(folder, 'plugins', 'reports', 'plugin.json'), { name: 'reports', rest_routes: [{ method: 'GET', path: '/reports', summary: 'Reports' }] });
+    writeJson(path.join(folder, 'plugins', 'reports', 'plugin.json'), {
+      name: 'reports',
+      rest_routes: [{ method: 'GET', path: '/reports', summary: 'Reports' }],
+    });
     const changed = await runCli(['build'], { ...env, API_DOCS_PATH: '/reference', API_DOCS_THEME: 'moon' }, folder);
     expect(changed.stdout).toContain('plugin reports: 1 route(s) from plugins/reports/plugin.json\n');
     const after = built();
@@ -141,7 +144,11 @@ describe('plinth build', () => {
   it('removes the files and the serving block when API_DOCS_ENABLED=false', async () => {
     expect((await runCli(['build'], projectEnvironment(), folder)).code).toBe(0);
     const result = await runCli(['build'], projectEnvironment({ API_DOCS_ENABLED: 'false' }), folder);
-    expect(result).toMatchObject({ code: 0, stdout: 'API_DOCS_ENABLED=false: no API reference\nremoved .nself/dist/openapi.json\nremoved .nself/dist/scalar.html\nremoved nginx/conf.d/api-docs.conf\n' });
+    expect(result).toMatchObject({
+      code: 0,
+      stdout:
+        'API_DOCS_ENABLED=false: no API reference\nremoved .nself/dist/openapi.json\nremoved .nself/dist/scalar.html\nremoved nginx/conf.d/api-docs.conf\n',
+    });
     expect(fs.readdirSync(path.join(folder, '.nself', 'dist'))).toEqual([]);
     expect(fs.readdirSync(path.join(folder, 'nginx', 'conf.d'))).toEqual([]);
   });

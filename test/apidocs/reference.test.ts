@@ -58,7 +58,11 @@ describe('the OpenAPI document at /api-docs', () => {
   let server: TestServer;
   let spec: OpenApiDocument;
   beforeAll(async () => {
-    server = await serverWith({ PLINTH_METRICS: 'token', PLINTH_METRICS_TOKEN: 'metrics-token-0123456789', GQL_GRAPHQL_CORS_DOMAIN: 'https://app.example.com' });
+    server = await serverWith({
+      PLINTH_METRICS: 'token',
+      PLINTH_METRICS_TOKEN: 'metrics-token-0123456789',
+      GQL_GRAPHQL_CORS_DOMAIN: 'https://app.example.com',
+    });
     spec = await specOf(server);
   });
 
@@ -85,7 +89,11 @@ describe('the OpenAPI document at /api-docs', () => {
         }
         const openApiPath = route.url.replace(/:(\w+)/g, '{$1}');
         expect({ key, documented: documented.has(`${method} ${openApiPath}`) }).toEqual({ key, documented: true });
-        expect({ key, tags: Array.isArray(schema.tags) && schema.tags.length > 0, summary: typeof schema.summary }).toEqual({ key, tags: true, summary: 'string' });
+        expect({ key, tags: Array.isArray(schema.tags) && schema.tags.length > 0, summary: typeof schema.summary }).toEqual({
+          key,
+          tags: true,
+          summary: 'string',
+        });
         const responses = Object.keys((schema.response ?? {}) as object);
         // A redirect is the success of a route that leads a browser on (the auth service's links).
         expect({ key, success: responses.some((status) => /^[23]\d\d$/.test(status)) }).toEqual({ key, success: true });
@@ -101,8 +109,23 @@ describe('the OpenAPI document at /api-docs', () => {
   });
 
   it('groups the routes by tag, and names a declared security scheme wherever one is required', () => {
-    const byTag = (tag: string) => operationsOf(spec).filter(({ operation }) => (operation.tags as string[]).includes(tag)).map(({ method, path: route }) => `${method} ${route}`);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'events', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs']);
+    const byTag = (tag: string) =>
+      operationsOf(spec)
+        .filter(({ operation }) => (operation.tags as string[]).includes(tag))
+        .map(({ method, path: route }) => `${method} ${route}`);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual([
+      'graphql',
+      'actions',
+      'metadata',
+      'auth',
+      'events',
+      'errors',
+      'billing',
+      'newsletter',
+      'files',
+      'health',
+      'docs',
+    ]);
     expect(byTag('metadata')).toEqual(['post /v1/metadata']);
     expect(byTag('events')).toEqual(['post /actions/external/{provider}']);
     expect(spec.paths['/v1/metadata'].post.security).toEqual([{ adminSecret: [] }]);
@@ -124,7 +147,13 @@ describe('the OpenAPI document at /api-docs', () => {
     expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail', 'get /reports/{id}/result']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
     expect(byTag('docs').sort()).toEqual(['get /api-docs', 'get /docs']);
-    expect(byTag('newsletter').sort()).toEqual(['get /newsletter/confirm', 'get /newsletter/unsubscribe', 'post /api/newsletter', 'post /newsletter/subscribe', 'post /newsletter/unsubscribe']);
+    expect(byTag('newsletter').sort()).toEqual([
+      'get /newsletter/confirm',
+      'get /newsletter/unsubscribe',
+      'post /api/newsletter',
+      'post /newsletter/subscribe',
+      'post /newsletter/unsubscribe',
+    ]);
 
     expect(Object.keys(spec.components!.securitySchemes)).toEqual(Object.keys(SECURITY_SCHEMES));
     expect(spec.components!.securitySchemes.adminSecret).toEqual({ type: 'apiKey', in: 'header', name: 'X-Gql-Admin-Secret', description: expect.any(String) });
@@ -147,7 +176,10 @@ describe('the OpenAPI document at /api-docs', () => {
     });
     const body = (await response.json()) as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(['message', 'success', 'user']);
-    const documented = spec.paths['/actions/register-user'].post.responses as Record<string, { content: Record<string, { schema: { properties: object; required: string[] } }> }>;
+    const documented = spec.paths['/actions/register-user'].post.responses as Record<
+      string,
+      { content: Record<string, { schema: { properties: object; required: string[] } }> }
+    >;
     const schema = documented['200'].content['application/json'].schema;
     expect(Object.keys(schema.properties)).toEqual(['success', 'user', 'message', 'errors', 'error_code']);
     expect(schema.required).toEqual(['success', 'message']);
@@ -155,9 +187,9 @@ describe('the OpenAPI document at /api-docs', () => {
 
   it('documents GraphQL: POST with an example per query and mutation, GET, and the WebSocket endpoint with a 101', async () => {
     const post = spec.paths[GRAPHQL_PATH].post;
-    const examples = ((post.requestBody as { content: Record<string, { examples: Record<string, { value: { query: string; variables: object; operationName: string } }> }> }).content[
-      'application/json'
-    ]).examples;
+    const examples = (
+      post.requestBody as { content: Record<string, { examples: Record<string, { value: { query: string; variables: object; operationName: string } }> }> }
+    ).content['application/json'].examples;
     // One per query and mutation of the committed schema; the try-out panel opens with the first.
     const schema = buildSchema(fs.readFileSync(SCHEMA_FILE, 'utf8'));
     const rootFields = [schema.getQueryType(), schema.getMutationType()].flatMap((root) => Object.keys(root?.getFields() ?? {}));
@@ -309,7 +341,9 @@ describe('the API_DOCS_* settings', () => {
   });
 
   it('API_DOCS_HIDE_ENDPOINTS leaves out every path under its prefixes', async () => {
-    const spec = await specOf(await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks,/newsletter,/api,/files,/reports,/auth' }));
+    const spec = await specOf(
+      await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks,/newsletter,/api,/files,/reports,/auth' }),
+    );
     expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz', '/v1/metadata']);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['metadata', 'health', 'docs']);
     // Routes stay served: only the spec leaves them out.
@@ -318,7 +352,7 @@ describe('the API_DOCS_* settings', () => {
 });
 
 describe('plugins and custom services', () => {
-  it('documents each plugin\'s routes under its name and each custom service\'s own openapi.json at its server; a bad manifest is a warning', async () => {
+  it("documents each plugin's routes under its name and each custom service's own openapi.json at its server; a bad manifest is a warning", async () => {
     const plugins = path.join(folder, 'plugins');
     writeJson(path.join(plugins, 'reports', 'plugin.json'), {
       name: 'reports',
@@ -353,7 +387,13 @@ describe('plugins and custom services', () => {
     });
     const lines: string[] = [];
     const server = await serverWith(
-      { LOG_LEVEL: 'warn', PLINTH_PLUGINS_DIR: plugins, PLINTH_SERVICES_DIR: services, CS_1: 'invoices:express-ts:4000:/invoices', CS_2: 'mailer:fastapi:4001:/mail' },
+      {
+        LOG_LEVEL: 'warn',
+        PLINTH_PLUGINS_DIR: plugins,
+        PLINTH_SERVICES_DIR: services,
+        CS_1: 'invoices:express-ts:4000:/invoices',
+        CS_2: 'mailer:fastapi:4001:/mail',
+      },
       { write: (line: string) => void lines.push(line) },
     );
     const spec = await specOf(server);
@@ -366,7 +406,21 @@ describe('plugins and custom services', () => {
       responses: { default: { description: 'Answered by the reports plugin' } },
     });
     expect(spec.paths['/reports'].post.tags).toEqual(['reports']);
-    expect(spec.tags!.map((tag) => tag.name)).toEqual(['graphql', 'actions', 'metadata', 'auth', 'events', 'errors', 'billing', 'newsletter', 'files', 'health', 'docs', 'invoices', 'reports']);
+    expect(spec.tags!.map((tag) => tag.name)).toEqual([
+      'graphql',
+      'actions',
+      'metadata',
+      'auth',
+      'events',
+      'errors',
+      'billing',
+      'newsletter',
+      'files',
+      'health',
+      'docs',
+      'invoices',
+      'reports',
+    ]);
 
     const invoice = spec.paths['/invoices/{id}'];
     expect(invoice.servers).toEqual([{ url: 'http://invoices:4000', description: 'CS_1 (invoices)' }]);

@@ -245,7 +245,9 @@ describe('with unverified accounts usable (AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQU
     const attacker = session!;
     const generated = await authPost<{ totpSecret: string }>(lenient.url, '/mfa/totp/generate', undefined, bearer(attacker.accessToken));
     const totpSecret = generated.body.totpSecret;
-    expect((await authPost(lenient.url, '/mfa/totp/activate', { code: await generate({ secret: totpSecret }) }, bearer(attacker.accessToken))).status).toBe(200);
+    expect((await authPost(lenient.url, '/mfa/totp/activate', { code: await generate({ secret: totpSecret }) }, bearer(attacker.accessToken))).status).toBe(
+      200,
+    );
     const phone = `+1415555${String(counter).padStart(4, '0')}`;
     expect((await authPost(lenient.url, '/user/phone', { phoneNumber: phone }, bearer(attacker.accessToken))).status).toBe(200);
     const code = /(\d{6})/.exec(texts.filter((text) => text.To === phone).at(-1)!.Body)![1];
@@ -261,8 +263,14 @@ describe('with unverified accounts usable (AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQU
     expectAuthError(await signIn(lenient, email, ATTACKER_PASSWORD), 'invalid-email-password');
     expectAuthError(await authPost(lenient.url, '/token', { refreshToken: attacker.refreshToken }), 'invalid-refresh-token');
     // The attacker's access token lives on until it expires, but its session has ended: it changes nothing.
-    expectAuthError(await authPost(lenient.url, '/user/password', { newPassword: 'the attacker tries again' }, bearer(attacker.accessToken)), 'unauthenticated-user');
-    expectAuthError(await authPost(lenient.url, '/user/email/change', { newEmail: 'again@evil.example' }, bearer(attacker.accessToken)), 'unauthenticated-user');
+    expectAuthError(
+      await authPost(lenient.url, '/user/password', { newPassword: 'the attacker tries again' }, bearer(attacker.accessToken)),
+      'unauthenticated-user',
+    );
+    expectAuthError(
+      await authPost(lenient.url, '/user/email/change', { newEmail: 'again@evil.example' }, bearer(attacker.accessToken)),
+      'unauthenticated-user',
+    );
     expectAuthError(await authPost(lenient.url, '/mfa/totp/generate', undefined, bearer(attacker.accessToken)), 'unauthenticated-user');
     expectAuthError(await authPost(lenient.url, '/user/phone', { phoneNumber: '+14155550199' }, bearer(attacker.accessToken)), 'unauthenticated-user');
     // The address change the attacker started does not move the account to their mailbox.
@@ -306,7 +314,12 @@ describe('with unverified accounts usable (AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQU
   it('magic link: an account an anonymous user upgraded to the victim address loses that password and session', async () => {
     const email = victimAddress();
     const anonymous = await authPost<{ session: Session }>(lenient.url, '/signin/anonymous', {});
-    const upgraded = await authPost(lenient.url, '/user/deanonymize', { signInMethod: 'email-password', email, password: ATTACKER_PASSWORD }, bearer(anonymous.body.session.accessToken));
+    const upgraded = await authPost(
+      lenient.url,
+      '/user/deanonymize',
+      { signInMethod: 'email-password', email, password: ATTACKER_PASSWORD },
+      bearer(anonymous.body.session.accessToken),
+    );
     expect(upgraded.status).toBe(200);
     const attacker = (await signIn(lenient, email, ATTACKER_PASSWORD)).body.session!;
 

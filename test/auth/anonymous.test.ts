@@ -31,7 +31,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-
 async function follow(link: string): Promise<URL> {
   const response = await fetch(link.replace(AUTH_URL, `${server.url}/auth`), { redirect: 'manual' });
   expect(response.status).toBe(302);
@@ -48,10 +47,23 @@ describe('anonymous users', () => {
   it('get a session with the anonymous role only, an account without an address, accepted by the engine', async () => {
     const session = await anonymous({ displayName: 'Guest', locale: 'de', metadata: { cart: 3 } });
     expect(session.user).toMatchObject({ email: null, isAnonymous: true, defaultRole: 'anonymous', roles: ['anonymous'], displayName: 'Guest' });
-    expect(jwtPayload(session.accessToken)[CLAIMS_NAMESPACE]).toMatchObject({ 'x-gql-allowed-roles': ['anonymous'], 'x-gql-default-role': 'anonymous', 'x-gql-user-id': session.user.id });
-    const engine = await postGraphQL<{ session: { role: string; user_id: string } }>(server.graphqlUrl, { query: '{ session { role user_id } }' }, bearer(session.accessToken));
+    expect(jwtPayload(session.accessToken)[CLAIMS_NAMESPACE]).toMatchObject({
+      'x-gql-allowed-roles': ['anonymous'],
+      'x-gql-default-role': 'anonymous',
+      'x-gql-user-id': session.user.id,
+    });
+    const engine = await postGraphQL<{ session: { role: string; user_id: string } }>(
+      server.graphqlUrl,
+      { query: '{ session { role user_id } }' },
+      bearer(session.accessToken),
+    );
     expect(engine.body.data!.session).toEqual({ role: 'anonymous', user_id: session.user.id });
-    expect((await authCall(server.url, 'GET', '/user', undefined, bearer(session.accessToken))).body).toMatchObject({ isAnonymous: true, email: null, locale: 'de', metadata: { cart: 3 } });
+    expect((await authCall(server.url, 'GET', '/user', undefined, bearer(session.accessToken))).body).toMatchObject({
+      isAnonymous: true,
+      email: null,
+      locale: 'de',
+      metadata: { cart: 3 },
+    });
     expect((await authPost(server.url, '/token', { refreshToken: session.refreshToken })).status).toBe(200);
   });
 
@@ -66,33 +78,63 @@ describe('anonymous users', () => {
     expect(empty.status).toBe(400);
     expect(await empty.json()).toMatchObject({ error: 'invalid-request', message: expect.stringContaining('email') });
     // A body with a prototype key is refused as Fastify refuses it everywhere.
-    const poisoned = await fetch(`${server.url}/auth/signin/anonymous`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"x":1}}' });
+    const poisoned = await fetch(`${server.url}/auth/signin/anonymous`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"__proto__":{"x":1}}',
+    });
     expect(poisoned.status).toBe(400);
   });
 
   it('cannot change an address or password they do not have', async () => {
     const session = await anonymous();
-    expect(await authPost(server.url, '/user/email/change', { newEmail: 'guest@example.com' }, bearer(session.accessToken))).toMatchObject({ status: 403, body: { error: 'forbidden-anonymous' } });
-    expect(await authPost(server.url, '/user/password', { newPassword: 'a new password here' }, bearer(session.accessToken))).toMatchObject({ status: 403, body: { error: 'forbidden-anonymous' } });
+    expect(await authPost(server.url, '/user/email/change', { newEmail: 'guest@example.com' }, bearer(session.accessToken))).toMatchObject({
+      status: 403,
+      body: { error: 'forbidden-anonymous' },
+    });
+    expect(await authPost(server.url, '/user/password', { newPassword: 'a new password here' }, bearer(session.accessToken))).toMatchObject({
+      status: 403,
+      body: { error: 'forbidden-anonymous' },
+    });
   });
 
   it('are upgraded with an e-mail and password: the anonymous sessions end, the address is verified by mail, then sign-in works', async () => {
     const session = await anonymous({ displayName: 'Guest' });
-    const upgrade = await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'upgraded@example.com', password: 'upgraded password' }, bearer(session.accessToken));
+    const upgrade = await authPost(
+      server.url,
+      '/user/deanonymize',
+      { signInMethod: 'email-password', email: 'upgraded@example.com', password: 'upgraded password' },
+      bearer(session.accessToken),
+    );
     expect(upgrade).toMatchObject({ status: 200, body: 'OK' });
     expect((await authPost(server.url, '/token', { refreshToken: session.refreshToken })).status).toBe(401);
-    expect(await authPost(server.url, '/signin/email-password', { email: 'upgraded@example.com', password: 'upgraded password' })).toMatchObject({ status: 401, body: { error: 'unverified-user' } });
+    expect(await authPost(server.url, '/signin/email-password', { email: 'upgraded@example.com', password: 'upgraded password' })).toMatchObject({
+      status: 401,
+      body: { error: 'unverified-user' },
+    });
 
     await follow(linkIn((await nextMailTo(receiver, 'upgraded@example.com')).parsed.text, `${AUTH_URL}/verify`));
-    const signedIn = await authPost<{ session: Session }>(server.url, '/signin/email-password', { email: 'upgraded@example.com', password: 'upgraded password' });
+    const signedIn = await authPost<{ session: Session }>(server.url, '/signin/email-password', {
+      email: 'upgraded@example.com',
+      password: 'upgraded password',
+    });
     expect(signedIn.status).toBe(200);
     // The same account, now an ordinary user.
-    expect(signedIn.body.session.user).toMatchObject({ id: session.user.id, email: 'upgraded@example.com', isAnonymous: false, defaultRole: 'user', roles: ['user', 'me'], displayName: 'Guest' });
+    expect(signedIn.body.session.user).toMatchObject({
+      id: session.user.id,
+      email: 'upgraded@example.com',
+      isAnonymous: false,
+      defaultRole: 'user',
+      roles: ['user', 'me'],
+      displayName: 'Guest',
+    });
   });
 
   it('are upgraded passwordless: a magic link signs the upgraded account in', async () => {
     const session = await anonymous();
-    expect((await authPost(server.url, '/user/deanonymize', { signInMethod: 'passwordless', email: 'linked@example.com' }, bearer(session.accessToken))).status).toBe(200);
+    expect(
+      (await authPost(server.url, '/user/deanonymize', { signInMethod: 'passwordless', email: 'linked@example.com' }, bearer(session.accessToken))).status,
+    ).toBe(200);
     const landing = await follow(linkIn((await nextMailTo(receiver, 'linked@example.com')).parsed.text, `${AUTH_URL}/verify`));
     const refreshed = await authPost<Session>(server.url, '/token', { refreshToken: landing.searchParams.get('refreshToken') });
     expect(refreshed.body.user).toMatchObject({ id: session.user.id, email: 'linked@example.com', isAnonymous: false, emailVerified: true });
@@ -100,11 +142,32 @@ describe('anonymous users', () => {
 
   it('refuses an upgrade of a user that is not anonymous, to a taken address, without a password, or without a bearer token', async () => {
     const session = await anonymous();
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'upgraded@example.com', password: 'some password' }, bearer(session.accessToken))).toMatchObject({ status: 409, body: { error: 'email-already-in-use' } });
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'fresh@example.com' }, bearer(session.accessToken))).toMatchObject({ status: 400, body: { error: 'invalid-request' } });
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'fresh@example.com', password: 'short' }, bearer(session.accessToken))).toMatchObject({ status: 400, body: { error: 'password-too-short' } });
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'sms', email: 'fresh@example.com' }, bearer(session.accessToken))).toMatchObject({ status: 400, body: { error: 'invalid-request' } });
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'fresh@example.com', password: 'some password' })).toMatchObject({ status: 401, body: { error: 'unauthenticated-user' } });
+    expect(
+      await authPost(
+        server.url,
+        '/user/deanonymize',
+        { signInMethod: 'email-password', email: 'upgraded@example.com', password: 'some password' },
+        bearer(session.accessToken),
+      ),
+    ).toMatchObject({ status: 409, body: { error: 'email-already-in-use' } });
+    expect(
+      await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'fresh@example.com' }, bearer(session.accessToken)),
+    ).toMatchObject({ status: 400, body: { error: 'invalid-request' } });
+    expect(
+      await authPost(
+        server.url,
+        '/user/deanonymize',
+        { signInMethod: 'email-password', email: 'fresh@example.com', password: 'short' },
+        bearer(session.accessToken),
+      ),
+    ).toMatchObject({ status: 400, body: { error: 'password-too-short' } });
+    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'sms', email: 'fresh@example.com' }, bearer(session.accessToken))).toMatchObject({
+      status: 400,
+      body: { error: 'invalid-request' },
+    });
+    expect(
+      await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'fresh@example.com', password: 'some password' }),
+    ).toMatchObject({ status: 401, body: { error: 'unauthenticated-user' } });
     // The account is still anonymous and its session still works.
     expect((await authPost(server.url, '/token', { refreshToken: session.refreshToken })).status).toBe(200);
 
@@ -113,7 +176,14 @@ describe('anonymous users', () => {
     await authPost(server.url, '/user/deanonymize', { signInMethod: 'passwordless', email: 'twice@example.com' }, bearer(other.accessToken));
     const landing = await follow(linkIn((await nextMailTo(receiver, 'twice@example.com')).parsed.text, `${AUTH_URL}/verify`));
     const upgraded = await authPost<Session>(server.url, '/token', { refreshToken: landing.searchParams.get('refreshToken') });
-    expect(await authPost(server.url, '/user/deanonymize', { signInMethod: 'email-password', email: 'again@example.com', password: 'some password' }, bearer(upgraded.body.accessToken))).toMatchObject({ status: 400, body: { error: 'user-not-anonymous' } });
+    expect(
+      await authPost(
+        server.url,
+        '/user/deanonymize',
+        { signInMethod: 'email-password', email: 'again@example.com', password: 'some password' },
+        bearer(upgraded.body.accessToken),
+      ),
+    ).toMatchObject({ status: 400, body: { error: 'user-not-anonymous' } });
   });
 
   it('are refused when AUTH_ANONYMOUS_USERS_ENABLED is off', async () => {

@@ -37,7 +37,7 @@ describe('AUTH_PORT', () => {
     expect(await wrong.json()).toMatchObject({ error: 'invalid-email-password' });
   });
 
-  it('serves its own health check there and nothing else: GraphQL, the server\'s probes and the /auth prefix itself are not found', async () => {
+  it("serves its own health check there and nothing else: GraphQL, the server's probes and the /auth prefix itself are not found", async () => {
     expect(await (await fetch(`http://127.0.0.1:${authPort}/healthz`)).json()).toBe('OK');
     for (const path of ['/v1/graphql', '/readyz', '/auth/user', '/metrics']) {
       const response = await fetch(`http://127.0.0.1:${authPort}${path}`);

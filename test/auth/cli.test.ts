@@ -34,7 +34,11 @@ beforeAll(async () => {
   for (const email of ['ann@example.com', 'bob@example.com', 'cy@example.com']) {
     expect((await signUp(email)).status).toBe(200);
   }
-  await authPost(server.url, '/signup/email-password', { email: 'ed@example.com', password: 'cli password', options: { defaultRole: 'editor', allowedRoles: ['editor', 'me'] } });
+  await authPost(server.url, '/signup/email-password', {
+    email: 'ed@example.com',
+    password: 'cli password',
+    options: { defaultRole: 'editor', allowedRoles: ['editor', 'me'] },
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -98,7 +102,10 @@ describe('plinth auth user', () => {
     expect((await plinth('user', 'role', 'add', 'ann@example.com', '--role', 'admin')).stdout).toBe('ann@example.com: user, me, admin (default user)\n');
     const token = (await signIn('ann@example.com')).body.session.accessToken;
     expect((jwtPayload(token)[CLAIMS_NAMESPACE] as Record<string, unknown>)['x-gql-allowed-roles']).toEqual(['user', 'me', 'admin']);
-    expect(JSON.parse((await plinth('user', 'role', 'list', 'ann@example.com', '--json')).stdout)).toEqual({ defaultRole: 'user', roles: ['user', 'me', 'admin'] });
+    expect(JSON.parse((await plinth('user', 'role', 'list', 'ann@example.com', '--json')).stdout)).toEqual({
+      defaultRole: 'user',
+      roles: ['user', 'me', 'admin'],
+    });
     const listed = await plinth('user', 'role', 'list', 'ann@example.com');
     expect(listed.stdout.split('\n')[1]).toMatch(/^user\s+yes$/);
 
@@ -145,14 +152,16 @@ describe('plinth auth email configure', () => {
     fs.writeFileSync(file, '# my settings\nPORT=9000\nSMTP_HOST=old.example.com\n');
     const result = await configure('--provider', 'smtp', '--host', 'smtp.example.com', '--port', '2525', '--user', 'mailer', '--password', 'p@ss word');
     expect(result).toMatchObject({ code: 0, stdout: `mail settings written to .env: SMTP_HOST, SMTP_PORT, SMTP_USER, SMTP_PASSWORD\n` });
-    expect(fs.readFileSync(file, 'utf8')).toBe('# my settings\nPORT=9000\nSMTP_HOST=smtp.example.com\nSMTP_PORT=2525\nSMTP_USER=mailer\nSMTP_PASSWORD="p@ss word"\n');
+    expect(fs.readFileSync(file, 'utf8')).toBe(
+      '# my settings\nPORT=9000\nSMTP_HOST=smtp.example.com\nSMTP_PORT=2525\nSMTP_USER=mailer\nSMTP_PASSWORD="p@ss word"\n',
+    );
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('refuses another provider, a bad port and a user without a password, writing nothing', async () => {
     const other = await configure('--provider', 'ses', '--host', 'x', '--port', '25');
     expect(other.code).not.toBe(0);
-    expect(other.stderr).toContain("Allowed choices are smtp");
+    expect(other.stderr).toContain('Allowed choices are smtp');
     const badPort = await configure('--provider', 'smtp', '--host', 'x', '--port', '70000');
     expect(badPort.stderr).toContain('must be a port number');
     const half = await configure('--provider', 'smtp', '--host', 'x', '--port', '25', '--user', 'only');

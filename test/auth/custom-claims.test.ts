@@ -98,7 +98,11 @@ describe('AUTH_CUSTOM_CLAIMS_WEBHOOK', () => {
       'x-gql-plan': 'pro',
       'x-gql-org-ids': ['a', 'b'],
     });
-    const engine = await postGraphQL<{ session: { variables: Record<string, string> } }>(server.graphqlUrl, { query: '{ session { variables } }' }, bearer(session.accessToken));
+    const engine = await postGraphQL<{ session: { variables: Record<string, string> } }>(
+      server.graphqlUrl,
+      { query: '{ session { variables } }' },
+      bearer(session.accessToken),
+    );
     expect(engine.body.data!.session.variables).toMatchObject({ 'x-gql-plan': 'pro', 'x-gql-tenant-id': 'tenant-7', 'x-gql-user-id': session.user.id });
 
     // A refresh asks again.

@@ -63,7 +63,10 @@ describe('what the auth service acknowledged survives kill -9', () => {
     const link = linkIn(mail.parsed.text, `${AUTH_URL}/verify`);
     const followed = await fetch(link.replace(AUTH_URL, `${second.url}/auth`), { redirect: 'manual' });
     expect(followed.status).toBe(302);
-    const signIn = await authPost<{ session: { refreshToken: string } }>(second.url, '/signin/email-password', { email: 'durable@example.com', password: 'durable password' });
+    const signIn = await authPost<{ session: { refreshToken: string } }>(second.url, '/signin/email-password', {
+      email: 'durable@example.com',
+      password: 'durable password',
+    });
     expect(signIn.status).toBe(200);
     const rotated = await authPost<{ refreshToken: string }>(second.url, '/token', { refreshToken: signIn.body.session.refreshToken });
     expect(rotated.status).toBe(200);

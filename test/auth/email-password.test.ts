@@ -72,7 +72,8 @@ async function follow(link: string): Promise<{ status: number; location: URL | n
   return { status: response.status, location: location ? new URL(location) : null, body: text ? (JSON.parse(text) as unknown) : null };
 }
 
-const signIn = (email: string, password = PASSWORD) => authPost<{ session: Session | null; mfa: { ticket: string } | null } & AuthErrorBody>(server.url, '/signin/email-password', { email, password });
+const signIn = (email: string, password = PASSWORD) =>
+  authPost<{ session: Session | null; mfa: { ticket: string } | null } & AuthErrorBody>(server.url, '/signin/email-password', { email, password });
 const signUp = (body: Record<string, unknown>) => authPost<{ session: Session | null } & AuthErrorBody>(server.url, '/signup/email-password', body);
 const refresh = (refreshToken: string) => authPost<Session>(server.url, '/token', { refreshToken });
 
@@ -207,7 +208,10 @@ describe('sign-up and verification', () => {
     expect(row).toEqual({ default_role: 'editor', allowed_roles: ['editor', 'user'] });
     expectAuthError(await signUp({ email: nextEmail(), password: PASSWORD, options: { allowedRoles: ['user', 'admin'] } }), 'role-not-allowed');
     expectAuthError(await signUp({ email: nextEmail(), password: PASSWORD, options: { defaultRole: 'admin' } }), 'role-not-allowed');
-    expectAuthError(await signUp({ email: nextEmail(), password: PASSWORD, options: { defaultRole: 'editor', allowedRoles: ['user'] } }), 'default-role-must-be-in-allowed-roles');
+    expectAuthError(
+      await signUp({ email: nextEmail(), password: PASSWORD, options: { defaultRole: 'editor', allowedRoles: ['user'] } }),
+      'default-role-must-be-in-allowed-roles',
+    );
   });
 
   it('checks passwords against the breach list by the first five hex digits of their SHA-1 only, and accepts them when the list is down', async () => {
@@ -315,7 +319,8 @@ describe('sign-in', () => {
 
   it('replaces a hash made at another cost at the first sign-in that proves the password, and only then', async () => {
     const session = await verifiedAccount();
-    const hashOf = async () => (await server.database.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [session.user.id]))[0]!.password_hash;
+    const hashOf = async () =>
+      (await server.database.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [session.user.id]))[0]!.password_hash;
     // OWASP's minimum, the default before AUTH_PASSWORD_HASH_* existed.
     const earlier = await new PasswordHasher({ memoryKib: 19_456, iterations: 2, parallelism: 1 }).hash(PASSWORD);
     await server.database.query('UPDATE users SET password_hash = $2 WHERE id = $1', [session.user.id, earlier]);
@@ -400,7 +405,10 @@ describe('password reset and change', () => {
   it('mails a link that signs the user in to set a new password; the old one stops working', async () => {
     const session = await verifiedAccount();
     const email = session.user.email;
-    expect(await authPost(server.url, '/user/password/reset', { email, options: { redirectTo: `${CLIENT_URL}/reset` } })).toMatchObject({ status: 200, body: 'OK' });
+    expect(await authPost(server.url, '/user/password/reset', { email, options: { redirectTo: `${CLIENT_URL}/reset` } })).toMatchObject({
+      status: 200,
+      body: 'OK',
+    });
     const mail = await nextMailTo(receiver, email);
     const link = new URL(linkIn(mail.parsed.text, `${AUTH_URL}/verify`));
     expect(link.searchParams.get('type')).toBe('passwordReset');
@@ -410,7 +418,10 @@ describe('password reset and change', () => {
     expect(followed.location!.searchParams.get('type')).toBe('passwordReset');
     const resetSession = await refresh(followed.location!.searchParams.get('refreshToken')!);
 
-    expect(await authPost(server.url, '/user/password', { newPassword: 'a brand new passphrase' }, bearer(resetSession.body.accessToken))).toMatchObject({ status: 200, body: 'OK' });
+    expect(await authPost(server.url, '/user/password', { newPassword: 'a brand new passphrase' }, bearer(resetSession.body.accessToken))).toMatchObject({
+      status: 200,
+      body: 'OK',
+    });
     expectAuthError(await signIn(email), 'invalid-email-password');
     expect((await signIn(email, 'a brand new passphrase')).status).toBe(200);
   });
@@ -425,8 +436,14 @@ describe('password reset and change', () => {
     expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'reset by ticket again', ticket }), 'invalid-ticket');
     expectAuthError(await refresh(session.refreshToken), 'invalid-refresh-token');
     expect((await signIn(email, 'reset by ticket')).status).toBe(200);
-    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'whatever it is', ticket: 'passwordReset:6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' }), 'invalid-ticket');
-    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'whatever it is', ticket: 'verifyEmail:6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' }), 'invalid-ticket');
+    expectAuthError(
+      await authPost(server.url, '/user/password', { newPassword: 'whatever it is', ticket: 'passwordReset:6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' }),
+      'invalid-ticket',
+    );
+    expectAuthError(
+      await authPost(server.url, '/user/password', { newPassword: 'whatever it is', ticket: 'verifyEmail:6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' }),
+      'invalid-ticket',
+    );
   });
 
   it('refuses an expired reset ticket', async () => {
@@ -448,18 +465,26 @@ describe('password reset and change', () => {
   it('ends every other session of the user at a change with the bearer token, which needs a sign-in within AUTH_RECENT_SIGN_IN_SECONDS', async () => {
     const session = await verifiedAccount();
     const other = (await signIn(session.user.email)).body.session!;
-    expect(await authPost(server.url, '/user/password', { newPassword: 'changed while signed in' }, bearer(session.accessToken))).toMatchObject({ status: 200, body: 'OK' });
+    expect(await authPost(server.url, '/user/password', { newPassword: 'changed while signed in' }, bearer(session.accessToken))).toMatchObject({
+      status: 200,
+      body: 'OK',
+    });
     expectAuthError(await refresh(other.refreshToken), 'invalid-refresh-token');
     const kept = await refresh(session.refreshToken);
     expect(kept.status).toBe(200);
 
     // A day and a second after the sign-in (the default AUTH_RECENT_SIGN_IN_SECONDS), refreshes notwithstanding: sign in again first.
     await server.database.query("UPDATE auth_refresh_tokens SET created_at = created_at - interval '86401 seconds' WHERE user_id = $1", [session.user.id]);
-    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'changed a day later' }, bearer(kept.body.accessToken)), 'reauthentication-required');
+    expectAuthError(
+      await authPost(server.url, '/user/password', { newPassword: 'changed a day later' }, bearer(kept.body.accessToken)),
+      'reauthentication-required',
+    );
     expectAuthError(await authPost(server.url, '/user/email/change', { newEmail: nextEmail() }, bearer(kept.body.accessToken)), 'reauthentication-required');
     expectAuthError(await signIn(session.user.email, 'changed a day later'), 'invalid-email-password');
     const again = (await signIn(session.user.email, 'changed while signed in')).body.session!;
-    expect(await authPost(server.url, '/user/password', { newPassword: 'changed after signing in again' }, bearer(again.accessToken))).toMatchObject({ status: 200 });
+    expect(await authPost(server.url, '/user/password', { newPassword: 'changed after signing in again' }, bearer(again.accessToken))).toMatchObject({
+      status: 200,
+    });
     expect((await signIn(session.user.email, 'changed after signing in again')).status).toBe(200);
   });
 
@@ -467,8 +492,14 @@ describe('password reset and change', () => {
     const session = await verifiedAccount();
     const userId = session.user.id;
     const roles = { userId, roles: ['user', 'me'] };
-    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'from a foreign token' }, bearer(signToken(roles))), 'reauthentication-required');
-    expectAuthError(await authPost(server.url, '/user/password', { newPassword: 'from a made-up session' }, bearer(signToken({ ...roles, sessionId: 'not-a-session' }))), 'unauthenticated-user');
+    expectAuthError(
+      await authPost(server.url, '/user/password', { newPassword: 'from a foreign token' }, bearer(signToken(roles))),
+      'reauthentication-required',
+    );
+    expectAuthError(
+      await authPost(server.url, '/user/password', { newPassword: 'from a made-up session' }, bearer(signToken({ ...roles, sessionId: 'not-a-session' }))),
+      'unauthenticated-user',
+    );
     const unknown = signToken({ ...roles, sessionId: '6f1c9e0a-4b1e-4c55-9a0e-2f8f8d7c1a11' });
     expectAuthError(await authPost(server.url, '/user/email/change', { newEmail: nextEmail() }, bearer(unknown)), 'unauthenticated-user');
     expect((await signIn(session.user.email)).status).toBe(200);
@@ -491,7 +522,10 @@ describe('e-mail change', () => {
   it('mails the new address a link; following it moves the account there', async () => {
     const session = await verifiedAccount();
     const newEmail = nextEmail();
-    expect(await authPost(server.url, '/user/email/change', { newEmail, options: { redirectTo: CLIENT_URL } }, bearer(session.accessToken))).toMatchObject({ status: 200, body: 'OK' });
+    expect(await authPost(server.url, '/user/email/change', { newEmail, options: { redirectTo: CLIENT_URL } }, bearer(session.accessToken))).toMatchObject({
+      status: 200,
+      body: 'OK',
+    });
     const mail = await nextMailTo(receiver, newEmail);
     expect(mail.parsed.text).toContain(newEmail);
     const followed = await follow(linkIn(mail.parsed.text, `${AUTH_URL}/verify`));
@@ -523,8 +557,13 @@ describe('e-mail change', () => {
     const email = session.user.email;
     const before = receiver.received.length;
     expect(await authPost(server.url, '/user/email/send-verification-email', { email })).toMatchObject({ status: 200, body: 'OK' });
-    expect(await authPost(server.url, '/user/email/send-verification-email', { email: 'nobody-at-all@example.com' })).toMatchObject({ status: 200, body: 'OK' });
+    expect(await authPost(server.url, '/user/email/send-verification-email', { email: 'nobody-at-all@example.com' })).toMatchObject({
+      status: 200,
+      body: 'OK',
+    });
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(receiver.received.slice(before).filter((mail) => mail.recipients.includes(email) || mail.recipients.includes('nobody-at-all@example.com'))).toHaveLength(0);
+    expect(
+      receiver.received.slice(before).filter((mail) => mail.recipients.includes(email) || mail.recipients.includes('nobody-at-all@example.com')),
+    ).toHaveLength(0);
   });
 });

@@ -83,7 +83,9 @@ describe('invitation acceptance', () => {
     const spent = await follow(link);
     expect(spent.searchParams.get('error')).toBe('invalid-ticket');
     expect(spent.searchParams.get('ticket')).toBeNull();
-    expect(await server.database.query("SELECT 1 FROM user_invitations WHERE user_id = (SELECT id FROM users WHERE email = 'invitee@example.com')")).toHaveLength(0);
+    expect(
+      await server.database.query("SELECT 1 FROM user_invitations WHERE user_id = (SELECT id FROM users WHERE email = 'invitee@example.com')"),
+    ).toHaveLength(0);
   });
 
   it('refuses an expired invitation, a short password, and an unknown ticket', async () => {
@@ -92,10 +94,16 @@ describe('invitation acceptance', () => {
     const ticket = new URL(link).searchParams.get('ticket')!;
     expect(await setPassword({ newPassword: 'short', ticket })).toMatchObject({ status: 400, body: { error: 'password-too-short' } });
     // A refused password does not spend the ticket.
-    await server.database.query("UPDATE user_invitations SET expires_at = now() - interval '1 second' WHERE user_id = (SELECT id FROM users WHERE email = $1)", [email]);
+    await server.database.query(
+      "UPDATE user_invitations SET expires_at = now() - interval '1 second' WHERE user_id = (SELECT id FROM users WHERE email = $1)",
+      [email],
+    );
     expect((await follow(link)).searchParams.get('error')).toBe('invalid-ticket');
     expect(await setPassword({ newPassword: 'a perfectly good one', ticket })).toMatchObject({ status: 401, body: { error: 'invalid-ticket' } });
-    expect(await setPassword({ newPassword: 'a perfectly good one', ticket: 'no-such-invitation-ticket' })).toMatchObject({ status: 401, body: { error: 'invalid-ticket' } });
+    expect(await setPassword({ newPassword: 'a perfectly good one', ticket: 'no-such-invitation-ticket' })).toMatchObject({
+      status: 401,
+      body: { error: 'invalid-ticket' },
+    });
     expect((await signIn(email, 'a perfectly good one')).status).toBe(401);
   });
 

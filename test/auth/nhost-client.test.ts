@@ -29,8 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const client = (): NhostClient =>
-  createClient({ authUrl: `${server.url}/auth`, graphqlUrl: `${server.url}/v1/graphql`, storage: new MemoryStorage() });
+const client = (): NhostClient => createClient({ authUrl: `${server.url}/auth`, graphqlUrl: `${server.url}/v1/graphql`, storage: new MemoryStorage() });
 
 interface SessionQuery {
   session: { role: string; user_id: string | null };
@@ -39,7 +38,11 @@ interface SessionQuery {
 describe('@nhost/nhost-js against Plinth', () => {
   it('signs up, signs in, reads the user, queries GraphQL, refreshes and signs out', async () => {
     const nhost = client();
-    const signUp = await nhost.auth.signUpEmailPassword({ email: 'nhost@example.com', password: 'nhost client password', options: { displayName: 'Nhost User' } });
+    const signUp = await nhost.auth.signUpEmailPassword({
+      email: 'nhost@example.com',
+      password: 'nhost client password',
+      options: { displayName: 'Nhost User' },
+    });
     expect(signUp.status).toBe(200);
     expect(signUp.body.session!.user).toMatchObject({ email: 'nhost@example.com', displayName: 'Nhost User', defaultRole: 'user' });
     // The client keeps the session it was answered (its middleware decodes the token).

@@ -43,7 +43,13 @@ function provider(request: http.IncomingMessage, response: http.ServerResponse, 
   if (url.pathname === '/apple/token') {
     const issued = idp.take(new URLSearchParams(body).get('code'));
     if (!issued) return json(response, 400, { error: 'invalid_grant' });
-    const idToken = createSigner({ key: 'apple-signs-with-its-own-key-here!!' })({ iss: 'https://appleid.apple.com', aud: APPLE.id, sub: issued.consent.id, email: issued.consent.email, email_verified: 'true' });
+    const idToken = createSigner({ key: 'apple-signs-with-its-own-key-here!!' })({
+      iss: 'https://appleid.apple.com',
+      aud: APPLE.id,
+      sub: issued.consent.id,
+      email: issued.consent.email,
+      email_verified: 'true',
+    });
     return json(response, 200, { access_token: randomUUID(), token_type: 'Bearer', id_token: idToken });
   }
   const consent = idp.bearer(request);

@@ -97,7 +97,10 @@ const PROVIDERS: DocumentedProvider[] = [
             account_id: `557058:${consent.id}`,
             nickname: slug(consent),
             display_name: consent.name,
-            links: { avatar: { href: `https://secure.gravatar.com/avatar/${consent.id}?d=identicon` }, html: { href: `https://bitbucket.org/${slug(consent)}/` } },
+            links: {
+              avatar: { href: `https://secure.gravatar.com/avatar/${consent.id}?d=identicon` },
+              html: { href: `https://bitbucket.org/${slug(consent)}/` },
+            },
             created_on: '2024-01-02T03:04:05.000000+00:00',
           },
         };
@@ -167,7 +170,9 @@ const PROVIDERS: DocumentedProvider[] = [
         id: `10${consent.id}`,
         name: consent.name,
         ...(consent.verified ? { email: consent.email } : {}),
-        picture: { data: { height: 50, is_silhouette: false, url: `https://platform-lookaside.fbsbx.com/platform/profilepic/?asid=10${consent.id}`, width: 50 } },
+        picture: {
+          data: { height: 50, is_silhouette: false, url: `https://platform-lookaside.fbsbx.com/platform/profilepic/?asid=10${consent.id}`, width: 50 },
+        },
       };
       const fields = (url.searchParams.get('fields') ?? 'id,name').split(',');
       return { body: Object.fromEntries(fields.filter((field) => field in available).map((field) => [field, available[field]])) };
@@ -253,7 +258,8 @@ const PROVIDERS: DocumentedProvider[] = [
     // Helix GET /users: the Client-Id header must name the token's client; `email` is the verified address.
     api: (path, _url, request, consent) => {
       if (path !== '/users') return undefined;
-      if (request.headers['client-id'] !== clientOf('twitch').id) return { status: 401, body: { error: 'Unauthorized', status: 401, message: 'Client ID and OAuth token do not match' } };
+      if (request.headers['client-id'] !== clientOf('twitch').id)
+        return { status: 401, body: { error: 'Unauthorized', status: 401, message: 'Client ID and OAuth token do not match' } };
       return {
         body: {
           data: [
@@ -370,7 +376,10 @@ afterAll(async () => {
 const consent = (overrides: Partial<Consent> = {}) => idp.newConsent(overrides);
 
 const linkedIds = async (userId: string) =>
-  (await server.database.query('SELECT provider, provider_user_id FROM auth_user_providers WHERE user_id = $1', [userId])) as { provider: string; provider_user_id: string }[];
+  (await server.database.query('SELECT provider, provider_user_id FROM auth_user_providers WHERE user_id = $1', [userId])) as {
+    provider: string;
+    provider_user_id: string;
+  }[];
 
 describe.each(PROVIDERS)('$name', (provider) => {
   it('follows the documented authorization, token and profile endpoints to a new user, whose refresh token works', async () => {

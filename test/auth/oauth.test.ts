@@ -18,7 +18,12 @@ import { runCli } from '../support/spawn';
 const AUTH_URL = 'https://auth.plinth.test/auth';
 const CLIENT_URL = 'https://app.example.com';
 const REDIRECT_TO = 'https://app.example.com/signed-in?from=oauth';
-const CLIENTS = { github: { id: 'gh-client', secret: 'gh-secret' }, google: { id: 'google-client', secret: 'google-secret' }, apple: { id: 'com.example.app', secret: '' }, workos: { id: 'client_01WORKOS', secret: 'sk_workos' } };
+const CLIENTS = {
+  github: { id: 'gh-client', secret: 'gh-secret' },
+  google: { id: 'google-client', secret: 'google-secret' },
+  apple: { id: 'com.example.app', secret: '' },
+  workos: { id: 'client_01WORKOS', secret: 'sk_workos' },
+};
 const TWITTER = { consumerKey: 'tw-consumer-key', consumerSecret: 'tw-consumer-secret' };
 /** Twitter's request tokens and access tokens, with their secrets and the consent they stand for. */
 const twitterTokens = new Map<string, { secret: string; callback?: string; verifier?: string; consent: Consent; access?: boolean }>();
@@ -101,7 +106,11 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
       const verify = createVerifier({ key: APPLE_KEY.publicKey.export({ type: 'spki', format: 'pem' }).toString(), algorithms: ['ES256'], complete: true });
       const { header, payload } = verify(form.get('client_secret') ?? '') as { header: Record<string, unknown>; payload: Record<string, unknown> };
       const valid =
-        header.kid === APPLE.keyId && payload.iss === APPLE.teamId && payload.sub === CLIENTS.apple.id && payload.aud === 'https://appleid.apple.com' && typeof payload.exp === 'number';
+        header.kid === APPLE.keyId &&
+        payload.iss === APPLE.teamId &&
+        payload.sub === CLIENTS.apple.id &&
+        payload.aud === 'https://appleid.apple.com' &&
+        typeof payload.exp === 'number';
       if (!valid || !issued || form.get('client_id') !== CLIENTS.apple.id) return json(response, 400, { error: 'invalid_client' });
       appleClientSecrets.push(payload);
     } catch {
@@ -120,7 +129,10 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
     const issued = idp.token(request, response, body, url, CLIENTS.workos, 'client_secret_post');
     if (!issued) return;
     const [first, last] = issued.consent.name.split(' ');
-    return json(response, 200, { access_token: randomUUID(), profile: { id: `prof_${issued.consent.id}`, email: issued.consent.email, first_name: first, last_name: last, connection_id: 'conn_01ACME' } });
+    return json(response, 200, {
+      access_token: randomUUID(),
+      profile: { id: `prof_${issued.consent.id}`, email: issued.consent.email, first_name: first, last_name: last, connection_id: 'conn_01ACME' },
+    });
   }
   if (url.pathname.endsWith('/token')) {
     const issued = idp.token(request, response, body, url, client, 'client_secret_post');
@@ -129,7 +141,8 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
   }
   const consent = idp.bearer(request);
   if (!consent) return json(response, 401, { message: 'Bad credentials' });
-  if (url.pathname === '/github-api/user') return json(response, 200, { id: Number(consent.id), login: consent.name.toLowerCase(), name: consent.name, avatar_url: null });
+  if (url.pathname === '/github-api/user')
+    return json(response, 200, { id: Number(consent.id), login: consent.name.toLowerCase(), name: consent.name, avatar_url: null });
   if (url.pathname === '/github-api/user/emails') {
     return json(response, 200, [
       { email: `old-${consent.email}`, primary: false, verified: true },
@@ -137,7 +150,13 @@ function handleProvider(request: http.IncomingMessage, response: http.ServerResp
     ]);
   }
   if (url.pathname === '/google-api/v1/userinfo') {
-    return json(response, 200, { sub: consent.id, email: consent.email, email_verified: consent.verified, name: consent.name, picture: 'https://example.com/p.png' });
+    return json(response, 200, {
+      sub: consent.id,
+      email: consent.email,
+      email_verified: consent.verified,
+      name: consent.name,
+      picture: 'https://example.com/p.png',
+    });
   }
   json(response, 404, { message: 'Not Found' });
 }
@@ -230,7 +249,9 @@ describe('GitHub', () => {
     // The token request carried the verifier of the challenge and the client's credentials.
     expect(idp.tokenRequests.at(-1)!.parameters.get('code_verifier')).toMatch(/^[\w-]{43}$/);
 
-    const listed = await authCall<{ providers: { provider: string }[] }>(server.url, 'GET', '/user/providers', undefined, { authorization: `Bearer ${session.accessToken}` });
+    const listed = await authCall<{ providers: { provider: string }[] }>(server.url, 'GET', '/user/providers', undefined, {
+      authorization: `Bearer ${session.accessToken}`,
+    });
     expect(listed.body.providers.map((entry) => entry.provider)).toEqual(['github']);
 
     // Again: the same user, found by the link.
@@ -291,7 +312,10 @@ describe('GitHub', () => {
 
   it('links to an existing account only through a verified address', async () => {
     const email = `linked${Date.now()}@example.com`;
-    const signedUp = await authPost<{ session: { user: { id: string }; accessToken: string } }>(server.url, '/signup/email-password', { email, password: 'a sound passphrase' });
+    const signedUp = await authPost<{ session: { user: { id: string }; accessToken: string } }>(server.url, '/signup/email-password', {
+      email,
+      password: 'a sound passphrase',
+    });
     expect(signedUp.status).toBe(200);
     // Its owner verified the address (an unverified one is taken over instead: account-takeover.test.ts).
     await server.database.query('UPDATE users SET email_verified = true WHERE id = $1', [signedUp.body.session.user.id]);
@@ -415,7 +439,7 @@ describe('Twitter (OAuth 1.0a)', () => {
 });
 
 describe('WorkOS', () => {
-  it("signs in through the default connection with the profile of the token response, never linking on its address", async () => {
+  it('signs in through the default connection with the profile of the token response, never linking on its address', async () => {
     const person = consent();
     const session = await sessionOf(expectSession((await dance('workos')).final));
     expect(session.user).toMatchObject({ email: person.email, emailVerified: false, displayName: person.name });
@@ -439,10 +463,14 @@ describe('start-up validation', () => {
 
   it.each(OAUTH_PROVIDER_NAMES)('%s: enabled without credentials names every missing variable', (name) => {
     const prefix = `AUTH_PROVIDER_${name.toUpperCase()}`;
-    expect(problems({ [`${prefix}_ENABLED`]: 'true' })).toEqual(OAUTH_PROVIDERS[name].map((suffix) => `${prefix}_${suffix} is required when ${prefix}_ENABLED=true`));
+    expect(problems({ [`${prefix}_ENABLED`]: 'true' })).toEqual(
+      OAUTH_PROVIDERS[name].map((suffix) => `${prefix}_${suffix} is required when ${prefix}_ENABLED=true`),
+    );
     const complete = Object.fromEntries(OAUTH_PROVIDERS[name].map((suffix) => [`${prefix}_${suffix}`, 'value']));
     expect(problems({ [`${prefix}_ENABLED`]: 'true', ...complete })).toEqual([]);
-    expect(problems({ [`${prefix}_ENABLED`]: 'true', ...complete, [`${prefix}_TOKEN_URL`]: 'ftp://x' })).toEqual([`${prefix}_TOKEN_URL must be an http(s) URL`]);
+    expect(problems({ [`${prefix}_ENABLED`]: 'true', ...complete, [`${prefix}_TOKEN_URL`]: 'ftp://x' })).toEqual([
+      `${prefix}_TOKEN_URL must be an http(s) URL`,
+    ]);
     expect(problems({ [`${prefix}_ENABLED`]: 'maybe' })).toEqual([`${prefix}_ENABLED must be true or false`]);
     // Disabled: its variables are not required.
     expect(problems({ [`${prefix}_ENABLED`]: 'false' })).toEqual([]);
@@ -461,8 +489,13 @@ describe('plinth auth provider enable', () => {
   it('writes the provider and its credentials into .env, which then loads with the provider on', async () => {
     fs.writeFileSync(file(), '# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=old\n');
     const result = await enable('github', '--client-id', 'Iv1.abc', '--client-secret', 's3cret value');
-    expect(result).toMatchObject({ code: 0, stdout: 'github sign-in enabled in .env: AUTH_PROVIDER_GITHUB_ENABLED, AUTH_PROVIDER_GITHUB_CLIENT_ID, AUTH_PROVIDER_GITHUB_CLIENT_SECRET\n' });
-    expect(fs.readFileSync(file(), 'utf8')).toBe('# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=Iv1.abc\nAUTH_PROVIDER_GITHUB_ENABLED=true\nAUTH_PROVIDER_GITHUB_CLIENT_SECRET="s3cret value"\n');
+    expect(result).toMatchObject({
+      code: 0,
+      stdout: 'github sign-in enabled in .env: AUTH_PROVIDER_GITHUB_ENABLED, AUTH_PROVIDER_GITHUB_CLIENT_ID, AUTH_PROVIDER_GITHUB_CLIENT_SECRET\n',
+    });
+    expect(fs.readFileSync(file(), 'utf8')).toBe(
+      '# mine\nAUTH_PROVIDER_GITHUB_CLIENT_ID=Iv1.abc\nAUTH_PROVIDER_GITHUB_ENABLED=true\nAUTH_PROVIDER_GITHUB_CLIENT_SECRET="s3cret value"\n',
+    );
     expect(fs.statSync(file()).mode & 0o777).toBe(0o600);
     const config = loadConfig(parseEnv(fs.readFileSync(file(), 'utf8')) as Record<string, string>);
     expect(config.auth.providers.github?.credentials).toEqual({ CLIENT_ID: 'Iv1.abc', CLIENT_SECRET: 's3cret value' });
@@ -558,7 +591,9 @@ describe('the state cookie: a sign-in finishes only in the browser that started 
     const callback = await own.consent(start.location);
     const finished = await own.open(callback);
     expectSession(finished.location);
-    expect(finished.setCookies).toEqual([expect.objectContaining({ name: 'plinth_oauth_state', value: '', path: '/auth/signin/provider/github/callback', maxAge: 0 })]);
+    expect(finished.setCookies).toEqual([
+      expect.objectContaining({ name: 'plinth_oauth_state', value: '', path: '/auth/signin/provider/github/callback', maxAge: 0 }),
+    ]);
     expect(own.jar.kept).toEqual([]);
   });
 
@@ -610,7 +645,9 @@ describe('the state cookie: a sign-in finishes only in the browser that started 
     const appleAccount = consent();
     const appleStart = await attacker.start('apple', REDIRECT_TO);
     // Apple returns by a cross-site form POST: a SameSite=Lax cookie would not come with it.
-    expect(appleStart.setCookies).toEqual([expect.objectContaining({ path: '/auth/signin/provider/apple/callback', sameSite: 'None', secure: true, httpOnly: true })]);
+    expect(appleStart.setCookies).toEqual([
+      expect.objectContaining({ path: '/auth/signin/provider/apple/callback', sameSite: 'None', secure: true, httpOnly: true }),
+    ]);
     const appleReturn = await attacker.consent(appleStart.location);
     const form = new URLSearchParams({ code: appleReturn.searchParams.get('code')!, state: appleReturn.searchParams.get('state')! });
     expectAppError(await victim.post(new URL(`${AUTH_URL}/signin/provider/apple/callback`), form), REDIRECT_TO, 'invalid-state');
@@ -653,14 +690,22 @@ describe('every exit of a provider callback redirects to the app', () => {
     const callback = await defaultsBrowser.consent(start.location);
     // AUTH_RATE_LIMIT_BRUTE_FORCE_BURST (10) per address: the test above took one, the start one, these eight the rest.
     for (let attempt = 0; attempt < 8; attempt += 1) {
-      expectAppError(await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)), OTHER_CLIENT_URL, 'invalid-state');
+      expectAppError(
+        await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)),
+        OTHER_CLIENT_URL,
+        'invalid-state',
+      );
     }
     const limited = await defaultsBrowser.open(callback);
     expectAppError(limited, `${OTHER_CLIENT_URL}/back`, 'too-many-requests');
     expect(limited.location.searchParams.get('errorDescription')).toMatch(/try again in \d+ s/);
     expect(await server.database.query('SELECT 1 FROM auth_oauth_states WHERE state_hash = $1', [sha256(callback.searchParams.get('state')!)])).toEqual([]);
     // Over the limit before anything else: a forged state, a malformed request go to the app as well.
-    expectAppError(await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)), OTHER_CLIENT_URL, 'too-many-requests');
+    expectAppError(
+      await defaultsBrowser.open(new URL(`${HTTP_AUTH_URL}/signin/provider/github/callback?state=forged.state`)),
+      OTHER_CLIENT_URL,
+      'too-many-requests',
+    );
     const post = await defaultsBrowser.post(new URL(`${HTTP_AUTH_URL}/signin/provider/apple/callback`), new URLSearchParams({ state: 'x' }));
     expectAppError(post, OTHER_CLIENT_URL, 'too-many-requests');
   });
@@ -720,7 +765,10 @@ describe('every exit of a provider callback redirects to the app', () => {
   });
 
   it('refusals of the sign-in itself: sign-up disabled, an unverified address where verification is required, a profile the provider does not give', async () => {
-    const noSignUp = await startTestServer({ ...GENEROUS_AUTH_LIMITS, ...githubSettings(), AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL, AUTH_DISABLE_SIGNUP: 'true' }, { database: server.database });
+    const noSignUp = await startTestServer(
+      { ...GENEROUS_AUTH_LIMITS, ...githubSettings(), AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL, AUTH_DISABLE_SIGNUP: 'true' },
+      { database: server.database },
+    );
     try {
       const person = consent();
       const { final } = await new ProviderBrowser(() => noSignUp.url, AUTH_URL).dance('github', REDIRECT_TO);
@@ -731,7 +779,14 @@ describe('every exit of a provider callback redirects to the app', () => {
     }
     // AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED at its default (true); GitHub's profile API elsewhere than its token endpoint says.
     const strict = await startTestServer(
-      { ...GENEROUS_AUTH_LIMITS, ...googleSettings(), ...githubSettings(), AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/nowhere`, AUTH_SERVER_URL: AUTH_URL, AUTH_CLIENT_URL: CLIENT_URL },
+      {
+        ...GENEROUS_AUTH_LIMITS,
+        ...googleSettings(),
+        ...githubSettings(),
+        AUTH_PROVIDER_GITHUB_API_URL: `${providerUrl}/nowhere`,
+        AUTH_SERVER_URL: AUTH_URL,
+        AUTH_CLIENT_URL: CLIENT_URL,
+      },
       { database: server.database },
     );
     try {

@@ -25,7 +25,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-
 async function follow(link: string): Promise<URL> {
   const response = await fetch(link.replace(AUTH_URL, `${server.url}/auth`), { redirect: 'manual' });
   expect(response.status).toBe(302);
@@ -55,7 +54,9 @@ describe('passwordless sign-in by e-mail', () => {
     expect(landing.origin + landing.pathname).toBe(`${CLIENT_URL}/signed-in`);
     expect(landing.searchParams.get('tab')).toBe('home');
     expect(landing.searchParams.get('type')).toBe('signinPasswordless');
-    const session = await authPost<{ user: { email: string; emailVerified: boolean } }>(server.url, '/token', { refreshToken: landing.searchParams.get('refreshToken') });
+    const session = await authPost<{ user: { email: string; emailVerified: boolean } }>(server.url, '/token', {
+      refreshToken: landing.searchParams.get('refreshToken'),
+    });
     expect(session.status).toBe(200);
     expect(session.body.user).toMatchObject({ email: 'magic@example.com', emailVerified: true });
 
@@ -81,7 +82,10 @@ describe('passwordless sign-in by e-mail', () => {
     expect((await follow(link)).searchParams.get('error')).toBe('invalid-ticket');
 
     await server.database.query("UPDATE users SET disabled = true WHERE email = 'expiring@example.com'");
-    expect(await authPost(server.url, '/signin/passwordless/email', { email: 'expiring@example.com' })).toMatchObject({ status: 401, body: { error: 'disabled-user' } });
+    expect(await authPost(server.url, '/signin/passwordless/email', { email: 'expiring@example.com' })).toMatchObject({
+      status: 401,
+      body: { error: 'disabled-user' },
+    });
     expect(await authPost(server.url, '/signin/passwordless/email', { email: 'new@example.com', options: { redirectTo: 'https://evil.io' } })).toMatchObject({
       status: 400,
       body: { error: 'redirectTo-not-allowed' },
@@ -93,6 +97,9 @@ describe('passwordless sign-in by e-mail', () => {
 
   it('leaves a passwordless account without a password: e-mail/password sign-in fails', async () => {
     await follow(await magicLink('nopassword@example.com'));
-    expect(await authPost(server.url, '/signin/email-password', { email: 'nopassword@example.com', password: '' })).toMatchObject({ status: 401, body: { error: 'invalid-email-password' } });
+    expect(await authPost(server.url, '/signin/email-password', { email: 'nopassword@example.com', password: '' })).toMatchObject({
+      status: 401,
+      body: { error: 'invalid-email-password' },
+    });
   });
 });

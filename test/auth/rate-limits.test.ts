@@ -102,7 +102,10 @@ describe('sign-up settings', () => {
       });
       expect(response.status).toBe(200);
       expect(response.body.session.user).toMatchObject({ avatarUrl: '', emailVerified: false });
-      expect(await authPost(open.url, '/signin/passwordless/email', { email: 'open@example.com' })).toMatchObject({ status: 409, body: { error: 'disabled-endpoint' } });
+      expect(await authPost(open.url, '/signin/passwordless/email', { email: 'open@example.com' })).toMatchObject({
+        status: 409,
+        body: { error: 'disabled-endpoint' },
+      });
     } finally {
       await open.close();
     }

@@ -20,14 +20,20 @@ const settings = (() => {
 beforeAll(async () => {
   server = await startTestServer({ ...GENEROUS_AUTH_LIMITS, AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false', GQL_GRAPHQL_JWT_SECRET: JWT_SECRET });
   for (const name of ['ann', 'bob'] as const) {
-    const response = await authPost<{ session: { user: { id: string } } }>(server.url, '/signup/email-password', { email: `${name}@example.com`, password: 'row filter password' });
+    const response = await authPost<{ session: { user: { id: string } } }>(server.url, '/signup/email-password', {
+      email: `${name}@example.com`,
+      password: 'row filter password',
+    });
     users[name] = { id: response.body.session.user.id, token: '' };
   }
   // Ann is an administrator of the primary account; Bob's account lives in another source account.
   await server.database.query("UPDATE users SET allowed_roles = '{user,me,admin}' WHERE id = $1", [users.ann.id]);
   await server.database.query("UPDATE users SET source_account_id = 'other' WHERE id = $1", [users.bob.id]);
   for (const name of ['ann', 'bob'] as const) {
-    const response = await authPost<{ session: { accessToken: string } }>(server.url, '/signin/email-password', { email: `${name}@example.com`, password: 'row filter password' });
+    const response = await authPost<{ session: { accessToken: string } }>(server.url, '/signin/email-password', {
+      email: `${name}@example.com`,
+      password: 'row filter password',
+    });
     users[name].token = response.body.session.accessToken;
   }
   await server.database.query('CREATE TABLE notes (id serial PRIMARY KEY, user_id uuid, source_account_id text NOT NULL, body text NOT NULL)');
@@ -49,7 +55,9 @@ async function notesSeenBy(session: Session): Promise<string[]> {
     .orderBy('n.id')
     .getRawMany<{ body: string }>();
   const filter = rowFilterSql(session, NOTES, 'n', 1);
-  const bySql = (await server.server.dataSource.query(`SELECT n.body FROM notes n WHERE ${filter.clause} ORDER BY n.id`, filter.parameters)) as { body: string }[];
+  const bySql = (await server.server.dataSource.query(`SELECT n.body FROM notes n WHERE ${filter.clause} ORDER BY n.id`, filter.parameters)) as {
+    body: string;
+  }[];
   // Both forms agree.
   expect(bySql).toEqual(rows);
   return rows.map((row) => row.body);

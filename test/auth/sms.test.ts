@@ -82,7 +82,10 @@ function lastCodeTo(phone: string): string {
 async function signUp(): Promise<{ email: string; accessToken: string; userId: string }> {
   counter += 1;
   const email = `sms${counter}@example.com`;
-  const response = await authPost<{ session: { accessToken: string; user: { id: string } } }>(server.url, '/signup/email-password', { email, password: PASSWORD });
+  const response = await authPost<{ session: { accessToken: string; user: { id: string } } }>(server.url, '/signup/email-password', {
+    email,
+    password: PASSWORD,
+  });
   return { email, accessToken: response.body.session.accessToken, userId: response.body.session.user.id };
 }
 
@@ -95,7 +98,8 @@ async function enrolled(): Promise<{ email: string; accessToken: string; userId:
   return { ...user, phone };
 }
 
-const signIn = (email: string) => authPost<{ session: unknown; mfa: { ticket: string } | null }>(server.url, '/signin/email-password', { email, password: PASSWORD });
+const signIn = (email: string) =>
+  authPost<{ session: unknown; mfa: { ticket: string } | null }>(server.url, '/signin/email-password', { email, password: PASSWORD });
 
 describe('enrolment', () => {
   it('sends a code to the number; the right code verifies it and turns the SMS factor on', async () => {
@@ -111,7 +115,13 @@ describe('enrolment', () => {
     const wrong = code === '000000' ? '111111' : '000000';
     expectAuthError(await authPost(server.url, '/user/phone/verify', { code: wrong }, bearer(user.accessToken)), 'invalid-otp');
     expect(await authPost(server.url, '/user/phone/verify', { code }, bearer(user.accessToken))).toMatchObject({ status: 200, body: 'OK' });
-    const me = await authCall<{ phoneNumber: string; phoneNumberVerified: boolean; activeMfaType: string }>(server.url, 'GET', '/user', undefined, bearer(user.accessToken));
+    const me = await authCall<{ phoneNumber: string; phoneNumberVerified: boolean; activeMfaType: string }>(
+      server.url,
+      'GET',
+      '/user',
+      undefined,
+      bearer(user.accessToken),
+    );
     expect(me.body).toMatchObject({ phoneNumber: phone, phoneNumberVerified: true, activeMfaType: 'sms' });
     // Used up.
     expectAuthError(await authPost(server.url, '/user/phone/verify', { code }, bearer(user.accessToken)), 'invalid-otp');
@@ -165,15 +175,25 @@ describe('sends per client address', () => {
       authPost(limited.url, '/user/phone', { phoneNumber }, from(ip, bearer(user.accessToken)));
 
     expect((await sendCode(first, firstPhone, '203.0.113.7')).status).toBe(200);
-    expect((await authPost(limited.url, '/user/phone/verify', { code: lastCodeTo(firstPhone) }, from('203.0.113.7', bearer(first.accessToken)))).status).toBe(200);
-    const signedIn = await authPost<{ mfa: { ticket: string } }>(limited.url, '/signin/email-password', { email: first.email, password: PASSWORD }, from('203.0.113.7'));
+    expect((await authPost(limited.url, '/user/phone/verify', { code: lastCodeTo(firstPhone) }, from('203.0.113.7', bearer(first.accessToken)))).status).toBe(
+      200,
+    );
+    const signedIn = await authPost<{ mfa: { ticket: string } }>(
+      limited.url,
+      '/signin/email-password',
+      { email: first.email, password: PASSWORD },
+      from('203.0.113.7'),
+    );
     expect(signedIn.body.mfa.ticket).toMatch(/^mfaSms:/);
     expect((await sendCode(second, secondPhone, '203.0.113.7')).status).toBe(200);
 
     const sent = messages.length;
     expectAuthError(await sendCode(second, thirdPhone, '203.0.113.7'), 'too-many-requests');
     // A sign-in whose code cannot be sent gives no ticket.
-    expectAuthError(await authPost(limited.url, '/signin/email-password', { email: first.email, password: PASSWORD }, from('203.0.113.7')), 'too-many-requests');
+    expectAuthError(
+      await authPost(limited.url, '/signin/email-password', { email: first.email, password: PASSWORD }, from('203.0.113.7')),
+      'too-many-requests',
+    );
     expect(messages.length).toBe(sent);
     expect((await sendCode(second, thirdPhone, '198.51.100.4')).status).toBe(200);
   });

@@ -214,7 +214,8 @@ describe('POST /auth/token', () => {
       await locker.query('BEGIN');
       await locker.query('SELECT 1 FROM auth_refresh_tokens WHERE id = ANY($1::uuid[]) FOR UPDATE', [blockers.map((blocker) => blocker.refreshTokenId)]);
       const waitingOnLocks = async (count: number) =>
-        (await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n === count;
+        (await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))
+          .rows[0].n === count;
       const blocked: ReturnType<typeof refresh>[] = [];
       for (const [index, blocker] of blockers.entries()) {
         blocked.push(refresh(blocker.refreshToken));
@@ -317,7 +318,11 @@ describe('signing secret', () => {
   it('is the key of GQL_GRAPHQL_JWT_SECRET unless AUTH_JWT_SECRET is set; changing it invalidates every access token at once', async () => {
     const session = await signUp();
     const rotated = await startTestServer(
-      { ...GENEROUS_AUTH_LIMITS, AUTH_JWT_SECRET: 'a-brand-new-signing-key-of-32-bytes-or-more', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'a-brand-new-signing-key-of-32-bytes-or-more', claims_namespace: CLAIMS_NAMESPACE }) },
+      {
+        ...GENEROUS_AUTH_LIMITS,
+        AUTH_JWT_SECRET: 'a-brand-new-signing-key-of-32-bytes-or-more',
+        GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'a-brand-new-signing-key-of-32-bytes-or-more', claims_namespace: CLAIMS_NAMESPACE }),
+      },
       { database: server.database },
     );
     try {
@@ -343,7 +348,9 @@ describe('token settings', () => {
     expect(config({ AUTH_ACCESS_TOKEN_EXPIRES_IN: '300' }).auth.accessTokenExpiresInSeconds).toBe(300);
     expect(config({ AUTH_TOKEN_EXPIRY_SECONDS: '120' }).auth.accessTokenExpiresInSeconds).toBe(120);
     expect(config({ AUTH_ACCESS_TOKEN_EXPIRES_IN: '300', AUTH_TOKEN_EXPIRY_SECONDS: '300' }).auth.accessTokenExpiresInSeconds).toBe(300);
-    expect(() => config({ AUTH_ACCESS_TOKEN_EXPIRES_IN: '300', AUTH_TOKEN_EXPIRY_SECONDS: '120' })).toThrow(/AUTH_ACCESS_TOKEN_EXPIRES_IN and AUTH_TOKEN_EXPIRY_SECONDS/);
+    expect(() => config({ AUTH_ACCESS_TOKEN_EXPIRES_IN: '300', AUTH_TOKEN_EXPIRY_SECONDS: '120' })).toThrow(
+      /AUTH_ACCESS_TOKEN_EXPIRES_IN and AUTH_TOKEN_EXPIRY_SECONDS/,
+    );
   });
 
   it('refuses a short AUTH_JWT_SECRET, an asymmetric one, and a default role outside the allowed roles, without echoing secrets', () => {
@@ -355,10 +362,14 @@ describe('token settings', () => {
 
   it('refuses bad redirect, role, hook and port settings, naming the variable', () => {
     expect(() => config({ AUTH_CLIENT_URL: 'not a url' })).toThrow(/AUTH_CLIENT_URL must be an absolute URL/);
-    expect(() => config({ AUTH_ALLOWED_REDIRECT_URLS: 'https://ok.example.com,nope' })).toThrow(/AUTH_ALLOWED_REDIRECT_URLS must be a comma-separated list of URLs/);
+    expect(() => config({ AUTH_ALLOWED_REDIRECT_URLS: 'https://ok.example.com,nope' })).toThrow(
+      /AUTH_ALLOWED_REDIRECT_URLS must be a comma-separated list of URLs/,
+    );
     expect(() => config({ AUTH_ALLOWED_ROLES: 'user,no spaces' })).toThrow(/AUTH_ALLOWED_ROLES must be a comma-separated list of role names/);
     // Any sign-up may ask for a role of the list: admin, which passes every permission, is granted by an operator only.
-    expect(() => config({ AUTH_ALLOWED_ROLES: 'user,me,admin,moderator' })).toThrow(/- AUTH_ALLOWED_ROLES must not contain admin: any sign-up could ask for it; grant it with plinth auth user role add$/m);
+    expect(() => config({ AUTH_ALLOWED_ROLES: 'user,me,admin,moderator' })).toThrow(
+      /- AUTH_ALLOWED_ROLES must not contain admin: any sign-up could ask for it; grant it with plinth auth user role add$/m,
+    );
     expect(config({ AUTH_ALLOWED_ROLES: 'user,me,Admin' }).auth.allowedRoles).toEqual(['user', 'me', 'Admin']);
     expect(config({}).auth.recentSignInSeconds).toBe(86_400);
     expect(config({ AUTH_RECENT_SIGN_IN_SECONDS: '0' }).auth.recentSignInSeconds).toBe(0);

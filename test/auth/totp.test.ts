@@ -140,7 +140,12 @@ describe('enrolment', () => {
     const session = await signUp();
     const generated = await authCall<{ totpSecret: string; imageUrl: string }>(server.url, 'GET', '/mfa/totp/generate', undefined, auth(session.accessToken));
     expect(generated.status).toBe(200);
-    const activated = await authPost(server.url, '/user/mfa', { code: await codeAt(generated.body.totpSecret), activeMfaType: 'totp' }, auth(session.accessToken));
+    const activated = await authPost(
+      server.url,
+      '/user/mfa',
+      { code: await codeAt(generated.body.totpSecret), activeMfaType: 'totp' },
+      auth(session.accessToken),
+    );
     expect(activated).toMatchObject({ status: 200, body: 'OK' });
     expect((await signIn(session.user.email)).body.mfa!.ticket).toMatch(/^mfaTotp:/);
   });
@@ -256,7 +261,7 @@ describe('sign-in with TOTP', () => {
     expect(signedIn.body.session).not.toBeNull();
   });
 
-  it("is turned off by Nhost's forms of the body too: activeMfaType \"\" (its client's), or none", async () => {
+  it('is turned off by Nhost\'s forms of the body too: activeMfaType "" (its client\'s), or none', async () => {
     for (const body of [(code: string) => ({ code, activeMfaType: '' }), (code: string) => ({ code })]) {
       const { session, secret } = await enrolledUser();
       expectAuthError(await authPost(server.url, '/user/mfa', body('000000'), auth(session.accessToken)), 'invalid-otp');
@@ -332,7 +337,9 @@ describe('settings', () => {
 
   it('refuses AUTH_MFA_REQUIRED_ROLES without TOTP, and names a bad role list or issuer', () => {
     expect(problems({ AUTH_MFA_REQUIRED_ROLES: 'admin' })).toContain('AUTH_MFA_REQUIRED_ROLES needs a second factor');
-    expect(problems({ AUTH_MFA_TOTP_ENABLED: 'true', AUTH_ENCRYPTION_KEY: ENCRYPTION_KEY, AUTH_MFA_REQUIRED_ROLES: 'admin,bad role' })).toContain('AUTH_MFA_REQUIRED_ROLES');
+    expect(problems({ AUTH_MFA_TOTP_ENABLED: 'true', AUTH_ENCRYPTION_KEY: ENCRYPTION_KEY, AUTH_MFA_REQUIRED_ROLES: 'admin,bad role' })).toContain(
+      'AUTH_MFA_REQUIRED_ROLES',
+    );
     expect(problems({ AUTH_MFA_TOTP_ENABLED: 'maybe' })).toContain('AUTH_MFA_TOTP_ENABLED');
     expect(problems({ AUTH_MFA_MAX_ATTEMPTS_PER_TICKET: '0' })).toContain('AUTH_MFA_MAX_ATTEMPTS_PER_TICKET');
   });
@@ -350,17 +357,28 @@ describe('plinth auth mfa enable', () => {
     const file = path.join(folder, '.env');
     fs.writeFileSync(file, '# mine\nPORT=9000\n');
     const result = await enable('--type', 'totp', '--issuer', 'Acme Inc');
-    expect(result).toMatchObject({ code: 0, stdout: expect.stringContaining('TOTP enabled in .env: AUTH_MFA_TOTP_ENABLED, AUTH_MFA_TOTP_ISSUER, AUTH_ENCRYPTION_KEY') });
+    expect(result).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('TOTP enabled in .env: AUTH_MFA_TOTP_ENABLED, AUTH_MFA_TOTP_ISSUER, AUTH_ENCRYPTION_KEY'),
+    });
     const developmentKey = fs.readFileSync(path.join(folder, '.data', 'auth-encryption-key'), 'utf8').trim();
     expect(developmentKey).toMatch(/^[0-9a-f]{64}$/);
     expect(result.stdout).not.toContain(developmentKey);
-    expect(fs.readFileSync(file, 'utf8')).toBe(`# mine\nPORT=9000\nAUTH_MFA_TOTP_ENABLED=true\nAUTH_MFA_TOTP_ISSUER="Acme Inc"\nAUTH_ENCRYPTION_KEY=${developmentKey}\n`);
+    expect(fs.readFileSync(file, 'utf8')).toBe(
+      `# mine\nPORT=9000\nAUTH_MFA_TOTP_ENABLED=true\nAUTH_MFA_TOTP_ISSUER="Acme Inc"\nAUTH_ENCRYPTION_KEY=${developmentKey}\n`,
+    );
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    expect(loadConfig(parseEnv(fs.readFileSync(file, 'utf8')) as Record<string, string>).auth.mfa).toMatchObject({ totpEnabled: true, totpIssuer: 'Acme Inc', encryptionKey: developmentKey });
+    expect(loadConfig(parseEnv(fs.readFileSync(file, 'utf8')) as Record<string, string>).auth.mfa).toMatchObject({
+      totpEnabled: true,
+      totpIssuer: 'Acme Inc',
+      encryptionKey: developmentKey,
+    });
 
     // Again: the key configured is kept.
     expect((await enable('--type', 'totp')).code).toBe(0);
-    expect(fs.readFileSync(file, 'utf8')).toBe(`# mine\nPORT=9000\nAUTH_MFA_TOTP_ENABLED=true\nAUTH_MFA_TOTP_ISSUER="Acme Inc"\nAUTH_ENCRYPTION_KEY=${developmentKey}\n`);
+    expect(fs.readFileSync(file, 'utf8')).toBe(
+      `# mine\nPORT=9000\nAUTH_MFA_TOTP_ENABLED=true\nAUTH_MFA_TOTP_ISSUER="Acme Inc"\nAUTH_ENCRYPTION_KEY=${developmentKey}\n`,
+    );
   });
 
   it('refuses another type and a bad issuer, writing nothing', async () => {

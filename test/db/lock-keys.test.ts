@@ -31,7 +31,7 @@ describe('advisory lock keys', () => {
     expect(found.filter((entry) => entry.numbers.length > 0 || !entry.usesList)).toEqual([]);
   });
 
-  it('are distinct, and the recurring tasks\' namespace fits the two-integer form', () => {
+  it("are distinct, and the recurring tasks' namespace fits the two-integer form", () => {
     const values = Object.values(LOCK_KEYS);
     expect(new Set(values).size).toBe(values.length);
     expect(Number.isSafeInteger(LOCK_KEYS.newsletterIssueBase + 1_000_000)).toBe(true);

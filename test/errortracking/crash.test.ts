@@ -14,7 +14,11 @@ afterAll(async () => {
 });
 
 async function admin<T>(url: string, query: string): Promise<T> {
-  const response = await fetch(`${url}/v1/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...ADMIN }, body: JSON.stringify({ query }) });
+  const response = await fetch(`${url}/v1/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...ADMIN },
+    body: JSON.stringify({ query }),
+  });
   return ((await response.json()) as { data: T }).data;
 }
 
@@ -59,6 +63,8 @@ it('loses no acknowledged event when the process is killed with SIGKILL mid-stre
   // The kill comes once 300 are acknowledged; on a slow machine no further answer may get out before it.
   expect({ acknowledged: acknowledged.length >= 300, lost }).toEqual({ acknowledged: true, lost: [] });
   // Each batch is one statement: the errors' counts are exactly the events stored.
-  const [{ total }] = await database.query<{ total: string }>('SELECT sum(occurrence_count) AS total FROM error_groups WHERE project_id = $1', [createErrorProject.id]);
+  const [{ total }] = await database.query<{ total: string }>('SELECT sum(occurrence_count) AS total FROM error_groups WHERE project_id = $1', [
+    createErrorProject.id,
+  ]);
   expect(Number(total)).toBe(stored.size);
 }, 120_000);

@@ -74,7 +74,9 @@ describe('grouping', () => {
     await send(dsnKey, { message: 'Cache cleared' });
     const library = { filename: '/app/node_modules/pg/lib/client.js', function: 'query', lineno: 1 };
     await send(dsnKey, { exception: { values: [{ type: 'DatabaseError', value: 'relation 42 missing', stacktrace: { frames: [library] } }] } });
-    await send(dsnKey, { exception: { values: [{ type: 'DatabaseError', value: 'relation 7 missing', stacktrace: { frames: [{ ...library, lineno: 9 }] } }] } });
+    await send(dsnKey, {
+      exception: { values: [{ type: 'DatabaseError', value: 'relation 7 missing', stacktrace: { frames: [{ ...library, lineno: 9 }] } }] },
+    });
     await send(dsnKey, { exception: { values: [{ type: 'DatabaseError', value: 'deadlock detected' }] } });
     const errors = (await list({ project: projectId })).edges.map((edge) => [edge.node.message, edge.node.occurrenceCount]);
     expect(errors.map(([, count]) => count).sort()).toEqual([1, 1, 2, 2, 2]);

@@ -121,7 +121,10 @@ describe('plinth errors', () => {
     const dsn = /dsn:\s+(\S+)/.exec(token.stdout)![1];
     expect(dsn).toMatch(new RegExp(`^https://dsn_[0-9a-f]{16}_[0-9a-f]{40}@errors\\.example\\.com/${project.id}$`));
     const id = /created dsn key ([0-9a-f]{16})/.exec(token.stdout)![1];
-    const tokens = JSON.parse((await runCli(['errors', 'token', 'list', '--project', 'cli', '--json'], env())).stdout) as { id: string; revokedAt: string | null }[];
+    const tokens = JSON.parse((await runCli(['errors', 'token', 'list', '--project', 'cli', '--json'], env())).stdout) as {
+      id: string;
+      revokedAt: string | null;
+    }[];
     expect(tokens).toEqual([expect.objectContaining({ id, revokedAt: null })]);
     const revoke = await runCli(['errors', 'token', 'revoke', id], env());
     expect(revoke.stdout.trim()).toBe(`revoked dsn key ${id}`);
@@ -146,7 +149,12 @@ describe('POST /api/errors/events', () => {
     const body = (await response.json()) as { id: string; received: boolean };
     expect(body).toEqual({ id: expect.stringMatching(/^[0-9a-f]{32}$/), received: true });
     const [row] = await eventRows(projectId);
-    expect(row).toMatchObject({ event_id: body.id.replace(/(.{8})(.{4})(.{4})(.{4})(.{12})/, '$1-$2-$3-$4-$5'), level: 'error', release: '1.0.0', message: 'TypeError: boom' });
+    expect(row).toMatchObject({
+      event_id: body.id.replace(/(.{8})(.{4})(.{4})(.{4})(.{12})/, '$1-$2-$3-$4-$5'),
+      level: 'error',
+      release: '1.0.0',
+      message: 'TypeError: boom',
+    });
     expect(Math.abs(row.occurred_at.getTime() - (Date.now() - 3_600_000))).toBeLessThan(60_000);
     expect(row.frames).toHaveLength(3);
     expect(row.frames[2]).toMatchObject({ filename: '/app/src/checkout.js', function: 'charge', lineno: 12, colno: 9, source: 'card.charge()', inApp: true });
@@ -173,12 +181,18 @@ describe('POST /api/errors/events', () => {
       [{ message: 'x', timestamp: 'yesterday' }, 'timestamp must be an ISO 8601 date-time or a number of seconds since the epoch'],
       [{ message: 'x', event_id: 'xyz' }, 'event_id must be 32 hexadecimal digits (a UUID, with or without hyphens)'],
       [{ exception: { values: 'no' } }, 'exception.values must be a list'],
-      [{ exception: { values: [{ type: 'E', stacktrace: { frames: [{ lineno: -1 }] } }] } }, 'exception.values.0.stacktrace.frames.0.lineno must be a non-negative integer'],
+      [
+        { exception: { values: [{ type: 'E', stacktrace: { frames: [{ lineno: -1 }] } }] } },
+        'exception.values.0.stacktrace.frames.0.lineno must be a non-negative integer',
+      ],
       [{ message: 'x', fingerprint: [] }, 'fingerprint must be a list of 1 to 50 strings'],
     ];
     for (const [event, reason] of cases) {
       const response = await sendEvent(server.url, dsnKey, typeof event === 'string' ? event : JSON.stringify(event));
-      expect({ status: response.status, body: await response.json() }).toEqual({ status: 400, body: { success: false, error_code: 'INVALID_EVENT', message: reason } });
+      expect({ status: response.status, body: await response.json() }).toEqual({
+        status: 400,
+        body: { success: false, error_code: 'INVALID_EVENT', message: reason },
+      });
     }
     expect(await eventRows(projectId)).toHaveLength(0);
   });
@@ -194,13 +208,26 @@ describe('POST /api/errors/events', () => {
     // More keys of the project, so that the per-key limit of this file's server is never reached.
     const keys = [dsnKey];
     while (keys.length < 12) {
-      const more = await graphql(server.graphqlUrl, CreateErrorTokenDocument, { input: { project: String(projectId), kind: 'DSN', name: `k${keys.length}` } }, ADMIN);
+      const more = await graphql(
+        server.graphqlUrl,
+        CreateErrorTokenDocument,
+        { input: { project: String(projectId), kind: 'DSN', name: `k${keys.length}` } },
+        ADMIN,
+      );
       keys.push(more.body.data!.createErrorToken.token);
     }
     let sent = 0;
-    const anyValue = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 3 }), fc.object({ maxDepth: 2 }));
+    const anyValue = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.string(), { maxLength: 3 }),
+      fc.object({ maxDepth: 2 }),
+    );
     // Mostly a value of the right kind, sometimes anything.
-    const maybe = <T,>(valid: fc.Arbitrary<T>) => fc.oneof({ arbitrary: valid, weight: 6 }, { arbitrary: anyValue, weight: 1 });
+    const maybe = <T>(valid: fc.Arbitrary<T>) => fc.oneof({ arbitrary: valid, weight: 6 }, { arbitrary: anyValue, weight: 1 });
     const text = fc.string({ unit: 'binary', maxLength: 40 });
     const frame = fc.record(
       {
@@ -225,7 +252,12 @@ describe('POST /api/errors/events', () => {
         event_id: maybe(fc.uuid()),
         message: maybe(fc.oneof(text, fc.record({ message: maybe(text), formatted: maybe(text) }, { requiredKeys: [] }))),
         level: maybe(fc.constantFrom('fatal', 'error', 'warning', 'info', 'debug', 'log', 'critical')),
-        timestamp: maybe(fc.oneof(fc.date({ noInvalidDate: true }).map((date) => date.toISOString()), fc.double({ min: 0, max: 4e9, noNaN: true }))),
+        timestamp: maybe(
+          fc.oneof(
+            fc.date({ noInvalidDate: true }).map((date) => date.toISOString()),
+            fc.double({ min: 0, max: 4e9, noNaN: true }),
+          ),
+        ),
         release: maybe(text),
         environment: maybe(text),
         fingerprint: maybe(fc.array(fc.oneof(text, fc.constant('{{ default }}')), { minLength: 1, maxLength: 3 })),
@@ -286,7 +318,10 @@ describe('POST /api/errors/events', () => {
     expect(refused.headers.get('x-sentry-rate-limits')).toBe(`${retryAfter}::key`);
     expect(await refused.json()).toMatchObject({ error_code: 'RATE_LIMITED' });
     // The Sentry endpoints share the key's count; another key has its own.
-    const envelopeRefused = await postEnvelope(limited.projectId, envelope(limited.dsn, [{ header: { type: 'event' }, payload: JSON.stringify({ message: 'm' }) }]));
+    const envelopeRefused = await postEnvelope(
+      limited.projectId,
+      envelope(limited.dsn, [{ header: { type: 'event' }, payload: JSON.stringify({ message: 'm' }) }]),
+    );
     expect(envelopeRefused.status).toBe(429);
     expect((await sendEvent(server.url, other.dsnKey, specEvent())).status).toBe(200);
     expect(await eventRows(limited.projectId)).toHaveLength(RATE_LIMIT);
@@ -326,7 +361,10 @@ describe('Sentry endpoints', () => {
 
   it('reads the key from X-Sentry-Auth, sentry_key or the envelope header, gunzips, inflates, and skips other item types', async () => {
     const { projectId, dsnKey, dsn } = await projectWithKey(server.graphqlUrl, 'envelopes');
-    const event = (message: string) => ({ header: { type: 'event', content_type: 'application/json' }, payload: JSON.stringify({ message, platform: 'node' }) });
+    const event = (message: string) => ({
+      header: { type: 'event', content_type: 'application/json' },
+      payload: JSON.stringify({ message, platform: 'node' }),
+    });
     const session = { header: { type: 'session' }, payload: JSON.stringify({ sid: 'x', status: 'ok' }) };
     const report = { header: { type: 'client_report' }, payload: JSON.stringify({ discarded_events: [] }) };
     const transaction = { header: { type: 'transaction' }, payload: JSON.stringify({ type: 'transaction', spans: [] }) };
@@ -336,11 +374,16 @@ describe('Sentry endpoints', () => {
     });
     expect(withAuth.status).toBe(200);
     expect(await withAuth.json()).toEqual({ id: expect.stringMatching(/^[0-9a-f]{32}$/) });
-    const withQuery = await postEnvelope(projectId, await gzip(envelope(null, [report, event('gzipped')])), { 'content-encoding': 'gzip' }, `?sentry_key=${dsnKey}&sentry_version=7`);
+    const withQuery = await postEnvelope(
+      projectId,
+      await gzip(envelope(null, [report, event('gzipped')])),
+      { 'content-encoding': 'gzip' },
+      `?sentry_key=${dsnKey}&sentry_version=7`,
+    );
     expect(withQuery.status).toBe(200);
     const withDsn = await postEnvelope(projectId, await deflate(envelope(dsn, [transaction, event('deflated')])), { 'content-encoding': 'deflate' });
     expect(withDsn.status).toBe(200);
-    const onlySkipped = await postEnvelope(projectId, envelope(dsn, [session]), {}, '', );
+    const onlySkipped = await postEnvelope(projectId, envelope(dsn, [session]), {}, '');
     expect(onlySkipped.status).toBe(200);
     // Lengths: a payload with a newline inside is read by its declared length.
     const payload = JSON.stringify({ message: 'line one\nline two' }).replace('\\n', '\n');

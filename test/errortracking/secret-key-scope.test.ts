@@ -55,7 +55,11 @@ const counts = async () =>
 async function rootFields(): Promise<{ operation: string; type: string; name: string }[]> {
   const types = ['queryType', 'mutationType', 'subscriptionType'] as const;
   const query = `{ __schema { ${types.map((type) => `${type} { name fields { name } }`).join(' ')} } }`;
-  const response = await postGraphQL<{ __schema: Record<(typeof types)[number], { name: string; fields: { name: string }[] }> }>(server.graphqlUrl, { query }, ADMIN);
+  const response = await postGraphQL<{ __schema: Record<(typeof types)[number], { name: string; fields: { name: string }[] }> }>(
+    server.graphqlUrl,
+    { query },
+    ADMIN,
+  );
   const operations = { queryType: 'query', mutationType: 'mutation', subscriptionType: 'subscription' };
   return types.flatMap((type) => {
     const root = response.body.data!.__schema[type];
@@ -88,7 +92,10 @@ describe("a project's secret key at /api/graphql", () => {
       if (response.status === 403) {
         expect(response.body).toEqual({ errors: [{ message: `${REFUSAL} ${type}.${name}`, extensions: { code: 'FORBIDDEN' } }] });
       } else {
-        expect([`${type}.${name}`, response.body.errors?.[0]?.extensions?.code]).toEqual([`${type}.${name}`, expect.stringMatching(/GRAPHQL_VALIDATION_FAILED|SUBSCRIPTION_OVER_HTTP/)]);
+        expect([`${type}.${name}`, response.body.errors?.[0]?.extensions?.code]).toEqual([
+          `${type}.${name}`,
+          expect.stringMatching(/GRAPHQL_VALIDATION_FAILED|SUBSCRIPTION_OVER_HTTP/),
+        ]);
         allowed.push(`${type}.${name}`);
       }
     }
@@ -134,7 +141,11 @@ describe("a project's secret key at /api/graphql", () => {
 
 describe('the same fields at /v1/graphql', () => {
   it('are unchanged for other callers: an administrator still generates a report there', async () => {
-    const report = await postGraphQL(server.graphqlUrl, { query: print(GenerateReportDocument), variables: { input: { kind: 'USERS', format: 'CSV' } } }, ADMIN);
+    const report = await postGraphQL(
+      server.graphqlUrl,
+      { query: print(GenerateReportDocument), variables: { input: { kind: 'USERS', format: 'CSV' } } },
+      ADMIN,
+    );
     expect(report.body).toMatchObject({ data: { generateReport: { success: true } } });
   });
 });

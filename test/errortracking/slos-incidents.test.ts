@@ -134,7 +134,9 @@ describe('SLOs', () => {
     for (let index = 0; index < 2; index++) expect((await fetch(`${server.url}/flaky?fail=1`)).status).toBe(500);
     await graphql(server.graphqlUrl, SlosDocument, {}, ADMIN);
     const counted = await until(async () => {
-      const found = (await graphql(server.graphqlUrl, SlosDocument, { service: 'flaky' }, ADMIN)).body.data!.slos.edges.find((edge) => edge.node.id === watching.id);
+      const found = (await graphql(server.graphqlUrl, SlosDocument, { service: 'flaky' }, ADMIN)).body.data!.slos.edges.find(
+        (edge) => edge.node.id === watching.id,
+      );
       return found && found.node.totalEvents >= 8 ? found.node : null;
     });
     expect(counted).toMatchObject({ totalEvents: 8, badEvents: 2 });
@@ -173,7 +175,13 @@ describe('SLOs', () => {
     const target = await slo(owner.id, 'patching-svc', 99);
     const changed = await rest('PATCH', `/api/slos/${target.id}`, owner.secret, { targetPercentage: 99.5, errorBudgetAlertThreshold: 0.1 });
     expect(changed.status).toBe(200);
-    expect(await changed.json()).toMatchObject({ id: target.id, targetPercentage: 99.5, errorBudgetAlertThreshold: 0.1, status: 'ON_TRACK', errorBudgetRemaining: 1 });
+    expect(await changed.json()).toMatchObject({
+      id: target.id,
+      targetPercentage: 99.5,
+      errorBudgetAlertThreshold: 0.1,
+      status: 'ON_TRACK',
+      errorBudgetRemaining: 1,
+    });
     for (const body of [{ targetPercentage: 100 }, { targetPercentage: -1 }, { errorBudgetAlertThreshold: 1.5 }, {}, { targetPercentage: 'high' }]) {
       const refused = await rest('PATCH', `/api/slos/${target.id}`, owner.secret, body);
       expect(refused.status).toBe(400);
@@ -251,11 +259,16 @@ describe('incidents', () => {
       expect(acknowledged.body.data!.acknowledgeIncident).toMatchObject({ status: 'ACKNOWLEDGED', acknowledgedBy: 'admin' });
       expect(acknowledged.body.data!.acknowledgeIncident.acknowledgedAt).not.toBeNull();
       const again = await graphql(server.graphqlUrl, AcknowledgeIncidentDocument, { id }, ADMIN);
-      expect(again.body.errors![0]).toMatchObject({ message: `incident ${id} is acknowledged: it cannot become acknowledged`, extensions: { code: 'INVALID_TRANSITION' } });
+      expect(again.body.errors![0]).toMatchObject({
+        message: `incident ${id} is acknowledged: it cannot become acknowledged`,
+        extensions: { code: 'INVALID_TRANSITION' },
+      });
       const resolved = await graphql(server.graphqlUrl, ResolveIncidentDocument, { id }, { ...ADMIN, 'x-gql-user-id': '11111111-1111-1111-1111-111111111111' });
       expect(resolved.body.data!.resolveIncident).toMatchObject({ status: 'RESOLVED', resolvedBy: 'user 11111111-1111-1111-1111-111111111111' });
       expect((await graphql(server.graphqlUrl, ResolveIncidentDocument, { id }, ADMIN)).body.errors![0].extensions!.code).toBe('INVALID_TRANSITION');
-      expect((await graphql(server.graphqlUrl, AssignIncidentDocument, { id, assignee: null }, ADMIN)).body.errors![0].extensions!.code).toBe('INVALID_TRANSITION');
+      expect((await graphql(server.graphqlUrl, AssignIncidentDocument, { id, assignee: null }, ADMIN)).body.errors![0].extensions!.code).toBe(
+        'INVALID_TRANSITION',
+      );
       // The assignment, the acknowledgement and the resolution; refused moves announce nothing.
       const states = [];
       for (let index = 0; index < 3; index++) states.push((await nextOf(id)).status);
@@ -289,11 +302,13 @@ describe('incidents', () => {
     for (const title of ['one', 'two', 'three']) {
       await graphql(server.graphqlUrl, CreateIncidentDocument, { input: { project: 'incident-list', title, severity: 'MINOR' } }, ADMIN);
     }
-    const all = (await postGraphQL<{ incidents: { edges: { node: { id: string; title: string } }[] } }>(
-      `${server.url}/api/graphql`,
-      { query: '{ incidents(first: 10) { edges { node { id title } } } }' },
-      { authorization: `Bearer ${owner.secret}` },
-    )).body.data!.incidents.edges.map((edge) => edge.node);
+    const all = (
+      await postGraphQL<{ incidents: { edges: { node: { id: string; title: string } }[] } }>(
+        `${server.url}/api/graphql`,
+        { query: '{ incidents(first: 10) { edges { node { id title } } } }' },
+        { authorization: `Bearer ${owner.secret}` },
+      )
+    ).body.data!.incidents.edges.map((edge) => edge.node);
     expect(all.map((incident) => incident.title)).toEqual(['three', 'two', 'one']);
     await graphql(server.graphqlUrl, ResolveIncidentDocument, { id: all[1].id }, ADMIN);
     const open = await graphql(server.graphqlUrl, IncidentsDocument, { status: 'TRIGGERED', first: 100 }, ADMIN);
@@ -363,7 +378,11 @@ describe('the status page', () => {
     const response = await fetch(`${server.url}/api/status-page/public`);
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('public, max-age=1');
-    const page = (await response.json()) as { status: { indicator: string }; components: { name: string; status: string; lastUpdate: string }[]; incidents: Record<string, unknown>[] };
+    const page = (await response.json()) as {
+      status: { indicator: string };
+      components: { name: string; status: string; lastUpdate: string }[];
+      incidents: Record<string, unknown>[];
+    };
     expect(page.components.map(({ name, status }) => [name, status]).sort()).toEqual([
       ['public-api', 'major_outage'],
       ['public-db', 'degraded_performance'],
@@ -404,10 +423,16 @@ describe('the management API', () => {
     await sendEvent(server.url, theirs.dsnKey, { message: 'their error' });
     const secret = await secretKey(server.graphqlUrl, mine.projectId);
     const query = { query: '{ errors(filter: {}) { edges { node { message } } } }' };
-    const answer = await postGraphQL<{ errors: { edges: { node: { message: string } }[] } }>(`${server.url}/api/graphql`, query, { authorization: `Bearer ${secret}` });
+    const answer = await postGraphQL<{ errors: { edges: { node: { message: string } }[] } }>(`${server.url}/api/graphql`, query, {
+      authorization: `Bearer ${secret}`,
+    });
     expect(answer.status).toBe(200);
     expect(answer.body.data!.errors.edges.map((edge) => edge.node.message)).toEqual(['my error']);
-    const admin = await postGraphQL(`${server.url}/api/graphql`, { query: 'mutation { createErrorProject(input: {name: "x", slug: "x", service: "x"}) { id } }' }, { authorization: `Bearer ${secret}` });
+    const admin = await postGraphQL(
+      `${server.url}/api/graphql`,
+      { query: 'mutation { createErrorProject(input: {name: "x", slug: "x", service: "x"}) { id } }' },
+      { authorization: `Bearer ${secret}` },
+    );
     expect(admin.body.errors![0].extensions!.code).toBe('FORBIDDEN');
     const foreign = await postGraphQL(
       `${server.url}/api/graphql`,
@@ -440,7 +465,8 @@ describe('the management API', () => {
     const other = await project('other-api');
     const query = { query: '{ incidents { edges { node { id } } } }' };
     const calls = [];
-    for (let index = 0; index < API_LIMIT - 1; index++) calls.push((await postGraphQL(`${server.url}/api/graphql`, query, { authorization: `Bearer ${owner.secret}` })).status);
+    for (let index = 0; index < API_LIMIT - 1; index++)
+      calls.push((await postGraphQL(`${server.url}/api/graphql`, query, { authorization: `Bearer ${owner.secret}` })).status);
     calls.push((await rest('POST', '/api/outcomes', owner.secret, { service: owner.service, good: 1, bad: 0 })).status);
     expect(calls.every((status) => status === 200)).toBe(true);
     const refused = await postGraphQL(`${server.url}/api/graphql`, query, { authorization: `Bearer ${owner.secret}` });

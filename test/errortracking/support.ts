@@ -32,7 +32,9 @@ export async function sendEvent(baseUrl: string, key: string, event: unknown, he
 }
 
 /** An event of the spec's shape (§2.5), thrown at `line` of `fn` in `file`. */
-export function specEvent(options: { type?: string; value?: string; fn?: string; file?: string; line?: number; level?: string; timestamp?: string; release?: string } = {}) {
+export function specEvent(
+  options: { type?: string; value?: string; fn?: string; file?: string; line?: number; level?: string; timestamp?: string; release?: string } = {},
+) {
   return {
     environment: 'production',
     level: options.level ?? 'error',
@@ -48,7 +50,13 @@ export function specEvent(options: { type?: string; value?: string; fn?: string;
             frames: [
               { filename: '/app/node_modules/express/lib/router.js', function: 'handle', lineno: 10, colno: 3, source: 'next()' },
               { filename: '/app/src/server.js', function: 'route', lineno: 40, colno: 5, source: 'handler(req)' },
-              { filename: options.file ?? '/app/src/checkout.js', function: options.fn ?? 'charge', lineno: options.line ?? 12, colno: 9, source: 'card.charge()' },
+              {
+                filename: options.file ?? '/app/src/checkout.js',
+                function: options.fn ?? 'charge',
+                lineno: options.line ?? 12,
+                colno: 9,
+                source: 'card.charge()',
+              },
             ],
           },
         },

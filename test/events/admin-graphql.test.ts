@@ -35,7 +35,10 @@ beforeAll(async () => {
     },
   });
   expect(created.status).toBe(200);
-  await metadataRequest(server.url, { type: 'create_cron_trigger', args: { name: 'weekly', webhook: `${receiver.url}/weekly`, schedule: '0 9 * * 1', payload: { a: 1 } } });
+  await metadataRequest(server.url, {
+    type: 'create_cron_trigger',
+    args: { name: 'weekly', webhook: `${receiver.url}/weekly`, schedule: '0 9 * * 1', payload: { a: 1 } },
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -51,7 +54,9 @@ describe('the admin GraphQL API of events', () => {
       await subscription.ready;
       await server.database.query("INSERT INTO notes (text) VALUES ('first')");
       const retrying = await subscription.next();
-      expect(retrying.data!.eventDeliveries).toEqual([expect.objectContaining({ kind: 'event_trigger', trigger: 'graphql_view', state: 'retrying', status: 500, tries: 1 })]);
+      expect(retrying.data!.eventDeliveries).toEqual([
+        expect.objectContaining({ kind: 'event_trigger', trigger: 'graphql_view', state: 'retrying', status: 500, tries: 1 }),
+      ]);
       const dead = await subscription.next();
       expect(dead.data!.eventDeliveries).toEqual([expect.objectContaining({ state: 'dead', status: 500, tries: 2 })]);
       const eventId = dead.data!.eventDeliveries[0].eventId;
@@ -74,7 +79,14 @@ describe('the admin GraphQL API of events', () => {
       ]);
       const events = await graphql(server.graphqlUrl, TriggerEventsDocument, { state: 'DEAD' }, ADMIN);
       expect(events.body.data!.triggerEvents).toEqual([
-        expect.objectContaining({ id: eventId, trigger: 'graphql_view', op: 'INSERT', state: 'DEAD', tries: 2, data: { old: null, new: { id: 1, text: 'first' } } }),
+        expect.objectContaining({
+          id: eventId,
+          trigger: 'graphql_view',
+          op: 'INSERT',
+          state: 'DEAD',
+          tries: 2,
+          data: { old: null, new: { id: 1, text: 'first' } },
+        }),
       ]);
       const attempts = await graphql(server.graphqlUrl, EventAttemptsDocument, { eventId }, ADMIN);
       expect(attempts.body.data!.eventAttempts.map((attempt) => attempt.status)).toEqual([500, 500]);

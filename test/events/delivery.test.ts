@@ -33,13 +33,17 @@ const insertItem = async (status: string, label: string | null = null) =>
   (await server.database.query<{ id: number }>('INSERT INTO items (status, label) VALUES ($1, $2) RETURNING id', [status, label]))[0].id;
 
 async function eventState(trigger: string) {
-  return eventually(async () => {
-    const [row] = await server.database.query<{ id: string; delivered: boolean; error: boolean; tries: number }>(
-      'SELECT id, delivered, error, tries FROM event_log WHERE trigger_name = $1 AND (delivered OR error) ORDER BY seq DESC LIMIT 1',
-      [trigger],
-    );
-    return row;
-  }, 15_000, `an event of ${trigger} to finish`);
+  return eventually(
+    async () => {
+      const [row] = await server.database.query<{ id: string; delivered: boolean; error: boolean; tries: number }>(
+        'SELECT id, delivered, error, tries FROM event_log WHERE trigger_name = $1 AND (delivered OR error) ORDER BY seq DESC LIMIT 1',
+        [trigger],
+      );
+      return row;
+    },
+    15_000,
+    `an event of ${trigger} to finish`,
+  );
 }
 
 describe('retries', () => {
@@ -64,7 +68,12 @@ describe('retries', () => {
     expect(listed.body.map((event: { id: string }) => event.id)).toEqual([dead.id]);
     const invocations = await metadata({ type: 'pg_get_event_invocation_logs', args: { name: 'doubling' } });
     expect(invocations.body).toHaveLength(4);
-    expect(invocations.body[0]).toMatchObject({ event_id: dead.id, trigger_name: 'doubling', http_status: 500, response: { type: 'webhook_response', data: { status: 500, body: { error: 'down' } } } });
+    expect(invocations.body[0]).toMatchObject({
+      event_id: dead.id,
+      trigger_name: 'doubling',
+      http_status: 500,
+      response: { type: 'webhook_response', data: { status: 500, body: { error: 'down' } } },
+    });
     // Hasura's keys, as the Nhost dashboard reads them (`http_status`, never `status`).
     const HASURA_INVOCATION_KEYS = ['created_at', 'event_id', 'http_status', 'id', 'request', 'response', 'trigger_name'];
     expect(Object.keys(invocations.body[0]).sort()).toEqual(HASURA_INVOCATION_KEYS);
@@ -104,7 +113,10 @@ describe('retries', () => {
       [slow.id],
     );
     expect(timedOut.status).toBeNull();
-    expect(timedOut.response).toEqual({ type: 'client_error', data: { message: expect.stringMatching(/^TIMEOUT: POST http:\/\/127\.0\.0\.1:\d+: timed out after 1000 ms$/) } });
+    expect(timedOut.response).toEqual({
+      type: 'client_error',
+      data: { message: expect.stringMatching(/^TIMEOUT: POST http:\/\/127\.0\.0\.1:\d+: timed out after 1000 ms$/) },
+    });
 
     const closed = net.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -112,7 +124,13 @@ describe('retries', () => {
     await new Promise((resolve) => closed.close(resolve));
     const created = await metadata({
       type: 'pg_create_event_trigger',
-      args: { name: 'refused', table: 'items', webhook: `http://127.0.0.1:${port}/hook`, insert: { columns: '*' }, retry_conf: { num_retries: 1, interval_sec: 1 } },
+      args: {
+        name: 'refused',
+        table: 'items',
+        webhook: `http://127.0.0.1:${port}/hook`,
+        insert: { columns: '*' },
+        retry_conf: { num_retries: 1, interval_sec: 1 },
+      },
     });
     expect(created.status).toBe(200);
     await insertItem('refused');
@@ -143,11 +161,16 @@ describe("what Hasura's users asked for", () => {
     await server.database.query("UPDATE items SET status = 'v3' WHERE id = $1", [a]);
     const b = await insertItem('v1', 'B');
     await receiver.waitFor('/ordered', 6);
-    const delivered = receiver.at('/ordered').filter((request) => !(request.body.event.data.new.label === 'A' && request.body.event.op === 'INSERT' && request.body.delivery_info.current_retry < 2));
+    const delivered = receiver
+      .at('/ordered')
+      .filter((request) => !(request.body.event.data.new.label === 'A' && request.body.event.op === 'INSERT' && request.body.delivery_info.current_retry < 2));
     const ofA = delivered.filter((request) => request.body.event.data.new.id === a).map((request) => request.body.event.data.new.status);
     expect(ofA).toEqual(['v1', 'v2', 'v3']);
     const firstOfB = receiver.at('/ordered').findIndex((request) => request.body.event.data.new.id === b);
-    const lastOfA = receiver.at('/ordered').map((request) => request.body.event.data.new.id).lastIndexOf(a);
+    const lastOfA = receiver
+      .at('/ordered')
+      .map((request) => request.body.event.data.new.id)
+      .lastIndexOf(a);
     expect(firstOfB).toBeLessThan(lastOfA);
   });
 
@@ -170,7 +193,11 @@ describe("what Hasura's users asked for", () => {
       type: 'pg_create_event_trigger',
       args: { name: 'bad_condition', table: 'items', webhook: `${receiver.url}/x`, insert: { columns: '*' }, condition: { new: { colour: { _eq: 'red' } } } },
     });
-    expect(unknownColumn.body).toEqual({ path: '$.args.condition.new.colour', error: 'the event trigger "bad_condition": the table public.items has no column "colour"', code: 'not-exists' });
+    expect(unknownColumn.body).toEqual({
+      path: '$.args.condition.new.colour',
+      error: 'the event trigger "bad_condition": the table public.items has no column "colour"',
+      code: 'not-exists',
+    });
     const badOperator = await metadata({
       type: 'pg_create_event_trigger',
       args: { name: 'bad_condition', table: 'items', webhook: `${receiver.url}/x`, insert: { columns: '*' }, condition: { new: { status: { _like: 'x' } } } },
@@ -183,7 +210,9 @@ describe("what Hasura's users asked for", () => {
     receiver.answer('/cleanup', { status: 200 });
     await insertItem('old');
     const delivered = await eventState('cleanup');
-    await server.database.query("INSERT INTO event_log (schema_name, table_name, trigger_name, payload, created_at, next_retry_at) VALUES ('public', 'items', 'cleanup', '{}', now() - interval '30 days', now() + interval '1 day')");
+    await server.database.query(
+      "INSERT INTO event_log (schema_name, table_name, trigger_name, payload, created_at, next_retry_at) VALUES ('public', 'items', 'cleanup', '{}', now() - interval '30 days', now() + interval '1 day')",
+    );
     await server.database.query("UPDATE event_log SET created_at = now() - interval '8 days' WHERE id = $1", [delivered.id]);
     await eventually(async () => ((await server.database.query('SELECT 1 FROM event_log WHERE id = $1', [delivered.id])).length === 0 ? true : undefined));
     expect(await server.database.query('SELECT 1 FROM event_invocation_logs WHERE event_id = $1', [delivered.id])).toEqual([]);
@@ -197,13 +226,19 @@ describe('manual events and headers', () => {
     const invoked = await metadata({ type: 'pg_invoke_event_trigger', args: { name: 'manual', payload: { hello: 'world' } } });
     expect(invoked).toEqual({ status: 200, body: { event_id: expect.stringMatching(/^[0-9a-f-]{36}$/) } });
     const [request] = await receiver.waitFor('/manual', 1);
-    expect(request.body).toMatchObject({ id: invoked.body.event_id, event: { op: 'MANUAL', data: { old: null, new: { hello: 'world' } }, session_variables: null } });
+    expect(request.body).toMatchObject({
+      id: invoked.body.event_id,
+      event: { op: 'MANUAL', data: { old: null, new: { hello: 'world' } }, session_variables: null },
+    });
     await createTrigger('not_manual');
     expect(await metadata({ type: 'pg_invoke_event_trigger', args: { name: 'not_manual', payload: {} } })).toEqual({
       status: 400,
       body: { path: '$.args.name', error: 'the event trigger "not_manual" does not allow manual events (enable_manual is false)', code: 'not-supported' },
     });
-    expect((await metadata({ type: 'pg_invoke_event_trigger', args: { name: 'manual' } })).body).toMatchObject({ path: '$.args.payload', code: 'parse-failed' });
+    expect((await metadata({ type: 'pg_invoke_event_trigger', args: { name: 'manual' } })).body).toMatchObject({
+      path: '$.args.payload',
+      code: 'parse-failed',
+    });
   });
 
   it('resolves the header templates per event, and logs the resolved ones redacted', async () => {
@@ -218,7 +253,7 @@ describe('manual events and headers', () => {
       ],
     });
     await server.database.query(
-      "BEGIN; SELECT set_config('plinth.session_variables', '{\"x-gql-user-id\":\"user-7\",\"x-gql-role\":\"user\"}', true); INSERT INTO items (status) VALUES ('templated'); COMMIT;",
+      'BEGIN; SELECT set_config(\'plinth.session_variables\', \'{"x-gql-user-id":"user-7","x-gql-role":"user"}\', true); INSERT INTO items (status) VALUES (\'templated\'); COMMIT;',
     );
     const [request] = await receiver.waitFor('/templated', 1);
     expect(request.headers).toMatchObject({
@@ -230,7 +265,10 @@ describe('manual events and headers', () => {
       'x-plain': 'plain',
     });
     const event = await eventState('templated');
-    const [log] = await server.database.query<{ request: { headers: { name: string; value: string }[]; request_id: string } }>('SELECT request FROM event_invocation_logs WHERE event_id = $1', [event.id]);
+    const [log] = await server.database.query<{ request: { headers: { name: string; value: string }[]; request_id: string } }>(
+      'SELECT request FROM event_invocation_logs WHERE event_id = $1',
+      [event.id],
+    );
     expect(log.request.request_id).toBe(request.headers['x-request-id']);
     expect(JSON.stringify(log.request)).not.toContain(ADMIN_SECRET);
     expect(JSON.stringify(log.request)).not.toContain('token-from-the-environment');

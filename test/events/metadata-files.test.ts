@@ -29,8 +29,7 @@ function write(root: string, files: Record<string, string>): void {
   }
 }
 
-const cli = (command: string, dir: string) =>
-  runCli(['metadata', command, '--endpoint', server.url, '--dir', dir], testEnvironment(server.database.url));
+const cli = (command: string, dir: string) => runCli(['metadata', command, '--endpoint', server.url, '--dir', dir], testEnvironment(server.database.url));
 
 /** A project's metadata as the Hasura CLI lays it out (the trigger in spec 1 §2.5's shape: retry_conf, webhook and headers in definition). */
 const PROJECT = (webhook: string) => ({
@@ -99,7 +98,10 @@ describe('plinth metadata apply|export|diff', () => {
     expect(fs.readFileSync(path.join(exported, 'cron_triggers.yaml'), 'utf8')).toContain('schedule: 0 9 * * *');
     expect(await cli('diff', exported)).toMatchObject({ code: 0, stdout: 'the files match the server\n' });
 
-    fs.writeFileSync(path.join(exported, 'cron_triggers.yaml'), fs.readFileSync(path.join(exported, 'cron_triggers.yaml'), 'utf8').replace('0 9 * * *', '0 10 * * *'));
+    fs.writeFileSync(
+      path.join(exported, 'cron_triggers.yaml'),
+      fs.readFileSync(path.join(exported, 'cron_triggers.yaml'), 'utf8').replace('0 9 * * *', '0 10 * * *'),
+    );
     const diff = await cli('diff', exported);
     expect(diff.code).toBe(1);
     expect(diff.stdout).toContain('--- server/cron_triggers.yaml');
@@ -151,11 +153,22 @@ describe('plinth events list|redeliver|invoke', () => {
 
     expect(await events('redeliver', id)).toMatchObject({ code: 0, stdout: `event ${id} will be delivered again\n` });
     await receiver.waitFor('/post_published', before + 2);
-    expect(receiver.at('/post_published').slice(before).map((request) => request.body.id)).toEqual([id, id]);
+    expect(
+      receiver
+        .at('/post_published')
+        .slice(before)
+        .map((request) => request.body.id),
+    ).toEqual([id, id]);
 
-    expect(await events('invoke', 'no_such_trigger')).toMatchObject({ code: 1, stderr: expect.stringContaining('the event trigger "no_such_trigger" does not exist') });
+    expect(await events('invoke', 'no_such_trigger')).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('the event trigger "no_such_trigger" does not exist'),
+    });
     expect(await events('redeliver', 'not-a-uuid')).toMatchObject({ code: 1, stderr: expect.stringContaining('event_id must be the UUID of an event') });
     expect(await events('invoke', 'post_published', '{oops')).toMatchObject({ code: 1, stderr: expect.stringContaining('the payload must be JSON') });
-    expect(await events('list', '--status', 'sideways')).toMatchObject({ code: 1, stderr: expect.stringContaining('status must be pending, processed, dead or all') });
+    expect(await events('list', '--status', 'sideways')).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('status must be pending, processed, dead or all'),
+    });
   });
 });

@@ -94,7 +94,9 @@ describe('delivery across processes', () => {
     await receiver.waitFor('/crash', 3, 30_000);
     first.child.kill('SIGKILL');
     await first.exited;
-    const [{ locked }] = await database.query<{ locked: number }>("SELECT count(*)::int AS locked FROM event_log WHERE trigger_name = 'crash' AND locked IS NOT NULL AND NOT delivered");
+    const [{ locked }] = await database.query<{ locked: number }>(
+      "SELECT count(*)::int AS locked FROM event_log WHERE trigger_name = 'crash' AND locked IS NOT NULL AND NOT delivered",
+    );
     const delivered = await deliveredCount('crash');
     expect(delivered).toBeLessThan(40);
     await startWorker('heir');

@@ -55,9 +55,16 @@ describe('cron triggers', () => {
   it('are refused with a bad expression or a duplicate name, naming the entry', async () => {
     expect(await metadata({ type: 'create_cron_trigger', args: { name: 'bad', webhook: `${receiver.url}/bad`, schedule: '0 25 * * *' } })).toEqual({
       status: 400,
-      body: { path: '$.args.schedule', error: expect.stringMatching(/^the cron trigger "bad": the schedule "0 25 \* \* \*" is not a valid cron expression \(.*hour.*\)$/), code: 'parse-failed' },
+      body: {
+        path: '$.args.schedule',
+        error: expect.stringMatching(/^the cron trigger "bad": the schedule "0 25 \* \* \*" is not a valid cron expression \(.*hour.*\)$/),
+        code: 'parse-failed',
+      },
     });
-    const create = { type: 'create_cron_trigger', args: { name: 'nightly', webhook: `${receiver.url}/nightly`, schedule: '0 2 * * *', payload: { job: 'report' }, comment: 'nightly report' } };
+    const create = {
+      type: 'create_cron_trigger',
+      args: { name: 'nightly', webhook: `${receiver.url}/nightly`, schedule: '0 2 * * *', payload: { job: 'report' }, comment: 'nightly report' },
+    };
     expect(await metadata(create)).toEqual({ status: 200, body: { message: 'success' } });
     expect(await metadata(create)).toEqual({
       status: 400,
@@ -81,7 +88,9 @@ describe('cron triggers', () => {
     await metadata({ type: 'create_cron_trigger', args: { name: 'hourly', webhook: `${receiver.url}/hourly`, schedule: '0 * * * *' } });
     // Both instances' maintenance runs meanwhile.
     await sleep(600);
-    const rows = await server.database.query<{ scheduled_time: Date }>("SELECT scheduled_time FROM scheduled_events WHERE cron_trigger_name = 'hourly' ORDER BY scheduled_time");
+    const rows = await server.database.query<{ scheduled_time: Date }>(
+      "SELECT scheduled_time FROM scheduled_events WHERE cron_trigger_name = 'hourly' ORDER BY scheduled_time",
+    );
     expect(rows).toHaveLength(10);
     const expected = nextCronTimes('0 * * * *', 'UTC', new Date(), 10).map((date) => date.toISOString());
     expect(rows.map((row) => row.scheduled_time.toISOString())).toEqual(expected);
@@ -92,7 +101,9 @@ describe('cron triggers', () => {
   });
 
   it("deliver a due event once, with Hasura's body {id, name, scheduled_time, payload, comment}", async () => {
-    const [{ id }] = await server.database.query<{ id: string }>("INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '5 seconds') RETURNING id");
+    const [{ id }] = await server.database.query<{ id: string }>(
+      "INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '5 seconds') RETURNING id",
+    );
     const [request] = await receiver.waitFor('/nightly', 1);
     expect(request.body).toEqual({ id, name: 'nightly', scheduled_time: expect.any(String), payload: { job: 'report' }, comment: 'nightly report' });
     await sleep(500);
@@ -102,8 +113,12 @@ describe('cron triggers', () => {
   });
 
   it('mark events missed beyond the tolerance (downtime) dead instead of firing them late', async () => {
-    const [{ id: missed }] = await server.database.query<{ id: string }>("INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '2 hours') RETURNING id");
-    const [{ id: late }] = await server.database.query<{ id: string }>("INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '10 minutes') RETURNING id");
+    const [{ id: missed }] = await server.database.query<{ id: string }>(
+      "INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '2 hours') RETURNING id",
+    );
+    const [{ id: late }] = await server.database.query<{ id: string }>(
+      "INSERT INTO scheduled_events (cron_trigger_name, scheduled_time) VALUES ('nightly', now() - interval '10 minutes') RETURNING id",
+    );
     await receiver.waitFor('/nightly', 2);
     await eventually(async () => {
       const [row] = await server.database.query<{ status: string }>('SELECT status FROM scheduled_events WHERE id = $1', [missed]);
@@ -129,29 +144,54 @@ describe('one-off scheduled events', () => {
     const at = new Date(Date.now() + 1000);
     const created = await metadata({
       type: 'create_scheduled_event',
-      args: { webhook: `${receiver.url}/once`, schedule_at: at.toISOString(), payload: { email: 'a@example.com' }, comment: 'welcome', retry_conf: { num_retries: 2, interval_sec: 5 } },
+      args: {
+        webhook: `${receiver.url}/once`,
+        schedule_at: at.toISOString(),
+        payload: { email: 'a@example.com' },
+        comment: 'welcome',
+        retry_conf: { num_retries: 2, interval_sec: 5 },
+      },
     });
     expect(created).toEqual({ status: 200, body: { message: 'success', event_id: expect.stringMatching(/^[0-9a-f-]{36}$/) } });
     const [first, again] = await receiver.waitFor('/once', 2);
     expect(first.at).toBeGreaterThanOrEqual(at.getTime() - 5);
     expect(first.at - at.getTime()).toBeLessThan(2500);
     expect(again.at - first.at).toBeGreaterThanOrEqual(95);
-    expect(first.body).toEqual({ id: created.body.event_id, name: null, scheduled_time: at.toISOString(), payload: { email: 'a@example.com' }, comment: 'welcome' });
+    expect(first.body).toEqual({
+      id: created.body.event_id,
+      name: null,
+      scheduled_time: at.toISOString(),
+      payload: { email: 'a@example.com' },
+      comment: 'welcome',
+    });
     // The delivery records its outcome once the receiver's answer is in: soon after the request.
-    const listed = await eventually(async () => {
-      const events = (await metadata({ type: 'get_scheduled_events', args: { type: 'one_off' } })).body.events as { status: string }[];
-      return events.every((event) => event.status === 'locked') ? undefined : events;
-    }, 5000, 'the second try recorded');
+    const listed = await eventually(
+      async () => {
+        const events = (await metadata({ type: 'get_scheduled_events', args: { type: 'one_off' } })).body.events as { status: string }[];
+        return events.every((event) => event.status === 'locked') ? undefined : events;
+      },
+      5000,
+      'the second try recorded',
+    );
     expect(listed).toEqual([expect.objectContaining({ id: created.body.event_id, status: 'delivered', tries: 2 })]);
     await sleep(300);
     expect(receiver.at('/once')).toHaveLength(2);
   });
 
   it('are refused with a bad time or webhook, and deleted by id', async () => {
-    expect((await metadata({ type: 'create_scheduled_event', args: { webhook: `${receiver.url}/x`, schedule_at: 'tomorrow' } })).body).toMatchObject({ path: '$.args.schedule_at', code: 'parse-failed' });
-    expect((await metadata({ type: 'create_scheduled_event', args: { webhook: 'not a url', schedule_at: '2030-01-01T00:00:00Z' } })).body).toMatchObject({ path: '$.args.webhook', code: 'parse-failed' });
+    expect((await metadata({ type: 'create_scheduled_event', args: { webhook: `${receiver.url}/x`, schedule_at: 'tomorrow' } })).body).toMatchObject({
+      path: '$.args.schedule_at',
+      code: 'parse-failed',
+    });
+    expect((await metadata({ type: 'create_scheduled_event', args: { webhook: 'not a url', schedule_at: '2030-01-01T00:00:00Z' } })).body).toMatchObject({
+      path: '$.args.webhook',
+      code: 'parse-failed',
+    });
     const created = await metadata({ type: 'create_scheduled_event', args: { webhook: `${receiver.url}/later`, schedule_at: '2030-01-01T00:00:00Z' } });
-    expect(await metadata({ type: 'delete_scheduled_event', args: { type: 'one_off', event_id: created.body.event_id } })).toEqual({ status: 200, body: { message: 'success' } });
+    expect(await metadata({ type: 'delete_scheduled_event', args: { type: 'one_off', event_id: created.body.event_id } })).toEqual({
+      status: 200,
+      body: { message: 'success' },
+    });
     expect((await metadata({ type: 'delete_scheduled_event', args: { type: 'one_off', event_id: created.body.event_id } })).body.code).toBe('not-exists');
     expect((await metadata({ type: 'get_scheduled_events', args: { type: 'weekly' } })).body).toMatchObject({ path: '$.args.type', code: 'parse-failed' });
   });

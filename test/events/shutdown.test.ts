@@ -28,7 +28,9 @@ describe('a graceful shutdown', () => {
     await database.query('INSERT INTO tasks SELECT FROM generate_series(1, 10)');
     await receiver.waitFor('/slow', 2);
     await server.server.close();
-    const rows = await database.query<{ delivered: boolean; locked: Date | null; tries: number }>("SELECT delivered, locked, tries FROM event_log WHERE trigger_name = 'slow'");
+    const rows = await database.query<{ delivered: boolean; locked: Date | null; tries: number }>(
+      "SELECT delivered, locked, tries FROM event_log WHERE trigger_name = 'slow'",
+    );
     expect(rows).toHaveLength(10);
     // Two were in flight (concurrency 2) and finished; those claimed ahead are free again, none is locked.
     expect(rows.filter((row) => row.locked !== null)).toEqual([]);

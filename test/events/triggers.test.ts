@@ -26,7 +26,12 @@ function trigger(name: string, extra: Record<string, unknown> = {}) {
 
 describe('event trigger definitions', () => {
   it('refuse an unknown table, an unknown column, a duplicate name, a bad name, and no operation, naming the entry', async () => {
-    expect(await metadata({ type: 'pg_create_event_trigger', args: { name: 'ghost', table: 'no_such_table', webhook: `${receiver.url}/x`, insert: { columns: '*' } } })).toEqual({
+    expect(
+      await metadata({
+        type: 'pg_create_event_trigger',
+        args: { name: 'ghost', table: 'no_such_table', webhook: `${receiver.url}/x`, insert: { columns: '*' } },
+      }),
+    ).toEqual({
       status: 400,
       body: { path: '$.args.table', error: 'the event trigger "ghost": the table public.no_such_table does not exist', code: 'not-exists' },
     });
@@ -84,7 +89,9 @@ describe('capture and delivery', () => {
       table: { schema: 'public', name: 'orders' },
     });
     const [row] = await eventually(async () => {
-      const rows = await server.database.query<{ delivered: boolean; tries: number }>('SELECT delivered, tries FROM event_log WHERE id = $1', [request.body.id]);
+      const rows = await server.database.query<{ delivered: boolean; tries: number }>('SELECT delivered, tries FROM event_log WHERE id = $1', [
+        request.body.id,
+      ]);
       return rows[0]?.delivered ? rows : undefined;
     });
     expect(row.tries).toBe(1);
@@ -130,12 +137,22 @@ describe('capture and delivery', () => {
   it("records the session variables of the GraphQL call that made the change (Plinth's own writes fire too)", async () => {
     const created = await metadata({
       type: 'pg_create_event_trigger',
-      args: { name: 'user_signups', table: { schema: 'public', name: 'users' }, webhook: `${receiver.url}/user_signups`, insert: { columns: '*', payload: ['id', 'email'] } },
+      args: {
+        name: 'user_signups',
+        table: { schema: 'public', name: 'users' },
+        webhook: `${receiver.url}/user_signups`,
+        insert: { columns: '*', payload: ['id', 'email'] },
+      },
     });
     expect(created.status).toBe(200);
     const response = await fetch(server.graphqlUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-role': 'admin', 'x-gql-user-id': 'b6a0b7a8-4a8e-4b8e-9c1e-2f9f4a3c8d11' },
+      headers: {
+        'content-type': 'application/json',
+        'x-gql-admin-secret': ADMIN_SECRET,
+        'x-gql-role': 'admin',
+        'x-gql-user-id': 'b6a0b7a8-4a8e-4b8e-9c1e-2f9f4a3c8d11',
+      },
       body: JSON.stringify({
         query: 'mutation ($input: RegisterUserInput!) { registerUser(input: $input) { success user { id } } }',
         variables: { input: { email: 'events@example.com', password: 'correct horse battery', name: 'Events' } },
@@ -170,7 +187,9 @@ describe('capture and delivery', () => {
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ email, password: 'correct horse battery' }),
       });
-    expect((await restSignUp('rest-admin@example.com', { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': 'c2c2c2c2-4a8e-4b8e-9c1e-2f9f4a3c8d11' })).status).toBe(200);
+    expect(
+      (await restSignUp('rest-admin@example.com', { 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-user-id': 'c2c2c2c2-4a8e-4b8e-9c1e-2f9f4a3c8d11' })).status,
+    ).toBe(200);
     expect((await restSignUp('rest-anonymous@example.com', {})).status).toBe(200);
     const signUps = await receiver.waitFor('/user_signups', 4);
     const byEmail = (email: string) => signUps.find((item) => item.body.event.data.new.email === email)!.body.event.session_variables;
@@ -186,7 +205,10 @@ describe('capture and delivery', () => {
 describe('reload_metadata', () => {
   it('recreates the captures from the definitions (after a table was recreated, say)', async () => {
     await server.database.query('CREATE TABLE reloaded (id serial PRIMARY KEY, v text)');
-    const created = await metadata({ type: 'pg_create_event_trigger', args: { name: 'reloaded', table: 'reloaded', webhook: `${receiver.url}/reloaded`, insert: { columns: '*' } } });
+    const created = await metadata({
+      type: 'pg_create_event_trigger',
+      args: { name: 'reloaded', table: 'reloaded', webhook: `${receiver.url}/reloaded`, insert: { columns: '*' } },
+    });
     expect(created.status).toBe(200);
     await server.database.query('DROP TABLE reloaded; CREATE TABLE reloaded (id serial PRIMARY KEY, v text)');
     expect(await metadata({ type: 'reload_metadata', args: {} })).toEqual({ status: 200, body: { message: 'success', is_consistent: true } });
@@ -204,17 +226,47 @@ describe('reload_metadata', () => {
 
 describe('malformed metadata requests', () => {
   const TYPES = [
-    'pg_create_event_trigger', 'pg_delete_event_trigger', 'pg_invoke_event_trigger', 'pg_redeliver_event', 'pg_get_event_logs',
-    'pg_get_event_invocation_logs', 'pg_get_event_by_id', 'create_cron_trigger', 'delete_cron_trigger', 'get_cron_triggers',
-    'create_scheduled_event', 'delete_scheduled_event', 'get_scheduled_events', 'get_scheduled_event_invocations', 'replace_metadata',
+    'pg_create_event_trigger',
+    'pg_delete_event_trigger',
+    'pg_invoke_event_trigger',
+    'pg_redeliver_event',
+    'pg_get_event_logs',
+    'pg_get_event_invocation_logs',
+    'pg_get_event_by_id',
+    'create_cron_trigger',
+    'delete_cron_trigger',
+    'get_cron_triggers',
+    'create_scheduled_event',
+    'delete_scheduled_event',
+    'get_scheduled_events',
+    'get_scheduled_event_invocations',
+    'replace_metadata',
   ];
   const ARGS: unknown[] = [
-    null, [], 'text', 5, {}, { name: 'x' }, { name: 'x', table: 'orders' }, { name: 'x', table: { name: 7 } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: 5 },
-    { name: 'x', table: 'orders', webhook: 'http://h', insert: { columns: [] } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, headers: [{ name: 'a b', value: 1 }] },
-    { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, condition: { new: { status: { _in: 'x' } } } }, { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, retry_conf: { num_retries: -1 } },
-    { event_id: 'not-a-uuid' }, { event_id: 7 }, { type: 'cron' }, { type: 'one_off', limit: -1 }, { type: 'cron', trigger_name: {} }, { name: 'x', schedule: 7, webhook: 'http://h' },
-    { webhook: 'http://h', schedule_at: 7 }, { version: 3, sources: 'x' }, { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: 'x' }] }] },
-    { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: [{ name: 'y' }] }] }], cron_triggers: [{}] }, { version: 3, cron_triggers: {} },
+    null,
+    [],
+    'text',
+    5,
+    {},
+    { name: 'x' },
+    { name: 'x', table: 'orders' },
+    { name: 'x', table: { name: 7 } },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: 5 },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: { columns: [] } },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, headers: [{ name: 'a b', value: 1 }] },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, condition: { new: { status: { _in: 'x' } } } },
+    { name: 'x', table: 'orders', webhook: 'http://h', insert: {}, retry_conf: { num_retries: -1 } },
+    { event_id: 'not-a-uuid' },
+    { event_id: 7 },
+    { type: 'cron' },
+    { type: 'one_off', limit: -1 },
+    { type: 'cron', trigger_name: {} },
+    { name: 'x', schedule: 7, webhook: 'http://h' },
+    { webhook: 'http://h', schedule_at: 7 },
+    { version: 3, sources: 'x' },
+    { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: 'x' }] }] },
+    { version: 3, sources: [{ name: 'default', tables: [{ table: { name: 'orders' }, event_triggers: [{ name: 'y' }] }] }], cron_triggers: [{}] },
+    { version: 3, cron_triggers: {} },
   ];
 
   it('are answered 400 {path, error, code}, never 500, for every request type', async () => {

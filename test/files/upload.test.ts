@@ -1,13 +1,7 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import sharp from 'sharp';
-import {
-  FileDocument,
-  FileProcessingUpdatedDocument,
-  UploadAndProcessFileDocument,
-  type FileFieldsFragment,
-  type FileUploadInput,
-} from '../generated/graphql';
+import { FileDocument, FileProcessingUpdatedDocument, UploadAndProcessFileDocument, type FileFieldsFragment, type FileUploadInput } from '../generated/graphql';
 import { loadConfig } from '../../src/config';
 import { UrlSigner } from '../../src/platform/signed-urls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -72,7 +66,9 @@ function local(link: string): string {
 }
 
 async function pngOf(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 90 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 90 } } })
+    .png()
+    .toBuffer();
 }
 
 describe('uploadAndProcessFile: images', () => {
@@ -147,7 +143,12 @@ describe('uploadAndProcessFile: data files', () => {
   });
 
   it('parses JSON: array items are rows, object keys are columns; a syntax error names its line', async () => {
-    const json = Buffer.from(JSON.stringify([{ id: 1, name: 'a' }, { id: 2, tags: [] }]));
+    const json = Buffer.from(
+      JSON.stringify([
+        { id: 1, name: 'a' },
+        { id: 2, tags: [] },
+      ]),
+    );
     const good = await processed((await upload(fileInput(json, 'application/json'))).body.data!.uploadAndProcessFile.file_id!);
     expect(good.data).toEqual({ format: 'json', row_count: 2, columns: ['id', 'name', 'tags'], error_count: 0, errors: [] });
 
@@ -179,8 +180,7 @@ describe('uploadAndProcessFile: refusals store nothing', () => {
   });
 
   it('reports every failing field at once', async () => {
-    const output = (await upload({ file_name: '', file_type: 'application/x-msdownload', file_size: 0, file_data: '%%%' })).body.data!
-      .uploadAndProcessFile;
+    const output = (await upload({ file_name: '', file_type: 'application/x-msdownload', file_size: 0, file_data: '%%%' })).body.data!.uploadAndProcessFile;
     expect(output.errors!.map((error) => error.field)).toEqual(['file_name', 'file_type', 'file_size', 'file_data']);
   });
 
@@ -339,7 +339,10 @@ describe('body limits', () => {
   it('answers a body over the upload limit with a clear 413, not a 500', async () => {
     const response = await postGraphQL(
       server.graphqlUrl,
-      { query: 'mutation U($input: FileUploadInput!) { uploadAndProcessFile(input: $input) { success } }', variables: { input: fileInput(Buffer.alloc(MAX_BYTES * 2), 'text/plain') } },
+      {
+        query: 'mutation U($input: FileUploadInput!) { uploadAndProcessFile(input: $input) { success } }',
+        variables: { input: fileInput(Buffer.alloc(MAX_BYTES * 2), 'text/plain') },
+      },
       OWNER,
     );
     expect(response.status).toBe(413);
@@ -412,8 +415,7 @@ describe('fileProcessingUpdated', () => {
 
   it("pushes each state of the owner's file, processed by another instance; a stranger gets nothing", async () => {
     const png = await pngOf(30, 20);
-    const output = (await graphql(api.graphqlUrl, UploadAndProcessFileDocument, { input: fileInput(png, 'image/png') }, OWNER)).body.data!
-      .uploadAndProcessFile;
+    const output = (await graphql(api.graphqlUrl, UploadAndProcessFileDocument, { input: fileInput(png, 'image/png') }, OWNER)).body.data!.uploadAndProcessFile;
     const ownerClient = subscriptionClient(api.wsUrl, { headers: OWNER });
     const strangerClient = subscriptionClient(api.wsUrl, { headers: STRANGER });
     const forOwner = subscribe(ownerClient, FileProcessingUpdatedDocument, { file_id: output.file_id! });
@@ -449,7 +451,8 @@ describe('the uploads quota (RATE_LIMIT_UPLOADS_*, at its default of 100 an hour
     const tiny = fileInput(Buffer.from('q'), 'text/plain', 'quota.txt');
     for (let count = 0; count < 50; count++) expect((await upload(tiny, user)).body.data!.uploadAndProcessFile.success).toBe(true);
     // The handler route counts against the same quota, by the user the engine names.
-    for (let count = 0; count < 50; count++) expect(await (await route({ 'x-gql-role': 'user', 'x-gql-user-id': userId }, tiny)).json()).toMatchObject({ success: true });
+    for (let count = 0; count < 50; count++)
+      expect(await (await route({ 'x-gql-role': 'user', 'x-gql-user-id': userId }, tiny)).json()).toMatchObject({ success: true });
     const before = await storedCounts();
 
     const refused = await upload(tiny, user);

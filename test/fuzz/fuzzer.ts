@@ -100,7 +100,20 @@ function credentialHeaders(name: string): Record<string, string> {
   }
 }
 
-const CREDENTIALS = fc.constantFrom('admin', 'admin-as-user', 'user', 'user-other-role', 'anonymous', 'anonymous', 'wrong-role', 'wrong-secret', 'expired', 'alg-none', 'garbage-token', 'basic');
+const CREDENTIALS = fc.constantFrom(
+  'admin',
+  'admin-as-user',
+  'user',
+  'user-other-role',
+  'anonymous',
+  'anonymous',
+  'wrong-role',
+  'wrong-secret',
+  'expired',
+  'alg-none',
+  'garbage-token',
+  'basic',
+);
 
 /** What is wrong with an HTTP answer, or undefined when it is a proper answer. */
 /**
@@ -115,7 +128,11 @@ function httpProblem(status: number, text: string, contentType: string | null): 
   return undefined;
 }
 
-async function sendHttp(connections: Agent, url: string, init: RequestInit): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
+async function sendHttp(
+  connections: Agent,
+  url: string,
+  init: RequestInit,
+): Promise<{ status: number; text: string; contentType: string | null } | { problem: string }> {
   try {
     // A redirect is the server's answer (the auth service's links, the newsletter's form proxy): it
     // is checked, not followed (it may lead to PLINTH_PUBLIC_URL, http://localhost:0 in tests).
@@ -193,7 +210,11 @@ function playWebSocket(base: string, c: WebSocketCase): Promise<{ closedBy: 'ser
     });
     socket.on('unexpected-response', (_request, response) => {
       clearTimeout(hung);
-      resolve(response.statusCode && response.statusCode >= 500 ? { problem: `refused the upgrade with ${response.statusCode}` } : { closedBy: 'server', code: response.statusCode ?? 0 });
+      resolve(
+        response.statusCode && response.statusCode >= 500
+          ? { problem: `refused the upgrade with ${response.statusCode}` }
+          : { closedBy: 'server', code: response.statusCode ?? 0 },
+      );
       socket.terminate();
     });
     socket.on('error', (error) => {
@@ -242,7 +263,12 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   const schema = await introspect(target.url);
   const subscriptionFields = Object.keys(schema.getSubscriptionType()?.getFields() ?? {});
   const subscriptionQueries = fc.oneof(
-    fc.constantFrom(...subscriptionFields.map((name) => `subscription { ${name} { __typename } }`), 'subscription { nope }', '{ session { role } }', 'subscription {'),
+    fc.constantFrom(
+      ...subscriptionFields.map((name) => `subscription { ${name} { __typename } }`),
+      'subscription { nope }',
+      '{ session { role } }',
+      'subscription {',
+    ),
     fc.string(),
   );
   const wsCredentials = fc.constantFrom(
@@ -269,10 +295,16 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     slowest: { ms: 0, case: '' },
   };
   const snapshot = async (name: string) => {
-    if (options.heapSnapshots) process.stdout.write(`heap snapshot: ${await target.writeHeapSnapshot(path.resolve(options.heapSnapshots, `${name}.heapsnapshot`))}\n`);
+    if (options.heapSnapshots)
+      process.stdout.write(`heap snapshot: ${await target.writeHeapSnapshot(path.resolve(options.heapSnapshots, `${name}.heapsnapshot`))}\n`);
   };
   // Warm-up is ordinary traffic, so the memory bound is against the server as it normally runs.
-  for (let i = 0; i < 200; i++) await sendHttp(connections, `${target.url}${GRAPHQL_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }) });
+  for (let i = 0; i < 200; i++)
+    await sendHttp(connections, `${target.url}${GRAPHQL_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `{ session { role } n${i}: __typename }` }),
+    });
   // So is a first visit to every page: some are built on their first request (the API reference, GraphiQL) and kept.
   const pages = target.routes.filter((route) => [route.method].flat().includes('GET') && !route.url.includes(':') && route.url !== '*');
   for (const route of pages) await sendHttp(connections, `${target.url}${route.url}`, { headers: { accept: 'text/html' } });
@@ -316,19 +348,19 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
 
   const details = await fc
     .check(
-    fc.asyncProperty(cases, async (c) => {
-      const problem = await problemOf(c);
-      if (problem) throw new Error(problem);
-    }),
-    {
-      seed: options.seed,
-      path: options.path,
-      numRuns: options.path ? 1 : 100_000_000,
-      interruptAfterTimeLimit: options.seconds * 1000,
-      markInterruptAsFailure: false,
-      endOnFailure: true,
-    },
-  )
+      fc.asyncProperty(cases, async (c) => {
+        const problem = await problemOf(c);
+        if (problem) throw new Error(problem);
+      }),
+      {
+        seed: options.seed,
+        path: options.path,
+        numRuns: options.path ? 1 : 100_000_000,
+        interruptAfterTimeLimit: options.seconds * 1000,
+        markInterruptAsFailure: false,
+        endOnFailure: true,
+      },
+    )
     .finally(() => clearInterval(peakSampler));
   report.rss.after = target.residentBytes();
   report.rss.peak = Math.max(report.rss.peak, report.rss.after);
@@ -352,7 +384,11 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   } else if (target.errorLines().length > 0) {
     report.failure = { message: `logged at error level: ${target.errorLines()[0].slice(0, 500)}`, counterexample: '', path: '' };
   } else if (report.rss.peak > MEMORY_BOUND * report.rss.warm) {
-    report.failure = { message: `resident memory grew from ${report.rss.warm} to ${report.rss.peak} bytes (bound: ${MEMORY_BOUND}x)`, counterexample: '', path: '' };
+    report.failure = {
+      message: `resident memory grew from ${report.rss.warm} to ${report.rss.peak} bytes (bound: ${MEMORY_BOUND}x)`,
+      counterexample: '',
+      path: '',
+    };
   } else if (report.rss.settled > SETTLED_BOUND * report.rss.warm) {
     const message = `resident memory was ${report.rss.settled} bytes ${report.rss.settledSeconds} s after the run, ${report.rss.warm} warm (bound: ${SETTLED_BOUND}x)`;
     report.failure = { message, counterexample: '', path: '' };

@@ -39,9 +39,9 @@ function inputValue(type: GraphQLInputType, depth = 0): fc.Arbitrary<unknown> {
     if (isInputObjectType(type)) {
       if (depth > 3) return anyJson;
       const fields = Object.fromEntries(Object.values(type.getFields()).map((field) => [field.name, inputValue(field.type, depth + 1)]));
-      return fc.tuple(fc.record(fields, { requiredKeys: [] }), fc.option(fc.tuple(nastyString, anyJson), { freq: 8 })).map(([record, extra]) =>
-        extra ? { ...record, [extra[0]]: extra[1] } : record,
-      );
+      return fc
+        .tuple(fc.record(fields, { requiredKeys: [] }), fc.option(fc.tuple(nastyString, anyJson), { freq: 8 }))
+        .map(([record, extra]) => (extra ? { ...record, [extra[0]]: extra[1] } : record));
     }
     if (isScalarType(type)) {
       switch (type.name) {
@@ -92,7 +92,11 @@ function selection(type: GraphQLOutputType, depth: number): string {
 }
 
 /** Requests for one root field: arguments as variables or literals, present, missing or wrong. */
-function fieldCase(operation: 'query' | 'mutation' | 'subscription', field: GraphQLField<unknown, unknown>, credentials: fc.Arbitrary<string>): fc.Arbitrary<GraphQLCase> {
+function fieldCase(
+  operation: 'query' | 'mutation' | 'subscription',
+  field: GraphQLField<unknown, unknown>,
+  credentials: fc.Arbitrary<string>,
+): fc.Arbitrary<GraphQLCase> {
   const args = field.args.map((arg) =>
     fc.record({ present: fc.boolean(), asVariable: fc.boolean(), value: inputValue(arg.type) }).map((choice) => ({ arg, ...choice })),
   );
@@ -160,7 +164,10 @@ function malformedDocuments(credentials: fc.Arbitrary<string>): fc.Arbitrary<Gra
     documents.map((query) => ({ query })),
     fc.record({ query: documents, variables: anyJson, operationName: fc.oneof(nastyString, anyJson) }, { requiredKeys: ['query'] }),
     fc.record({ query: documents, extensions: fc.oneof(anyJson, fc.record({ persistedQuery: fc.record({ version: nastyNumber, sha256Hash: nastyString }) })) }),
-    fc.array(documents.map((query) => ({ query })), { minLength: 1, maxLength: 3 }),
+    fc.array(
+      documents.map((query) => ({ query })),
+      { minLength: 1, maxLength: 3 },
+    ),
     anyJson,
   );
   return fc.record({

@@ -39,7 +39,9 @@ function schemaValue(schema: JsonSchema | undefined, depth = 0): fc.Arbitrary<un
     switch (type) {
       case 'object': {
         const fields = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([name, property]) => [name, schemaValue(property, depth + 1)]));
-        return fc.tuple(fc.record(fields, { requiredKeys: [] }), fc.dictionary(nastyString, anyJson, { maxKeys: 2 })).map(([known, extra]) => ({ ...extra, ...known }));
+        return fc
+          .tuple(fc.record(fields, { requiredKeys: [] }), fc.dictionary(nastyString, anyJson, { maxKeys: 2 }))
+          .map(([known, extra]) => ({ ...extra, ...known }));
       }
       case 'array':
         return fc.array(schemaValue(schema.items, depth + 1), { maxLength: 5 });
@@ -95,26 +97,75 @@ export function restCases(routes: readonly RouteSummary[], credentials: fc.Arbit
           query: fc.oneof(schemaValue(schema.querystring), fc.dictionary(nastyString, nastyString, { maxKeys: 3 })),
           body: fc.oneof({ weight: 5, arbitrary: schemaValue(schema.body) }, { weight: 1, arbitrary: fc.constantFrom(...BROKEN_BODIES) }),
           credentials,
-          contentType: fc.constantFrom(undefined, 'application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data'),
-          headers: fc.dictionary(fc.constantFrom('x-gql-role', 'x-gql-user-id', 'x-gql-session-variables', 'x-request-id', 'x-forwarded-for', 'accept', 'origin', 'x-hub-signature-256'), nastyString.filter((value) => value.length <= MAX_HEADER_VALUE && /^[\t\x20-\x7e]*$/.test(value)), { maxKeys: 3 }),
+          contentType: fc.constantFrom(
+            undefined,
+            'application/json',
+            'application/json',
+            'text/plain',
+            'application/x-www-form-urlencoded',
+            'application/json; charset=latin1',
+            'multipart/form-data',
+          ),
+          headers: fc.dictionary(
+            fc.constantFrom(
+              'x-gql-role',
+              'x-gql-user-id',
+              'x-gql-session-variables',
+              'x-request-id',
+              'x-forwarded-for',
+              'accept',
+              'origin',
+              'x-hub-signature-256',
+            ),
+            nastyString.filter((value) => value.length <= MAX_HEADER_VALUE && /^[\t\x20-\x7e]*$/.test(value)),
+            { maxKeys: 3 },
+          ),
         })
         .map(({ params, query, body, credentials: who, contentType, headers }): RestCase => {
-          const filled = segments.map((segment, index) => (segment.startsWith(':') || segment === '*' ? encodeSegment(params[index]).slice(0, MAX_PATH_SEGMENT) : segment)).join('/');
+          const filled = segments
+            .map((segment, index) => (segment.startsWith(':') || segment === '*' ? encodeSegment(params[index]).slice(0, MAX_PATH_SEGMENT) : segment))
+            .join('/');
           const path = filled.startsWith('/') ? filled : `/${filled}`;
-          const search = query && typeof query === 'object' && !Array.isArray(query)
-            ? new URLSearchParams(Object.entries(query as Record<string, unknown>).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : (JSON.stringify(value) ?? '')])).toString()
-            : '';
+          const search =
+            query && typeof query === 'object' && !Array.isArray(query)
+              ? new URLSearchParams(
+                  Object.entries(query as Record<string, unknown>).map(([key, value]): [string, string] => [
+                    key,
+                    typeof value === 'string' ? value : (JSON.stringify(value) ?? ''),
+                  ]),
+                ).toString()
+              : '';
           const hasBody = method !== 'GET' && method !== 'HEAD';
-          return { kind: 'rest', method, path: search ? `${path}?${search.slice(0, MAX_PATH_SEGMENT)}` : path, credentials: who, headers, body: hasBody ? body : undefined, contentType: hasBody ? contentType : undefined };
+          return {
+            kind: 'rest',
+            method,
+            path: search ? `${path}?${search.slice(0, MAX_PATH_SEGMENT)}` : path,
+            credentials: who,
+            headers,
+            body: hasBody ? body : undefined,
+            contentType: hasBody ? contentType : undefined,
+          };
         });
     });
   const unknown = fc
     .record({
       method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
-      path: fc.oneof(nastyString.map((text) => encodeSegment(text).slice(0, MAX_PATH_SEGMENT)), fc.webPath()).map((path) => `/${path.replace(/^\/+/, '')}`),
+      path: fc
+        .oneof(
+          nastyString.map((text) => encodeSegment(text).slice(0, MAX_PATH_SEGMENT)),
+          fc.webPath(),
+        )
+        .map((path) => `/${path.replace(/^\/+/, '')}`),
       credentials,
       body: anyJson,
     })
-    .map(({ method, path, credentials: who, body }): RestCase => ({ kind: 'rest', method, path, credentials: who, headers: {}, body: method === 'GET' ? undefined : body }));
+    .map(({ method, path, credentials: who, body }): RestCase => ({
+      kind: 'rest',
+      method,
+      path,
+      credentials: who,
+      headers: {},
+      body: method === 'GET' ? undefined : body,
+    }));
   return perRoute.length ? fc.oneof({ weight: 4, arbitrary: fc.oneof(...perRoute) }, { weight: 1, arbitrary: unknown }) : unknown;
 }

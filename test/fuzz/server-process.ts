@@ -21,7 +21,10 @@ const send = (message: ServerProcessMessage) => process.send?.(message);
  */
 async function main(): Promise<void> {
   // The start-up collection as a deployment has it by default (tests turn it off): its collections after growth give memory back.
-  const server = await startTestServer({ LOG_LEVEL: 'error', PLINTH_STARTUP_COLLECTION: 'true', ...JSON.parse(process.env.FUZZ_SERVER_ENV ?? '{}') }, { logTo: { write: (line: string) => void send({ type: 'log', line }) } });
+  const server = await startTestServer(
+    { LOG_LEVEL: 'error', PLINTH_STARTUP_COLLECTION: 'true', ...JSON.parse(process.env.FUZZ_SERVER_ENV ?? '{}') },
+    { logTo: { write: (line: string) => void send({ type: 'log', line }) } },
+  );
   const routes = server.server.app.routeTable.map(({ method, url, schema }) => ({ method, url, schema }));
   let stopping = false;
   const stop = () => {

@@ -13,10 +13,23 @@ export function webSocketCases(credentialPayloads: fc.Arbitrary<unknown>, subscr
   const id = fc.oneof(fc.uuid(), fc.constantFrom('1', '2', ''), nastyString, fc.integer());
   const message = fc.oneof(
     { weight: 3, arbitrary: fc.record({ type: fc.constant('connection_init'), payload: fc.oneof(credentialPayloads, anyJson) }, { requiredKeys: ['type'] }) },
-    { weight: 3, arbitrary: fc.record({ id, type: fc.constant('subscribe'), payload: fc.oneof(fc.record({ query: subscriptionQueries, variables: anyJson, operationName: fc.oneof(nastyString, fc.constant(null)) }, { requiredKeys: ['query'] }), anyJson) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        id,
+        type: fc.constant('subscribe'),
+        payload: fc.oneof(
+          fc.record({ query: subscriptionQueries, variables: anyJson, operationName: fc.oneof(nastyString, fc.constant(null)) }, { requiredKeys: ['query'] }),
+          anyJson,
+        ),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ id, type: fc.constant('complete') }) },
     { weight: 1, arbitrary: fc.record({ type: fc.constantFrom('ping', 'pong'), payload: anyJson }, { requiredKeys: ['type'] }) },
-    { weight: 1, arbitrary: fc.record({ id, type: fc.constantFrom('next', 'error', 'connection_ack', 'start', 'stop', 'connection_terminate', 'ka'), payload: anyJson }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ id, type: fc.constantFrom('next', 'error', 'connection_ack', 'start', 'stop', 'connection_terminate', 'ka'), payload: anyJson }),
+    },
     { weight: 1, arbitrary: anyJson },
   );
   const frame = fc.oneof(

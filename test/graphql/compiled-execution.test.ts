@@ -138,7 +138,10 @@ describe('queries the executors may answer differently', () => {
     ['no operation name among several', { query: 'query A { session { role } } query B { session { role } }' }],
     ['a variable of the wrong type', { query: 'query ($first: Int) { jobs(first: $first) { id } }', variables: { first: 'many' } }],
     ['a null for a required variable', { query: 'query ($id: UUID!) { file(id: $id) { id } }', variables: { id: null } }],
-    ['skip and include', { query: 'query ($no: Boolean!) { session { role user_id @skip(if: $no) allowed_roles @include(if: $no) } }', variables: { no: true } }],
+    [
+      'skip and include',
+      { query: 'query ($no: Boolean!) { session { role user_id @skip(if: $no) allowed_roles @include(if: $no) } }', variables: { no: true } },
+    ],
     ['aliases and fragments', '{ a: session { ...S } b: session { role } } fragment S on Session { role user_id }'],
     ['__typename', '{ __typename session { __typename role } }'],
   ])('%s', async (_name, request) => {
@@ -179,7 +182,8 @@ describe('the executor', () => {
   });
 
   // Distinct texts of 50 fields through a fragment, as a hostile client sends them: each is counted at about 580 KiB.
-  const wide = (i: number) => `query Q${i} { ...F } fragment F on Query { ${Array.from({ length: 50 }, (_, k) => `f${i}_${k}: hello(name: "${k}")`).join(' ')} }`;
+  const wide = (i: number) =>
+    `query Q${i} { ...F } fragment F on Query { ${Array.from({ length: 50 }, (_, k) => `f${i}_${k}: hello(name: "${k}")`).join(' ')} }`;
 
   it('keeps compiled operations within its budget in bytes, whatever the number of texts (issue 29 point 13)', async () => {
     const budget = 8 * 1024 * 1024;
@@ -211,7 +215,11 @@ describe('the executor', () => {
     const executor = new OperationExecutor({ enabled: true, cacheBytes: 4 * 1024 * 1024 });
     const result = await executor.execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }));
     expect(JSON.stringify(result)).toBe(
-      JSON.stringify(await new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 }).execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }))),
+      JSON.stringify(
+        await new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 }).execute(
+          request('query ($name: String!) { hello(name: $name) }', { name: 3 }),
+        ),
+      ),
     );
     expect(result.errors?.[0].message).toBe('Variable "$name" got invalid value 3; String cannot represent a non string value: 3');
   });
@@ -239,18 +247,78 @@ describe('defaults of variables, arguments and input fields', () => {
   };
 
   it.each([
-    ['a variable left out takes its default', 'query ($name: String = "you") { echo(name: $name) }', {}, { name: 'you', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a variable given null stays null', 'query ($name: String = "you") { echo(name: $name) }', { name: null }, { name: null, options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['an argument whose variable is left out takes the argument’s default', 'query ($name: String) { echo(name: $name) }', {}, { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['arguments left out take their defaults, input fields included', '{ echo }', undefined, { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['an input object variable without its fields takes their defaults', 'query ($options: Options) { echo(options: $options) }', { options: {} }, { name: 'world', options: { shout: false, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a nested input object given empty takes its fields’ defaults', 'query ($options: Options) { echo(options: $options) }', { options: { inner: {} } }, { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } }],
-    ['a variable’s default input object gets its fields’ defaults', 'query ($options: Options = { shout: true }) { echo(options: $options) }', {}, { name: 'world', options: { shout: true, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['an inline input object gets its fields’ defaults', '{ echo(options: { times: 1 }) }', undefined, { name: 'world', options: { times: 1, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a variable left out inside an inline input object leaves the field’s default', 'query ($times: Int) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 2, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a variable given null inside an inline input object', 'query ($times: Int) { echo(options: { times: $times }) }', { times: null }, { name: 'world', options: { times: null, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
-    ['a variable left out inside a nested inline input object', 'query ($label: String) { echo(options: { inner: { label: $label } }) }', {}, { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } }],
-    ['a defaulted variable inside an inline input object', 'query ($times: Int = 7) { echo(options: { times: $times }) }', {}, { name: 'world', options: { times: 7, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } }],
+    [
+      'a variable left out takes its default',
+      'query ($name: String = "you") { echo(name: $name) }',
+      {},
+      { name: 'you', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'a variable given null stays null',
+      'query ($name: String = "you") { echo(name: $name) }',
+      { name: null },
+      { name: null, options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'an argument whose variable is left out takes the argument’s default',
+      'query ($name: String) { echo(name: $name) }',
+      {},
+      { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'arguments left out take their defaults, input fields included',
+      '{ echo }',
+      undefined,
+      { name: 'world', options: { times: 3, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'an input object variable without its fields takes their defaults',
+      'query ($options: Options) { echo(options: $options) }',
+      { options: {} },
+      { name: 'world', options: { shout: false, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'a nested input object given empty takes its fields’ defaults',
+      'query ($options: Options) { echo(options: $options) }',
+      { options: { inner: {} } },
+      { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } },
+    ],
+    [
+      'a variable’s default input object gets its fields’ defaults',
+      'query ($options: Options = { shout: true }) { echo(options: $options) }',
+      {},
+      { name: 'world', options: { shout: true, times: 2, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'an inline input object gets its fields’ defaults',
+      '{ echo(options: { times: 1 }) }',
+      undefined,
+      { name: 'world', options: { times: 1, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'a variable left out inside an inline input object leaves the field’s default',
+      'query ($times: Int) { echo(options: { times: $times }) }',
+      {},
+      { name: 'world', options: { times: 2, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'a variable given null inside an inline input object',
+      'query ($times: Int) { echo(options: { times: $times }) }',
+      { times: null },
+      { name: 'world', options: { times: null, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
+    [
+      'a variable left out inside a nested inline input object',
+      'query ($label: String) { echo(options: { inner: { label: $label } }) }',
+      {},
+      { name: 'world', options: { inner: { depth: 5, label: 'inner' }, shout: false, times: 2, tags: ['a'] } },
+    ],
+    [
+      'a defaulted variable inside an inline input object',
+      'query ($times: Int = 7) { echo(options: { times: $times }) }',
+      {},
+      { name: 'world', options: { times: 7, shout: false, tags: ['a'], inner: { depth: 1, label: 'inner' } } },
+    ],
   ])('%s: both executors answer the same', async (_name, source, variables, received) => {
     const interpretedResult = await run(false, source, variables);
     expect(interpretedResult.errors).toBeUndefined();
@@ -308,7 +376,9 @@ describe('the accepted-query lane', () => {
     const user = bearer(signToken({ userId: '11111111-1111-4111-8111-111111111111' }));
     await answeredByLane([{ body, headers: user }]);
     expect(await answeredByLane([{ body, headers: user }])).toBe(0);
-    const errors = (await (await fetch(compiled.graphqlUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...user }, body: JSON.stringify(body) })).json()) as {
+    const errors = (await (
+      await fetch(compiled.graphqlUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...user }, body: JSON.stringify(body) })
+    ).json()) as {
       errors: { extensions: { code: string } }[];
     };
     expect(errors.errors.map((error) => error.extensions.code)).toEqual(['FORBIDDEN']);

@@ -200,15 +200,11 @@ describe('GraphQL over HTTP', () => {
   it('does not fail on a malformed Host header', async () => {
     // fetch() will not send a Host header of our choosing; node:http will.
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const request = http.request(
-        `${server.graphqlUrl}?query=${encodeURIComponent(SESSION_QUERY)}`,
-        { headers: { host: 'bad host:%%' } },
-        (response) => {
-          let text = '';
-          response.on('data', (chunk) => (text += chunk));
-          response.on('end', () => resolve({ status: response.statusCode!, body: text }));
-        },
-      );
+      const request = http.request(`${server.graphqlUrl}?query=${encodeURIComponent(SESSION_QUERY)}`, { headers: { host: 'bad host:%%' } }, (response) => {
+        let text = '';
+        response.on('data', (chunk) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, body: text }));
+      });
       request.on('error', reject);
       request.end();
     });
@@ -243,9 +239,7 @@ describe('limits', () => {
       { accept: 'application/graphql-response+json' },
     );
     expect(response.status).toBe(400);
-    expect(response.body.errors).toEqual([
-      { message: 'Query depth limit of 2 exceeded, found 3.', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } },
-    ]);
+    expect(response.body.errors).toEqual([{ message: 'Query depth limit of 2 exceeded, found 3.', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }]);
     expect(await limited.database.query("SELECT 1 FROM users WHERE email = 'deep@x.io'")).toHaveLength(0);
   });
 
@@ -270,8 +264,7 @@ describe('limits', () => {
   });
 
   it('allows only the origins of GQL_GRAPHQL_CORS_DOMAIN when it lists some', async () => {
-    const preflight = (origin: string) =>
-      fetch(limited.graphqlUrl, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
+    const preflight = (origin: string) => fetch(limited.graphqlUrl, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
     const allowed = await preflight('https://admin.example');
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://admin.example');
@@ -284,7 +277,15 @@ describe('limits', () => {
 
   it('keeps computed costs within a budget in bytes, however many documents and variables (issue 29 point 13)', async () => {
     const schema = buildGraphQLSchema('type Query { a(n: Int): Int }');
-    const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 10, maxVariablesDepth: 64 });
+    const limits = createQueryLimits(schema, {
+      maxDepth: 10,
+      maxComplexity: 100,
+      maxTokens: 1000,
+      maxDocumentBytes: 10_000,
+      maxAliases: 10,
+      maxRootFields: 10,
+      maxVariablesDepth: 64,
+    });
     // Documents stay alive, as in Apollo's document cache; each gets 64 distinct variables of 2 KB.
     // The count per document kept all of them: 200 documents of 10 characters held about 27 MB.
     const documents: DocumentNode[] = [];
@@ -302,7 +303,8 @@ describe('limits', () => {
   it('keeps no long Accept value in its memo of negotiated media types (issue 29 point 13)', async () => {
     // 256 distinct Accept values of 16 KB (about Node's header limit) each: the memo kept them all, 4 MB.
     const left = await heapLeftBehind(() => {
-      for (let i = 0; i < 256; i++) expect(chooseGraphQLMediaType(`application/json, text/x-${i}; q=0.${'1'.repeat(16_000)}`)).toBe('application/json; charset=utf-8');
+      for (let i = 0; i < 256; i++)
+        expect(chooseGraphQLMediaType(`application/json, text/x-${i}; q=0.${'1'.repeat(16_000)}`)).toBe('application/json; charset=utf-8');
     });
     expect(left).toBeLessThan(1024 * 1024);
   });
@@ -337,8 +339,26 @@ describe('unexpected errors', () => {
   /** Runs one operation through createApolloServer (the production error handling) on a test schema. */
   async function execute(query: string, devMode = false) {
     const schema = await buildSchema({ resolvers: [BrokenResolver], validate: false, authChecker });
-    const limits = createQueryLimits(schema, { maxDepth: 10, maxComplexity: 100, maxTokens: 1000, maxDocumentBytes: 10_000, maxAliases: 10, maxRootFields: 10, maxVariablesDepth: 64 });
-    const apollo = createApolloServer(schema, { introspection: true, devMode, documentCacheBytes: 1024 * 1024, compiledExecution: { enabled: compiledExecutionEnabled(), cacheBytes: 4 * 1024 * 1024 } }, limits, pino({ level: 'silent' }));
+    const limits = createQueryLimits(schema, {
+      maxDepth: 10,
+      maxComplexity: 100,
+      maxTokens: 1000,
+      maxDocumentBytes: 10_000,
+      maxAliases: 10,
+      maxRootFields: 10,
+      maxVariablesDepth: 64,
+    });
+    const apollo = createApolloServer(
+      schema,
+      {
+        introspection: true,
+        devMode,
+        documentCacheBytes: 1024 * 1024,
+        compiledExecution: { enabled: compiledExecutionEnabled(), cacheBytes: 4 * 1024 * 1024 },
+      },
+      limits,
+      pino({ level: 'silent' }),
+    );
     await apollo.start();
     try {
       const response = await apollo.executeOperation({ query });

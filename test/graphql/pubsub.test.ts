@@ -124,9 +124,7 @@ describe('PostgresPubSub', () => {
     const [a, b] = await Promise.all([instance(), instance()]);
     const received = collect(b.subscribe('AFTER_OUTAGE'));
 
-    await database.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'plinth-pubsub' AND datname = current_database()",
-    );
+    await database.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'plinth-pubsub' AND datname = current_database()");
     // Reconnection starts after 250 ms; publish until the new listeners hear it.
     const deadline = Date.now() + 10_000;
     while (received.items.length === 0 && Date.now() < deadline) {

@@ -17,8 +17,7 @@ afterAll(async () => {
   await server.close();
 });
 
-const sessionOf = (headers: Record<string, string>, accept = 'application/json') =>
-  graphql(server.graphqlUrl, SessionDocument, {}, { accept, ...headers });
+const sessionOf = (headers: Record<string, string>, accept = 'application/json') => graphql(server.graphqlUrl, SessionDocument, {}, { accept, ...headers });
 
 /** Swaps the payload of a signed token for another, keeping the original signature. */
 function tamper(token: string, change: (payload: Record<string, unknown>) => void): string {
@@ -71,10 +70,15 @@ describe('sessions over HTTP', () => {
   it.each([
     ['an expired token', () => signToken({ expiresIn: -10 }), 'JWT_EXPIRED'],
     ['a token signed with another key', () => signToken({ key: 'another-signing-key-of-32-bytes-or-more!' }), 'INVALID_JWT'],
-    ['a token whose claims were changed after signing', () => tamper(signToken({ roles: ['user'] }), (claims) => {
-      (claims[CLAIMS_NAMESPACE] as Record<string, unknown>)['x-gql-allowed-roles'] = ['admin'];
-      (claims[CLAIMS_NAMESPACE] as Record<string, unknown>)['x-gql-default-role'] = 'admin';
-    }), 'INVALID_JWT'],
+    [
+      'a token whose claims were changed after signing',
+      () =>
+        tamper(signToken({ roles: ['user'] }), (claims) => {
+          (claims[CLAIMS_NAMESPACE] as Record<string, unknown>)['x-gql-allowed-roles'] = ['admin'];
+          (claims[CLAIMS_NAMESPACE] as Record<string, unknown>)['x-gql-default-role'] = 'admin';
+        }),
+      'INVALID_JWT',
+    ],
     ['an unsigned token (alg: none)', () => unsignedToken({ roles: ['admin'], defaultRole: 'admin' }), 'INVALID_JWT'],
     ['a token signed with an algorithm other than the configured HS256', () => signToken({ algorithm: 'HS512' }), 'INVALID_JWT'],
     ['a token that is not a JWT', () => 'not.a.jwt', 'INVALID_JWT'],
@@ -139,14 +143,16 @@ describe('sessions over HTTP', () => {
       expect(JSON.stringify(response.body)).not.toContain(ADMIN_SECRET);
     });
 
-    it.each([['wrong', 'nope'], ['a prefix', ADMIN_SECRET.slice(0, 8)], ['longer', `${ADMIN_SECRET}x`], ['empty', '']])(
-      'is refused with 401 INVALID_ADMIN_SECRET when %s, even next to a valid token',
-      async (_case, secret) => {
-        const response = await sessionOf({ 'x-gql-admin-secret': secret, ...bearer(signToken()) });
-        expect(response.status).toBe(401);
-        expect(response.body.errors).toEqual([{ message: expect.any(String), extensions: { code: 'INVALID_ADMIN_SECRET' } }]);
-      },
-    );
+    it.each([
+      ['wrong', 'nope'],
+      ['a prefix', ADMIN_SECRET.slice(0, 8)],
+      ['longer', `${ADMIN_SECRET}x`],
+      ['empty', ''],
+    ])('is refused with 401 INVALID_ADMIN_SECRET when %s, even next to a valid token', async (_case, secret) => {
+      const response = await sessionOf({ 'x-gql-admin-secret': secret, ...bearer(signToken()) });
+      expect(response.status).toBe(401);
+      expect(response.body.errors).toEqual([{ message: expect.any(String), extensions: { code: 'INVALID_ADMIN_SECRET' } }]);
+    });
   });
 });
 

@@ -81,8 +81,18 @@ describe('operations over graphql-ws', () => {
   it.each([
     ['a syntax error', 'subscription {', 'GRAPHQL_PARSE_FAILED', /Syntax Error/],
     ['an unknown field', 'subscription { nope }', 'GRAPHQL_VALIDATION_FAILED', /Cannot query field "nope"/],
-    ['a query deeper than the limit', 'subscription { ticks { self { self { n } } } }', 'GRAPHQL_VALIDATION_FAILED', /^Query depth limit of 3 exceeded, found 4\.$/],
-    ['a query costlier than the limit', 'subscription { ticks { n a: n b: n c: n } }', 'GRAPHQL_VALIDATION_FAILED', /^Query complexity of 5 exceeds the limit of 4$/],
+    [
+      'a query deeper than the limit',
+      'subscription { ticks { self { self { n } } } }',
+      'GRAPHQL_VALIDATION_FAILED',
+      /^Query depth limit of 3 exceeded, found 4\.$/,
+    ],
+    [
+      'a query costlier than the limit',
+      'subscription { ticks { n a: n b: n c: n } }',
+      'GRAPHQL_VALIDATION_FAILED',
+      /^Query complexity of 5 exceeds the limit of 4$/,
+    ],
   ])('are refused with the HTTP code for %s', async (_case, query, code, message) => {
     const answer = await firstAnswer(query);
     expect(answer.type).toBe('error');
@@ -142,7 +152,9 @@ describe('operation selection', () => {
     ['no operationName for a document with two operations', 'subscription A { ticks { n } } subscription B { ticks { n } }', null],
   ])('answers OPERATION_RESOLUTION_FAILURE for %s, and keeps the connection', async (_case, query, operationName) => {
     const before = logLines.length;
-    const { code, received } = await rawSocket(url, [{ type: 'connection_init' }, { id: '1', type: 'subscribe', payload: { query, operationName } }], { closeAfterMs: 300 });
+    const { code, received } = await rawSocket(url, [{ type: 'connection_init' }, { id: '1', type: 'subscribe', payload: { query, operationName } }], {
+      closeAfterMs: 300,
+    });
     expect(received[1]).toMatchObject({ id: '1', type: 'error', payload: [{ extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }] });
     expect(code).toBe(1000);
     expect(logLines.slice(before)).toEqual([]);

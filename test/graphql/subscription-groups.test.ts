@@ -42,8 +42,7 @@ class NoticeResolver {
   @Subscription(() => Notice, {
     topics: 'NOTICE',
     topicId: ({ args }: { args: { channel: string } }) => args.channel,
-    filter: ({ payload, context }: { payload: Published; context: GraphQLContext }) =>
-      payload.audience === '*' || payload.audience === context.session.userId,
+    filter: ({ payload, context }: { payload: Published; context: GraphQLContext }) => payload.audience === '*' || payload.audience === context.session.userId,
   })
   notices(@Arg('channel') _channel: string, @Root() published: Published, @Ctx() context: GraphQLContext): Notice {
     resolverCalls++;
@@ -250,9 +249,16 @@ describe('a group whose source ends', () => {
     const { url, subscriptions } = started;
     const query = `subscription { countdown(from: 3, fail: ${fail}) }`;
     const sockets = ['first', 'second'].map((id) =>
-      rawSocket(url, [{ type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } }, { id, type: 'subscribe', payload: { query } }], {
-        closeAfterMs: 2000,
-      }),
+      rawSocket(
+        url,
+        [
+          { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+          { id, type: 'subscribe', payload: { query } },
+        ],
+        {
+          closeAfterMs: 2000,
+        },
+      ),
     );
     while (subscriptions.groups().members < 2) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(subscriptions.groups()).toEqual({ groups: 1, members: 2 });
@@ -264,7 +270,10 @@ describe('a group whose source ends', () => {
 
   it('sends each member every event, then complete after the last (never before it)', async () => {
     const [first, second] = await countdown(false);
-    for (const [received, id] of [[first, 'first'], [second, 'second']] as const) {
+    for (const [received, id] of [
+      [first, 'first'],
+      [second, 'second'],
+    ] as const) {
       expect(received).toEqual([
         ['connection_ack', undefined, undefined],
         ['next', id, { countdown: 3 }],

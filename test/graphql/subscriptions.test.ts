@@ -13,8 +13,7 @@ afterAll(async () => {
   await server.close();
 });
 
-const register = (email: string) =>
-  graphql(server.graphqlUrl, RegisterUserDocument, { input: { email, password: 'password123', name: 'Sub Scriber' } });
+const register = (email: string) => graphql(server.graphqlUrl, RegisterUserDocument, { input: { email, password: 'password123', name: 'Sub Scriber' } });
 
 /** Runs `body` with a live userRegistered subscription made with the given connection_init payload. */
 async function withSubscription(
@@ -64,10 +63,11 @@ describe('userRegistered over graphql-ws', () => {
   });
 
   it('refuses the subscription to a role other than admin with FORBIDDEN', async () => {
-    const { received } = await rawSocket(server.wsUrl, [
-      { type: 'connection_init', payload: { headers: { Authorization: `Bearer ${signToken({ roles: ['user'] })}` } } },
-      SUBSCRIBE_MESSAGE,
-    ], { closeAfterMs: 1000 });
+    const { received } = await rawSocket(
+      server.wsUrl,
+      [{ type: 'connection_init', payload: { headers: { Authorization: `Bearer ${signToken({ roles: ['user'] })}` } } }, SUBSCRIBE_MESSAGE],
+      { closeAfterMs: 1000 },
+    );
     expect(received[0]).toEqual({ type: 'connection_ack' });
     const refusal = received.find((message) => (message as { type: string }).type !== 'connection_ack') as {
       type: string;
@@ -96,12 +96,16 @@ describe('graphql-ws authentication and protocol', () => {
     expect(received).toEqual([]);
   });
 
-  it('applies the server\'s complexity limit (GQL_GRAPHQL_MAX_COMPLEXITY) to subscriptions too', async () => {
+  it("applies the server's complexity limit (GQL_GRAPHQL_MAX_COMPLEXITY) to subscriptions too", async () => {
     const aliases = Array.from({ length: 1000 }, (_, index) => `a${index}: id`).join(' ');
-    const { received } = await rawSocket(server.wsUrl, [
-      { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
-      { id: '1', type: 'subscribe', payload: { query: `subscription { userRegistered { ${aliases} } }` } },
-    ], { closeAfterMs: 1000 });
+    const { received } = await rawSocket(
+      server.wsUrl,
+      [
+        { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+        { id: '1', type: 'subscribe', payload: { query: `subscription { userRegistered { ${aliases} } }` } },
+      ],
+      { closeAfterMs: 1000 },
+    );
     expect(received[1]).toEqual({
       id: '1',
       type: 'error',

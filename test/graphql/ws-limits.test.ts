@@ -91,7 +91,6 @@ const asUser = (userId: string) => ({ headers: { authorization: `Bearer ${signTo
 /** Long enough for a message the server would send to arrive: the wait before asserting that none came. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
 
-
 async function connected(count: number, params: Record<string, unknown>): Promise<Connection[]> {
   const connections = Array.from({ length: count }, () => new Connection(params));
   expect(await Promise.all(connections.map((connection) => connection.acknowledged))).toEqual(connections.map(() => true));
@@ -186,7 +185,9 @@ describe('subscriptions (GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION 100, _P
       connection.complete('31');
       connection.subscribe('31');
       await connection.errorFor('31');
-      expect(connection.errors().get('31')).toEqual([{ message: 'Subscription 31 is still ending; subscribe with another id', extensions: { code: 'SUBSCRIBER_ALREADY_EXISTS' } }]);
+      expect(connection.errors().get('31')).toEqual([
+        { message: 'Subscription 31 is still ending; subscribe with another id', extensions: { code: 'SUBSCRIBER_ALREADY_EXISTS' } },
+      ]);
       connection.subscribe('31');
       connection.subscribe('105');
       await connection.errorFor('105');

@@ -26,10 +26,14 @@ const roots = (n: number) => Array(n).fill('session { role }').join(' ');
 
 /** The first error a graphql-ws subscribe of `query` is answered with. */
 async function overWebSocket(query: string): Promise<{ message: string; extensions?: { code?: string } }> {
-  const { received } = await rawSocket(`${server.url.replace('http', 'ws')}/v1/graphql/subscriptions`, [
-    { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
-    { id: '1', type: 'subscribe', payload: { query } },
-  ], { closeAfterMs: 500 });
+  const { received } = await rawSocket(
+    `${server.url.replace('http', 'ws')}/v1/graphql/subscriptions`,
+    [
+      { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+      { id: '1', type: 'subscribe', payload: { query } },
+    ],
+    { closeAfterMs: 500 },
+  );
   const answer = received[1] as { type: string; payload: { message: string; extensions?: { code?: string } }[] };
   expect(answer.type).toBe('error');
   return answer.payload[0];
@@ -38,10 +42,20 @@ async function overWebSocket(query: string): Promise<{ message: string; extensio
 describe('document limits', () => {
   it.each([
     ['more tokens than GQL_GRAPHQL_MAX_TOKENS', `{ ${Array(400).fill('a').join(' ')} }`, 'GRAPHQL_PARSE_FAILED', /Document contains more tha[nt] 300 tokens/],
-    ['more bytes than GQL_GRAPHQL_MAX_DOCUMENT_BYTES', `{ session { role } } # ${'x'.repeat(5000)}`, 'DOCUMENT_TOO_LARGE', /is 50\d\d bytes; the limit is 4096/],
+    [
+      'more bytes than GQL_GRAPHQL_MAX_DOCUMENT_BYTES',
+      `{ session { role } } # ${'x'.repeat(5000)}`,
+      'DOCUMENT_TOO_LARGE',
+      /is 50\d\d bytes; the limit is 4096/,
+    ],
     ['more aliases than GQL_GRAPHQL_MAX_ALIASES', `{ ${aliases(6)} }`, 'GRAPHQL_VALIDATION_FAILED', /Aliases limit of 5 exceeded, found 6/],
     ['more root fields than GQL_GRAPHQL_MAX_ROOT_FIELDS', `{ ${roots(5)} }`, 'GRAPHQL_VALIDATION_FAILED', /selects 5 root fields; the limit is 4/],
-    ['root fields hidden in fragments', `{ ...F ... on Query { ...F session { role } } } fragment F on Query { session { role } __typename a: __typename b: __typename }`, 'GRAPHQL_VALIDATION_FAILED', /selects 5 root fields/],
+    [
+      'root fields hidden in fragments',
+      `{ ...F ... on Query { ...F session { role } } } fragment F on Query { session { role } __typename a: __typename b: __typename }`,
+      'GRAPHQL_VALIDATION_FAILED',
+      /selects 5 root fields/,
+    ],
   ])('refuse %s over HTTP with a 400 and its code', async (_case, query, code, message) => {
     const response = await postGraphQL(server.graphqlUrl, { query }, STRICT);
     expect(response.status).toBe(400);
@@ -97,10 +111,12 @@ describe('memory under a stream of huge documents', () => {
     const warm = residentBytes(pid);
     let peak = warm;
     for (let round = 0; round < 25; round++) {
-      await Promise.all(huge.map(async (query) => {
-        const response = await send(query);
-        expect(response.status).toBe(400);
-      }));
+      await Promise.all(
+        huge.map(async (query) => {
+          const response = await send(query);
+          expect(response.status).toBe(400);
+        }),
+      );
       peak = Math.max(peak, residentBytes(pid));
     }
     expect(peak).toBeLessThan(2 * warm);

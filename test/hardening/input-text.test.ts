@@ -50,7 +50,7 @@ describe('text PostgreSQL cannot store, or that is not Unicode', () => {
     expect(await userCount()).toBe(before);
   });
 
-  it('keeps the other fields\' errors next to the text error', async () => {
+  it("keeps the other fields' errors next to the text error", async () => {
     const action = await callRegisterAction({ email: LONE_SURROGATE_EMAIL, password: 'short', name: '' });
     expect(action.body.errors!.map((error) => [error.field, error.code])).toEqual([
       ['email', 'INVALID_FORMAT'],

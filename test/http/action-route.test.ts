@@ -22,7 +22,11 @@ let baseUrl: string;
 beforeAll(async () => {
   app = Fastify({ logger: false });
   installErrorHandling(app);
-  const rateLimits = new RateLimits({ kind: 'memory' }, { registration: { points: 1, durationSeconds: 60, key: 'ip' }, actionHandlers: { points: 1_000_000, durationSeconds: 60, key: 'user' } }, pino({ level: 'silent' }));
+  const rateLimits = new RateLimits(
+    { kind: 'memory' },
+    { registration: { points: 1, durationSeconds: 60, key: 'ip' }, actionHandlers: { points: 1_000_000, durationSeconds: 60, key: 'user' } },
+    pino({ level: 'silent' }),
+  );
   const settings = { prefix: '/actions', adminSecret: SECRET, rateLimits, schema: SCHEMA };
   registerActionRoute(app, settings, {
     name: 'echoSession',

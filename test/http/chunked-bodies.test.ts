@@ -133,14 +133,19 @@ describe('a chunked body past GQL_GRAPHQL_BODY_LIMIT', () => {
 describe('every route that takes a body', () => {
   it('stops reading an anonymous chunked body far past its limit and answers before the rest is sent', async () => {
     const routes = server.server.app.routeTable.flatMap((route) =>
-      [route.method].flat().filter((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)).map((method) => ({ method, url: route.url })),
+      [route.method]
+        .flat()
+        .filter((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method))
+        .map((method) => ({ method, url: route.url })),
     );
     expect(routes.length).toBeGreaterThan(30);
     const answers: string[] = [];
     for (const { method, url } of routes) {
       const sent = await sendChunked(url.replace(/:(\w+)/g, '1'), paddedGraphQLBody(BODY_BYTES), {}, method);
       const inTime = sent.answeredBeforeEnd && sent.sentWhenAnswered <= 2 * BODY_LIMIT;
-      answers.push(`${method} ${url}: ${sent.status}${inTime ? '' : ` only after ${sent.sentWhenAnswered} bytes${sent.answeredBeforeEnd ? '' : ' and the end'}`}`);
+      answers.push(
+        `${method} ${url}: ${sent.status}${inTime ? '' : ` only after ${sent.sentWhenAnswered} bytes${sent.answeredBeforeEnd ? '' : ' and the end'}`}`,
+      );
     }
     // A refusal, in time; the OAuth callback tells every refusal as a redirect to the application.
     expect(answers.filter((answer) => !/: 4\d\d$/.test(answer) && answer !== 'POST /auth/signin/provider/:provider/callback: 302')).toEqual([]);

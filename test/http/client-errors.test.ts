@@ -107,7 +107,13 @@ describe('requests the HTTP parser refuses', () => {
   /** A socket that keeps what is written to it, with the in-flight answer Node would hang on it. */
   const recordingSocket = (answerHeadersSent?: boolean) => {
     const written: string[] = [];
-    const socket = new Duplex({ read() {}, write(chunk: Buffer, _encoding, done) { written.push(chunk.toString()); done(); } });
+    const socket = new Duplex({
+      read() {},
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString());
+        done();
+      },
+    });
     if (answerHeadersSent !== undefined) Object.assign(socket, { _httpMessage: { headersSent: answerHeadersSent } });
     return { socket, written };
   };
@@ -187,7 +193,12 @@ describe('HTTP_REQUEST_TIMEOUT_SECONDS', () => {
 
   it('answers a slow request that arrives whole in time', async () => {
     const body = JSON.stringify({ query: '{ __typename }' });
-    const { received } = await sendSlowly(timedPort(), `${post('/v1/graphql', body.length).slice(0, -2)}Connection: close\r\n\r\n`, [body.slice(0, 10), body.slice(10)], 250);
+    const { received } = await sendSlowly(
+      timedPort(),
+      `${post('/v1/graphql', body.length).slice(0, -2)}Connection: close\r\n\r\n`,
+      [body.slice(0, 10), body.slice(10)],
+      250,
+    );
     const answer = lastAnswer(received);
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ data: { __typename: 'Query' } });

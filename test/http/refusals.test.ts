@@ -67,7 +67,8 @@ describe('GraphQL', () => {
       '{"errors":[{"message":"after is not a cursor this connection gave","locations":[{"line":1,"column":3}],"path":["errors"],"extensions":{"code":"BAD_USER_INPUT","field":"after"}}],"data":null}\n',
     );
 
-    const register = (email: string) => graphql(`mutation { registerUser(input: {email: "${email}", name: "R", password: "long enough password"}) { success } }`, {});
+    const register = (email: string) =>
+      graphql(`mutation { registerUser(input: {email: "${email}", name: "R", password: "long enough password"}) { success } }`, {});
     expect((await register('refusals-1@example.com')).text).toBe('{"data":{"registerUser":{"success":true}}}\n');
     const limited = await register('refusals-2@example.com');
     const seconds = JSON.parse(limited.text).errors[0].extensions.retryAfter as number;
@@ -83,13 +84,17 @@ describe('GraphQL', () => {
     expect(wrong.text).toBe('{"errors":[{"message":"invalid x-gql-admin-secret","extensions":{"code":"INVALID_ADMIN_SECRET"}}]}\n');
     const role = await graphql('{ jobs { id } }', { authorization: `Bearer ${signToken()}`, 'x-gql-role': 'admin' });
     expect(role.status).toBe(403);
-    expect(role.text).toBe('{"errors":[{"message":"the role \\"admin\\" is not among the token\'s allowed roles","extensions":{"code":"ROLE_NOT_ALLOWED"}}]}\n');
+    expect(role.text).toBe(
+      '{"errors":[{"message":"the role \\"admin\\" is not among the token\'s allowed roles","extensions":{"code":"ROLE_NOT_ALLOWED"}}]}\n',
+    );
   });
 
   it('closes a graphql-ws connection whose session is refused with 4403 and the code', async () => {
     const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws');
     socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { headers: { authorization: 'Bearer not.a.jwt' } } })));
-    const [code, reason] = await new Promise<[number, string]>((resolve) => socket.on('close', (closeCode, closeReason) => resolve([closeCode, closeReason.toString()])));
+    const [code, reason] = await new Promise<[number, string]>((resolve) =>
+      socket.on('close', (closeCode, closeReason) => resolve([closeCode, closeReason.toString()])),
+    );
     expect([code, reason]).toEqual([4403, 'Forbidden: INVALID_JWT']);
   });
 });
@@ -124,7 +129,9 @@ describe('REST, the envelope', () => {
     );
     const limit = await call(userId);
     const limitSeconds = retryAfter(limit);
-    expect(limit.text).toBe(`{"success":false,"error":"rate-limited","message":"Too many requests; try again in ${limitSeconds} s","error_code":"RATE_LIMITED"}`);
+    expect(limit.text).toBe(
+      `{"success":false,"error":"rate-limited","message":"Too many requests; try again in ${limitSeconds} s","error_code":"RATE_LIMITED"}`,
+    );
   });
 
   it("keeps error tracking's 429 to its documented body, with X-Sentry-Rate-Limits on ingestion", async () => {
@@ -135,7 +142,9 @@ describe('REST, the envelope', () => {
     expect(refused.status).toBe(429);
     const seconds = retryAfter(refused);
     expect(refused.headers.get('x-sentry-rate-limits')).toBe(`${seconds}::key`);
-    expect(refused.text).toBe(`{"success":false,"message":"this DSN key sent more than its ${INGEST_LIMIT} events this minute; retry in ${seconds} s","error_code":"RATE_LIMITED"}`);
+    expect(refused.text).toBe(
+      `{"success":false,"message":"this DSN key sent more than its ${INGEST_LIMIT} events this minute; retry in ${seconds} s","error_code":"RATE_LIMITED"}`,
+    );
   });
 });
 
@@ -151,7 +160,9 @@ describe('REST, the GraphQL format of /api/graphql', () => {
     const refused = await call();
     expect(refused.status).toBe(429);
     const seconds = retryAfter(refused);
-    expect(refused.text).toBe(`{"errors":[{"message":"this secret key made more than its ${API_LIMIT} calls this minute; retry in ${seconds} s","extensions":{"code":"RATE_LIMITED"}}]}`);
+    expect(refused.text).toBe(
+      `{"errors":[{"message":"this secret key made more than its ${API_LIMIT} calls this minute; retry in ${seconds} s","extensions":{"code":"RATE_LIMITED"}}]}`,
+    );
   });
 });
 
@@ -159,7 +170,9 @@ describe('REST, the auth routes (Nhost)', () => {
   it("answers the service's refusals, a limit and OK in Nhost's shapes", async () => {
     const user = await send('GET', '/auth/user', { headers: { authorization: 'Basic abc' } });
     expect(user.status).toBe(401);
-    expect(user.text).toBe('{"status":401,"message":"User is not authenticated: the Authorization header must be \\"Bearer <token>\\"","error":"unauthenticated-user"}');
+    expect(user.text).toBe(
+      '{"status":401,"message":"User is not authenticated: the Authorization header must be \\"Bearer <token>\\"","error":"unauthenticated-user"}',
+    );
     const healthy = await send('GET', '/auth/healthz');
     expect([healthy.headers.get('content-type'), healthy.text]).toEqual(['application/json; charset=utf-8', '"OK"']);
 

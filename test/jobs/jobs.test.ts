@@ -106,8 +106,7 @@ describe('the job queue', () => {
 });
 
 describe('declaring queues', () => {
-  const refused = (overrides: Record<string, string>, modules: ReturnType<typeof recorderModule>[]) =>
-    startTestServer(overrides, { database, modules });
+  const refused = (overrides: Record<string, string>, modules: ReturnType<typeof recorderModule>[]) => startTestServer(overrides, { database, modules });
 
   it('stops start-up on settings for a queue no module declares (a misspelt name)', async () => {
     // The message names the misspelt setting and lists the declared queues, the test's among them.
@@ -124,7 +123,9 @@ describe('declaring queues', () => {
     const badName = { ...recorderModule(), jobs: () => [{ queue: 'Mail Out', work: async () => undefined }] };
     await expect(refused({}, [badName])).rejects.toThrow('job queue "Mail Out": a name is a lower-case letter');
     const twice = { ...recorderModule(), name: 'second', jobs: () => [{ queue: 'test-record', work: async () => undefined }] };
-    await expect(refused({}, [twice, recorderModule()])).rejects.toThrow('job queues "test-record" and "test_record" would share the settings JOBS_TEST_RECORD_*');
+    await expect(refused({}, [twice, recorderModule()])).rejects.toThrow(
+      'job queues "test-record" and "test_record" would share the settings JOBS_TEST_RECORD_*',
+    );
     // Refused before anything reached the database.
     expect(await database.query("SELECT name FROM pgboss.queue WHERE name = 'test-record'")).toEqual([]);
   });

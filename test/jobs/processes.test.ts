@@ -120,7 +120,11 @@ describe('job workers in several processes', () => {
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toEqual({ code: 0, signal: null });
     expect((await jobRow(database, id)).state).toBe('retry');
-    const lines = worker.output().trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string });
+    const lines = worker
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
     expect(lines.filter((line) => line.level >= 50)).toEqual([]);
     expect(worker.output()).not.toMatch(/"stack"|\\n\s+at /);
     expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['released jobs still running at shutdown']));

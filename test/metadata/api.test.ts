@@ -112,14 +112,29 @@ describe('POST /v1/metadata', () => {
   });
 
   it('runs a bulk in one transaction: results in order, and a refusal anywhere undoes it all, its path inside the bulk', async () => {
-    const ok = await metadata({ type: 'bulk', args: [{ type: 'test_add_name', args: { name: 'a' } }, { type: 'test_add_name', args: { name: 'b' } }] });
+    const ok = await metadata({
+      type: 'bulk',
+      args: [
+        { type: 'test_add_name', args: { name: 'a' } },
+        { type: 'test_add_name', args: { name: 'b' } },
+      ],
+    });
     expect(ok).toEqual({ status: 200, body: [{ message: 'success' }, { message: 'success' }] });
     const refused = await metadata({
       type: 'bulk',
-      args: [{ type: 'test_add_name', args: { name: 'c' } }, { type: 'test_add_name', args: { name: 'a' } }],
+      args: [
+        { type: 'test_add_name', args: { name: 'c' } },
+        { type: 'test_add_name', args: { name: 'a' } },
+      ],
     });
     expect(refused).toEqual({ status: 400, body: { path: '$.args[1].args.name', error: 'the name "a" already exists', code: 'already-exists' } });
-    const unknown = await metadata({ type: 'bulk', args: [{ type: 'test_add_name', args: { name: 'd' } }, { type: 'nope', args: {} }] });
+    const unknown = await metadata({
+      type: 'bulk',
+      args: [
+        { type: 'test_add_name', args: { name: 'd' } },
+        { type: 'nope', args: {} },
+      ],
+    });
     expect(unknown.body).toEqual({ path: '$.args[1].type', error: 'unknown metadata request type "nope"', code: 'parse-failed' });
     expect(await names()).toEqual(['a', 'b']);
     expect((await metadata({ type: 'bulk', args: {} })).body).toEqual({ path: '$.args', error: expect.any(String), code: 'parse-failed' });
@@ -142,7 +157,9 @@ describe('POST /v1/metadata', () => {
     });
     expect(await metadata({ type: 'replace_metadata', args: { ...exported, test_names: ['x', 'y'] } })).toEqual({ status: 200, body: { message: 'success' } });
     expect(await names()).toEqual(['x', 'y']);
-    expect(await metadata({ type: 'replace_metadata', version: 2, args: { allow_inconsistent_metadata: false, metadata: { ...exported, test_names: ['z'] } } })).toEqual({
+    expect(
+      await metadata({ type: 'replace_metadata', version: 2, args: { allow_inconsistent_metadata: false, metadata: { ...exported, test_names: ['z'] } } }),
+    ).toEqual({
       status: 200,
       body: { message: 'success' },
     });

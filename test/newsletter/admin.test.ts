@@ -70,7 +70,10 @@ describe('the newsletter admin API', () => {
       { status: 'UNSUBSCRIBED', count: 1, verified: 1 },
     ]);
     const active = await graphql(server.graphqlUrl, NewsletterSubscribersDocument, { status: 'ACTIVE', first: 1, offset: 1 }, admin);
-    expect(active.body.data!.newsletterSubscribers).toMatchObject({ total: 2, items: [{ email: 'active1@example.com', name: 'One', source: 'blog', isVerified: true }] });
+    expect(active.body.data!.newsletterSubscribers).toMatchObject({
+      total: 2,
+      items: [{ email: 'active1@example.com', name: 'One', source: 'blog', isVerified: true }],
+    });
     const search = await graphql(server.graphqlUrl, NewsletterSubscribersDocument, { search: 'WAIT', verified: false }, admin);
     expect(search.body.data!.newsletterSubscribers.items.map((item) => item.email)).toEqual(['waiting@example.com']);
     const wildcard = await graphql(server.graphqlUrl, NewsletterSubscribersDocument, { search: '%' }, admin);
@@ -92,7 +95,7 @@ describe('the newsletter admin API', () => {
     expect(mutation.body.errors![0].extensions!.code).toMatch(/FORBIDDEN|UNAUTHENTICATED/);
   });
 
-  it('sends a series mail by hand to an active subscriber, and shows it among the subscriber\'s mails', async () => {
+  it("sends a series mail by hand to an active subscriber, and shows it among the subscriber's mails", async () => {
     const sent = await graphql(server.graphqlUrl, SendNewsletterSeriesMailDocument, { email: 'Active1@example.com', template: 'W3-case-study' }, admin);
     // The answer reads the mail after the commit: a fast worker may already be sending it.
     expect(sent.body.data!.sendNewsletterSeriesMail).toEqual({ template: 'W3-case-study', status: expect.stringMatching(/^(scheduled|sending|sent)$/) });
@@ -113,7 +116,7 @@ describe('the newsletter admin API', () => {
     ]);
   });
 
-  it("shows a confirmation mail as sent once the mail queue delivered it", async () => {
+  it('shows a confirmation mail as sent once the mail queue delivered it', async () => {
     const response = await fetch(`${server.url}/newsletter/subscribe`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.77' },
@@ -145,13 +148,15 @@ describe('the newsletter admin API', () => {
     }
     const unknown = await graphql(server.graphqlUrl, NewsletterSubscriberMailsDocument, { email: 'nobody@example.com' }, admin);
     expect(unknown.body.errors![0].extensions!.code).toBe('NOT_FOUND');
-    expect((await graphql(server.graphqlUrl, NewsletterSubscriberDocument, { email: 'nobody@example.com' }, admin)).body.data).toEqual({ newsletterSubscriber: null });
+    expect((await graphql(server.graphqlUrl, NewsletterSubscriberDocument, { email: 'nobody@example.com' }, admin)).body.data).toEqual({
+      newsletterSubscriber: null,
+    });
     expect((await graphql(server.graphqlUrl, NewsletterSubscriberDocument, { email: 'LEFT@example.com' }, admin)).body.data).toEqual({
       newsletterSubscriber: { email: 'left@example.com', status: 'UNSUBSCRIBED', isVerified: true },
     });
   });
 
-  it('counts an issue\'s recipients with dryRun, and refuses bad issues without creating them', async () => {
+  it("counts an issue's recipients with dryRun, and refuses bad issues without creating them", async () => {
     const dry = await graphql(server.graphqlUrl, SendNewsletterIssueDocument, { issueNumber: 7, variables: ISSUE, dryRun: true }, admin);
     expect(dry.body.data!.sendNewsletterIssue).toEqual({ dryRun: true, recipients: 2, resumed: false, issue: null });
     const cases = [
@@ -171,7 +176,8 @@ describe('the newsletter admin API', () => {
 });
 
 describe('clean-up', () => {
-  const emails = async () => (await server.database.query<{ email: string }>('SELECT email FROM newsletter_subscribers ORDER BY email')).map((row) => row.email);
+  const emails = async () =>
+    (await server.database.query<{ email: string }>('SELECT email FROM newsletter_subscribers ORDER BY email')).map((row) => row.email);
 
   it('plinth newsletter cleanup deletes unverified rows whose link expired and that are older than 7 days, and prints the count', async () => {
     await server.database.query(

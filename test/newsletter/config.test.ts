@@ -41,7 +41,11 @@ describe('newsletter and mail-delivery settings', () => {
   });
 
   it('read the license notice settings, and refuse bad ones naming the variable', () => {
-    const config = loadConfig({ NEWSLETTER_LICENSE_ALERT_DAYS: '3', NEWSLETTER_LICENSE_MANAGE_URL: 'https://billing.example.com/portal', PLINTH_PUBLIC_URL: 'https://example.com' });
+    const config = loadConfig({
+      NEWSLETTER_LICENSE_ALERT_DAYS: '3',
+      NEWSLETTER_LICENSE_MANAGE_URL: 'https://billing.example.com/portal',
+      PLINTH_PUBLIC_URL: 'https://example.com',
+    });
     expect(config.newsletter).toMatchObject({ licenseAlertDays: 3, licenseManageUrl: 'https://billing.example.com/portal' });
     expect(loadConfig({ PLINTH_PUBLIC_URL: 'https://api.example.com' }).newsletter.licenseManageUrl).toBe('https://api.example.com/account/licenses');
     const problems = problemsOf({ NEWSLETTER_LICENSE_ALERT_DAYS: '0', NEWSLETTER_LICENSE_MANAGE_URL: 'javascript:alert(1)' });
@@ -89,14 +93,23 @@ describe('newsletter and mail-delivery settings', () => {
 
   it('let production run on the delivery API without SMTP', () => {
     expect(() =>
-      loadConfig({ ...PRODUCTION, GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET, GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }), EMAIL_DELIVERY_API_KEY: 'k' }),
+      loadConfig({
+        ...PRODUCTION,
+        GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
+        GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }),
+        EMAIL_DELIVERY_API_KEY: 'k',
+      }),
     ).not.toThrow();
   });
 
   it('generate the two newsletter secrets once outside production, never in production', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-newsletter-config-'));
     try {
-      const config = loadConfig({ PLINTH_DATA_DIR: folder, GQL_GRAPHQL_ADMIN_SECRET: 'given', GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) });
+      const config = loadConfig({
+        PLINTH_DATA_DIR: folder,
+        GQL_GRAPHQL_ADMIN_SECRET: 'given',
+        GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }),
+      });
       const first = withDevelopmentSecrets(config, () => undefined);
       const second = withDevelopmentSecrets(config, () => undefined);
       expect(first.newsletter.confirmSecret).toMatch(/^[0-9a-f]{64}$/);

@@ -76,7 +76,11 @@ afterAll(async () => {
 });
 
 const subscribe = (email: string) =>
-  fetch(`${server.url}/newsletter/subscribe`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, name: 'Ada' }) });
+  fetch(`${server.url}/newsletter/subscribe`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, name: 'Ada' }),
+  });
 
 describe('mail through the delivery API (EMAIL_DELIVERY_API_KEY), without SMTP, in production', () => {
   it('sends each mail as one POST /emails with the bearer key, the sender, the unsubscribe headers, the list and an idempotency key', async () => {

@@ -60,7 +60,10 @@ async function license(holder: string, product: string, renewsInSeconds: number,
 
 const alertsTo = (address: string) => mailsTo(receiver, address).filter((mail) => SUBJECT.test(mail.parsed.subject ?? ''));
 const alerts = (licenseId: string) =>
-  database.query<{ status: string; renewal_date: Date }>('SELECT status, renewal_date FROM newsletter_license_alerts WHERE license_id = $1 ORDER BY renewal_date', [licenseId]);
+  database.query<{ status: string; renewal_date: Date }>(
+    'SELECT status, renewal_date FROM newsletter_license_alerts WHERE license_id = $1 ORDER BY renewal_date',
+    [licenseId],
+  );
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('T3-license-alert', () => {

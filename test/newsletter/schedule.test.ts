@@ -47,7 +47,10 @@ afterAll(async () => {
   await receiver.close();
 });
 
-const issues = () => server.database.query<{ issue_number: number; status: string; requested_by: string }>('SELECT issue_number, status, requested_by FROM newsletter_issues ORDER BY issue_number');
+const issues = () =>
+  server.database.query<{ issue_number: number; status: string; requested_by: string }>(
+    'SELECT issue_number, status, requested_by FROM newsletter_issues ORDER BY issue_number',
+  );
 const subjects = () => receiver.received.map((mail) => `${mail.recipients[0]} ${mail.parsed.subject}`).sort();
 
 describe('the bi-weekly schedule (NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE)', () => {

@@ -84,7 +84,9 @@ describe('subscribe', () => {
     await until(() => mailsTo(receiver, 'same-new@example.com').length === 2, 10_000, 'a fresh link');
     expect((await row('same-new@example.com')).confirmations_sent).toBe(2);
 
-    await server.database.query("UPDATE newsletter_subscribers SET status = 'active', is_verified = true, subscribed_at = now() WHERE email = 'ada@example.com'");
+    await server.database.query(
+      "UPDATE newsletter_subscribers SET status = 'active', is_verified = true, subscribed_at = now() WHERE email = 'ada@example.com'",
+    );
     const before = mailsTo(receiver, 'ada@example.com').length;
     const confirmed = await subscribeJson({ email: 'ada@example.com' });
 

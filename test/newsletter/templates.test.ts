@@ -12,7 +12,10 @@ import { runCli } from '../support/spawn';
 const TEMPLATES: Record<string, { subject: RegExp; says: string[] }> = {
   'T1-confirm': { subject: /^Confirm your subscription to the Plinth newsletter$/, says: ['Confirm my subscription', 'valid for 48 hours'] },
   'T2-unsub': { subject: /^You are unsubscribed/, says: ['This is the last one'] },
-  'T3-license-alert': { subject: /^Your Plinth Pro license renews on 1 March 2026$/, says: ['renews on <strong>1 March 2026</strong>', 'Manage my license', 'holds a Plinth Pro license'] },
+  'T3-license-alert': {
+    subject: /^Your Plinth Pro license renews on 1 March 2026$/,
+    says: ['renews on <strong>1 March 2026</strong>', 'Manage my license', 'holds a Plinth Pro license'],
+  },
   'W1-welcome': { subject: /^Welcome to the Plinth newsletter$/, says: ['Read the docs'] },
   'W2-first-plugin': { subject: /^Install your first plugin$/, says: ['plinth plugins install'] },
   'W3-case-study': { subject: /^How a small team/, says: ['Read the case study'] },

@@ -57,7 +57,11 @@ describe('unsubscribe', () => {
     const action = /<form method="post" action="([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
     // Taken before the request: T2 may reach the receiver before the answer reaches the test.
     const sentAt = Date.now();
-    const done = await fetch(`${server.url}${action}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' }, body: '' });
+    const done = await fetch(`${server.url}${action}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+      body: '',
+    });
     expect(done.status).toBe(200);
     expect(await done.text()).toContain('You are unsubscribed');
     expect(await statusOf(email)).toBe('unsubscribed');

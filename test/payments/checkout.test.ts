@@ -136,7 +136,12 @@ describe('the checkouts quota (RATE_LIMIT_CHECKOUTS_*, at its default of 60 an h
     const bob = await createUser(server.database, 'bob-quota@example.com');
     const bobToken = bearer(signToken({ userId: bob }));
     const pay = (headers: Record<string, string>) =>
-      graphql(server.graphqlUrl, ProcessPaymentDocument, { input: { amount: 100, currency: 'usd', payment_method_id: 'pm_card_visa', customer_id: bob } }, headers);
+      graphql(
+        server.graphqlUrl,
+        ProcessPaymentDocument,
+        { input: { amount: 100, currency: 'usd', payment_method_id: 'pm_card_visa', customer_id: bob } },
+        headers,
+      );
     for (let count = 0; count < 40; count++) expect((await checkout({ product: 'pro' }, bobToken)).status).toBe(200);
     for (let count = 0; count < 20; count++) expect((await pay(bobToken)).body.data!.processPayment.success).toBe(true);
     const providerRequests = primary.requests.length;

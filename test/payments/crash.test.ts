@@ -23,7 +23,10 @@ const pay = (base: string, key: string) =>
   fetch(`${base}/actions/process-payment`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET, 'x-gql-role': 'user', 'x-gql-user-id': alice, 'idempotency-key': key },
-    body: JSON.stringify({ action: { name: 'processPayment' }, input: { input: { amount: 7007, currency: 'usd', payment_method_id: 'pm_slow', customer_id: alice } } }),
+    body: JSON.stringify({
+      action: { name: 'processPayment' },
+      input: { input: { amount: 7007, currency: 'usd', payment_method_id: 'pm_slow', customer_id: alice } },
+    }),
   });
 
 describe('a server killed during the provider call', () => {

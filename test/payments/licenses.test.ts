@@ -2,17 +2,7 @@ import { ActivateLicenseDocument, LicensesDocument, SubscriptionsDocument } from
 import { graphql } from '../support/graphql';
 import { startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
-import {
-  ADMIN_KEY,
-  BACKUP_SETTINGS,
-  backupOrder,
-  backupSubscription,
-  createUser,
-  paymentSettings,
-  postBackup,
-  postPrimary,
-  primaryEvent,
-} from './support';
+import { ADMIN_KEY, BACKUP_SETTINGS, backupOrder, backupSubscription, createUser, paymentSettings, postBackup, postPrimary, primaryEvent } from './support';
 
 let server: TestServer;
 let alice: string;
@@ -54,30 +44,39 @@ async function switchTo(provider: 'primary' | 'backup') {
 /** The events of a completed primary Checkout, in an order Stripe may deliver them. */
 async function primaryPurchase(subscriptionId: string, customer: string, periodEnd: number) {
   const metadata = { plinth_customer_id: customer, plinth_product: 'pro' };
-  await postPrimary(server.url, primaryEvent('customer.subscription.created', {
-    id: subscriptionId,
-    object: 'subscription',
-    status: 'active',
-    metadata,
-    items: { data: [{ id: 'si_1', price: { id: 'price_pro_monthly' }, current_period_end: periodEnd }] },
-  }));
-  await postPrimary(server.url, primaryEvent('checkout.session.completed', {
-    id: `cs_${subscriptionId}`,
-    object: 'checkout.session',
-    mode: 'subscription',
-    payment_status: 'paid',
-    subscription: subscriptionId,
-    client_reference_id: customer,
-    customer_details: { email: 'alice@example.com' },
-    metadata,
-  }));
-  await postPrimary(server.url, primaryEvent('invoice.paid', {
-    id: `in_${subscriptionId}_1`,
-    object: 'invoice',
-    billing_reason: 'subscription_create',
-    parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata } },
-    lines: { data: [{ period: { start: now(), end: periodEnd }, pricing: { price_details: { price: 'price_pro_monthly' } } }] },
-  }));
+  await postPrimary(
+    server.url,
+    primaryEvent('customer.subscription.created', {
+      id: subscriptionId,
+      object: 'subscription',
+      status: 'active',
+      metadata,
+      items: { data: [{ id: 'si_1', price: { id: 'price_pro_monthly' }, current_period_end: periodEnd }] },
+    }),
+  );
+  await postPrimary(
+    server.url,
+    primaryEvent('checkout.session.completed', {
+      id: `cs_${subscriptionId}`,
+      object: 'checkout.session',
+      mode: 'subscription',
+      payment_status: 'paid',
+      subscription: subscriptionId,
+      client_reference_id: customer,
+      customer_details: { email: 'alice@example.com' },
+      metadata,
+    }),
+  );
+  await postPrimary(
+    server.url,
+    primaryEvent('invoice.paid', {
+      id: `in_${subscriptionId}_1`,
+      object: 'invoice',
+      billing_reason: 'subscription_create',
+      parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata } },
+      lines: { data: [{ period: { start: now(), end: periodEnd }, pricing: { price_details: { price: 'price_pro_monthly' } } }] },
+    }),
+  );
 }
 
 describe('primary: a completed checkout', () => {
@@ -109,13 +108,16 @@ describe('primary: a completed checkout', () => {
     await switchTo('backup');
     try {
       const next = now() + 60 * DAY;
-      const answer = await postPrimary(server.url, primaryEvent('invoice.paid', {
-        id: 'in_sub_alice_2',
-        object: 'invoice',
-        billing_reason: 'subscription_cycle',
-        subscription: 'sub_alice',
-        lines: { data: [{ period: { start: now() + 30 * DAY, end: next }, price: { id: 'price_pro_monthly' } }] },
-      }));
+      const answer = await postPrimary(
+        server.url,
+        primaryEvent('invoice.paid', {
+          id: 'in_sub_alice_2',
+          object: 'invoice',
+          billing_reason: 'subscription_cycle',
+          subscription: 'sub_alice',
+          lines: { data: [{ period: { start: now() + 30 * DAY, end: next }, price: { id: 'price_pro_monthly' } }] },
+        }),
+      );
       expect(answer.status).toBe(200);
       expect(await subscription('sub_alice')).toMatchObject({ status: 'active', current_period_end: new Date(next * 1000) });
       expect(await license("source_id = 'sub_alice'", [])).toMatchObject({ status: 'active', renewal_date: new Date(next * 1000) });
@@ -125,20 +127,26 @@ describe('primary: a completed checkout', () => {
   });
 
   it('a failed renewal payment makes it past_due; the license stays usable while the provider retries', async () => {
-    await postPrimary(server.url, primaryEvent('invoice.payment_failed', {
-      id: 'in_sub_alice_3',
-      object: 'invoice',
-      subscription: 'sub_alice',
-      attempt_count: 1,
-      lines: { data: [] },
-    }));
+    await postPrimary(
+      server.url,
+      primaryEvent('invoice.payment_failed', {
+        id: 'in_sub_alice_3',
+        object: 'invoice',
+        subscription: 'sub_alice',
+        attempt_count: 1,
+        lines: { data: [] },
+      }),
+    );
     expect(await subscription('sub_alice')).toMatchObject({ status: 'past_due' });
     expect(await license("source_id = 'sub_alice'", [])).toMatchObject({ status: 'active' });
   });
 
   it('a deleted subscription cancels the license, for good', async () => {
     await primaryPurchase('sub_short', alice, now() + 30 * DAY);
-    await postPrimary(server.url, primaryEvent('customer.subscription.deleted', { id: 'sub_short', object: 'subscription', status: 'canceled', ended_at: now() - 5 }));
+    await postPrimary(
+      server.url,
+      primaryEvent('customer.subscription.deleted', { id: 'sub_short', object: 'subscription', status: 'canceled', ended_at: now() - 5 }),
+    );
     expect(await subscription('sub_short')).toMatchObject({ status: 'canceled' });
     const canceled = await license("source_id = 'sub_short'", []);
     expect(canceled).toMatchObject({ status: 'canceled', renewal_date: null });
@@ -162,7 +170,13 @@ describe('backup: orders and subscriptions', () => {
     const renewsAt = new Date(Date.now() + 30 * DAY * 1000);
     renewsAt.setMilliseconds(0);
     await postBackup(server.url, backupSubscription('subscription_created', '8001', '3001', bob, { renews_at: renewsAt.toISOString() }));
-    expect(await subscription('8001')).toMatchObject({ provider: 'backup', customer_user_id: bob, product: 'pro', status: 'active', current_period_end: renewsAt });
+    expect(await subscription('8001')).toMatchObject({
+      provider: 'backup',
+      customer_user_id: bob,
+      product: 'pro',
+      status: 'active',
+      current_period_end: renewsAt,
+    });
     const rows = await server.database.query("SELECT * FROM licenses WHERE provider = 'backup' AND customer_user_id = $1", [bob]);
     expect(rows).toEqual([expect.objectContaining({ renewal_date: renewsAt, status: 'active' })]);
 
@@ -170,7 +184,10 @@ describe('backup: orders and subscriptions', () => {
     await postBackup(server.url, backupSubscription('subscription_updated', '8001', '3001', bob, { renews_at: later.toISOString() }));
     expect(await license("source_id = '3001'", [])).toMatchObject({ renewal_date: later });
 
-    await postBackup(server.url, backupSubscription('subscription_cancelled', '8001', '3001', bob, { status: 'cancelled', cancelled: true, ends_at: later.toISOString() }));
+    await postBackup(
+      server.url,
+      backupSubscription('subscription_cancelled', '8001', '3001', bob, { status: 'cancelled', cancelled: true, ends_at: later.toISOString() }),
+    );
     expect(await subscription('8001')).toMatchObject({ status: 'canceled' });
     expect(await license("source_id = '3001'", [])).toMatchObject({ status: 'canceled', renewal_date: null, expires_at: later });
   });

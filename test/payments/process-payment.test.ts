@@ -314,7 +314,9 @@ describe('processPayment while the backup provider is active', () => {
       expect(body).toMatchObject({ success: false, status: 'FAILED', error_code: 'PROVIDER_UNSUPPORTED', payment_intent_id: null });
       expect(body.message).toMatch(/checkout/);
       expect(provider.requests.length).toBe(requests);
-      expect(await paymentRows('amount = 6060')).toEqual([expect.objectContaining({ provider: 'backup', status: 'FAILED', failure_code: 'PROVIDER_UNSUPPORTED' })]);
+      expect(await paymentRows('amount = 6060')).toEqual([
+        expect.objectContaining({ provider: 'backup', status: 'FAILED', failure_code: 'PROVIDER_UNSUPPORTED' }),
+      ]);
     } finally {
       expect((await switchTo('primary')).status).toBe(200);
     }

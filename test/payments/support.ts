@@ -35,7 +35,16 @@ export const BACKUP_SETTINGS = {
 
 /** A primary provider event as Stripe delivers it. */
 export function primaryEvent(type: string, object: Record<string, unknown>, id = `evt_${randomBytes(12).toString('hex')}`) {
-  return { id, object: 'event', api_version: '2026-10-28.endive', created: Math.floor(Date.now() / 1000), type, livemode: false, pending_webhooks: 1, data: { object } };
+  return {
+    id,
+    object: 'event',
+    api_version: '2026-10-28.endive',
+    created: Math.floor(Date.now() / 1000),
+    type,
+    livemode: false,
+    pending_webhooks: 1,
+    data: { object },
+  };
 }
 
 /** The Stripe-Signature header the provider sends, made by the official SDK's test helper. */
@@ -69,11 +78,21 @@ export function postPrimary(base: string, event: unknown, header?: string | null
 export function postBackup(base: string, event: unknown, header?: string | null): Promise<WebhookAnswer> {
   const payload = JSON.stringify(event);
   const signature = header === undefined ? backupSignature(payload) : header;
-  return postWebhook(`${base}/webhooks/backup`, payload, signature === null ? {} : { 'x-signature': signature, 'x-event-name': (event as { meta: { event_name: string } }).meta.event_name });
+  return postWebhook(
+    `${base}/webhooks/backup`,
+    payload,
+    signature === null ? {} : { 'x-signature': signature, 'x-event-name': (event as { meta: { event_name: string } }).meta.event_name },
+  );
 }
 
 /** A backup provider event as Lemon Squeezy delivers it (JSON:API resource under data). */
-export function backupEvent(eventName: string, type: 'orders' | 'subscriptions', id: string, attributes: Record<string, unknown>, custom: Record<string, unknown> = {}) {
+export function backupEvent(
+  eventName: string,
+  type: 'orders' | 'subscriptions',
+  id: string,
+  attributes: Record<string, unknown>,
+  custom: Record<string, unknown> = {},
+) {
   const now = new Date().toISOString();
   return {
     meta: { test_mode: true, event_name: eventName, webhook_id: 'c5b5a1c4-6c0a-4b1e-9d8e-5f0e1e2a3b4c', custom_data: custom },
@@ -88,30 +107,42 @@ export function backupEvent(eventName: string, type: 'orders' | 'subscriptions',
 }
 
 export function backupOrder(id: string, userId: string | undefined, overrides: Record<string, unknown> = {}) {
-  return backupEvent('order_created', 'orders', id, {
-    identifier: randomBytes(8).toString('hex'),
-    order_number: Number(id),
-    user_email: 'buyer@example.com',
-    currency: 'USD',
-    status: 'paid',
-    total: 999,
-    first_order_item: { id: 1, order_id: Number(id), product_id: 55, variant_id: 777, product_name: 'Pro', variant_name: 'Monthly', price: 999 },
-    urls: { receipt: `https://app.lemonsqueezy.com/my-orders/${id}` },
-    ...overrides,
-  }, userId ? { user_id: userId } : {});
+  return backupEvent(
+    'order_created',
+    'orders',
+    id,
+    {
+      identifier: randomBytes(8).toString('hex'),
+      order_number: Number(id),
+      user_email: 'buyer@example.com',
+      currency: 'USD',
+      status: 'paid',
+      total: 999,
+      first_order_item: { id: 1, order_id: Number(id), product_id: 55, variant_id: 777, product_name: 'Pro', variant_name: 'Monthly', price: 999 },
+      urls: { receipt: `https://app.lemonsqueezy.com/my-orders/${id}` },
+      ...overrides,
+    },
+    userId ? { user_id: userId } : {},
+  );
 }
 
 export function backupSubscription(eventName: string, id: string, orderId: string, userId: string | undefined, overrides: Record<string, unknown> = {}) {
-  return backupEvent(eventName, 'subscriptions', id, {
-    order_id: Number(orderId),
-    order_item_id: 1,
-    product_id: 55,
-    variant_id: 777,
-    user_email: 'buyer@example.com',
-    status: 'active',
-    cancelled: false,
-    renews_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
-    ends_at: null,
-    ...overrides,
-  }, userId ? { user_id: userId } : {});
+  return backupEvent(
+    eventName,
+    'subscriptions',
+    id,
+    {
+      order_id: Number(orderId),
+      order_item_id: 1,
+      product_id: 55,
+      variant_id: 777,
+      user_email: 'buyer@example.com',
+      status: 'active',
+      cancelled: false,
+      renews_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+      ends_at: null,
+      ...overrides,
+    },
+    userId ? { user_id: userId } : {},
+  );
 }

@@ -44,7 +44,11 @@ async function pay(overrides: Partial<PaymentInput>) {
 
 const intentEvent = (type: string, intent: Record<string, unknown>) => primaryEvent(type, { object: 'payment_intent', ...intent });
 const paymentRow = async (intentId: string) =>
-  (await server.database.query<{ status: string; failure_code: string | null }>('SELECT status, failure_code FROM payments WHERE provider_payment_id = $1', [intentId]))[0];
+  (
+    await server.database.query<{ status: string; failure_code: string | null }>('SELECT status, failure_code FROM payments WHERE provider_payment_id = $1', [
+      intentId,
+    ])
+  )[0];
 
 describe('POST /webhooks/primary: Stripe-Signature', () => {
   const event = () => primaryEvent('customer.created', { id: 'cus_1', object: 'customer' });
@@ -116,7 +120,10 @@ describe('POST /webhooks/backup: X-Signature', () => {
   });
 
   it('acknowledges event types it does not handle', async () => {
-    const answer = await postBackup(server.url, { meta: { event_name: 'affiliate_activated', custom_data: {} }, data: { type: 'affiliates', id: '1', attributes: {} } });
+    const answer = await postBackup(server.url, {
+      meta: { event_name: 'affiliate_activated', custom_data: {} },
+      data: { type: 'affiliates', id: '1', attributes: {} },
+    });
     expect(answer).toEqual({ status: 200, body: { received: true, duplicate: false } });
   });
 });
@@ -171,7 +178,14 @@ describe('payment status moves (as Stripe moves them)', () => {
     const id = payment.payment_intent_id!;
     await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id, status: 'succeeded' }));
     expect(await paymentRow(id)).toMatchObject({ status: 'SUCCEEDED' });
-    await postPrimary(server.url, intentEvent('payment_intent.payment_failed', { id, status: 'requires_payment_method', last_payment_error: { code: 'card_declined', message: 'declined' } }));
+    await postPrimary(
+      server.url,
+      intentEvent('payment_intent.payment_failed', {
+        id,
+        status: 'requires_payment_method',
+        last_payment_error: { code: 'card_declined', message: 'declined' },
+      }),
+    );
     await postPrimary(server.url, intentEvent('payment_intent.processing', { id, status: 'processing' }));
     expect(await paymentRow(id)).toMatchObject({ status: 'SUCCEEDED' });
   });
@@ -180,11 +194,14 @@ describe('payment status moves (as Stripe moves them)', () => {
     const payment = await pay({ payment_method_id: 'pm_card_authenticationRequired' });
     const id = payment.payment_intent_id!;
     expect(await paymentRow(id)).toMatchObject({ status: 'REQUIRES_ACTION' });
-    await postPrimary(server.url, intentEvent('payment_intent.payment_failed', {
-      id,
-      status: 'requires_payment_method',
-      last_payment_error: { code: 'payment_intent_authentication_failure', message: 'Authentication failed' },
-    }));
+    await postPrimary(
+      server.url,
+      intentEvent('payment_intent.payment_failed', {
+        id,
+        status: 'requires_payment_method',
+        last_payment_error: { code: 'payment_intent_authentication_failure', message: 'Authentication failed' },
+      }),
+    );
     expect(await paymentRow(id)).toEqual({ status: 'FAILED', failure_code: 'PAYMENT_FAILED' });
   });
 
@@ -204,19 +221,25 @@ describe('payment status moves (as Stripe moves them)', () => {
       await server2.close();
     }
     const [row] = await server.database.query<{ id: string }>('SELECT id FROM payments WHERE amount = 3131');
-    await postPrimary(server.url, intentEvent('payment_intent.succeeded', { id: 'pi_lost_answer', status: 'succeeded', metadata: { plinth_payment_id: row.id } }));
+    await postPrimary(
+      server.url,
+      intentEvent('payment_intent.succeeded', { id: 'pi_lost_answer', status: 'succeeded', metadata: { plinth_payment_id: row.id } }),
+    );
     expect(await paymentRow('pi_lost_answer')).toMatchObject({ status: 'SUCCEEDED', failure_code: null });
   });
 
   it('a payment whose call never stored it (a crash, an answer still on its way) is recorded from the event', async () => {
     const id = randomUUID();
-    await postPrimary(server.url, intentEvent('payment_intent.succeeded', {
-      id: 'pi_from_event',
-      status: 'succeeded',
-      amount: 4545,
-      currency: 'gbp',
-      metadata: { plinth_payment_id: id, plinth_customer_id: alice, plinth_idempotency_key: `${alice}:lost-call` },
-    }));
+    await postPrimary(
+      server.url,
+      intentEvent('payment_intent.succeeded', {
+        id: 'pi_from_event',
+        status: 'succeeded',
+        amount: 4545,
+        currency: 'gbp',
+        metadata: { plinth_payment_id: id, plinth_customer_id: alice, plinth_idempotency_key: `${alice}:lost-call` },
+      }),
+    );
     const [row] = await server.database.query('SELECT * FROM payments WHERE id = $1', [id]);
     expect(row).toMatchObject({
       provider: 'primary',
@@ -237,7 +260,7 @@ describe('payment status moves (as Stripe moves them)', () => {
 });
 
 describe('subscription paymentUpdated', () => {
-  it("pushes each change of a payment to its owner and admins, not to another user", async () => {
+  it('pushes each change of a payment to its owner and admins, not to another user', async () => {
     const payment = await pay({ payment_method_id: 'pm_processing', amount: 2222 });
     const id = payment.payment_intent_id!;
     const bob = await createUser(server.database, 'bob-subscriber@example.com');
@@ -268,7 +291,14 @@ describe('subscription paymentUpdated', () => {
     try {
       const subscription = subscribe(client, PaymentUpdatedDocument, { payment_intent_id: id });
       await subscription.ready;
-      await postPrimary(server.url, intentEvent('payment_intent.payment_failed', { id, status: 'requires_payment_method', last_payment_error: { code: 'card_declined', message: 'declined' } }));
+      await postPrimary(
+        server.url,
+        intentEvent('payment_intent.payment_failed', {
+          id,
+          status: 'requires_payment_method',
+          last_payment_error: { code: 'card_declined', message: 'declined' },
+        }),
+      );
       expect((await subscription.next()).data).toMatchObject({ paymentUpdated: { payment_intent_id: id, status: 'FAILED', failure_code: 'CARD_DECLINED' } });
     } finally {
       await client.dispose();

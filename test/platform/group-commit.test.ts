@@ -57,7 +57,7 @@ describe('GroupCommit', () => {
     expect(await Promise.all(waiting)).toEqual([3, 4, 5, 6, 7].map((item) => `outcome of ${item}`));
   });
 
-  it("writes a batch again after a deadlock or serialization failure, at most three times, then fails every item of it", async () => {
+  it('writes a batch again after a deadlock or serialization failure, at most three times, then fails every item of it', async () => {
     const writes = new ManualWrites();
     const failures: [unknown, number][] = [];
     const batches = new GroupCommit({ write: writes.write, maxBatch: 100, onFailure: (error, items) => failures.push([error, items]) });
@@ -96,7 +96,7 @@ describe('GroupCommit', () => {
     expect(writes.calls).toHaveLength(2);
   });
 
-  it("writes outside the session variables of the requests that submitted the items", async () => {
+  it('writes outside the session variables of the requests that submitted the items', async () => {
     const writes = new ManualWrites();
     const batches = new GroupCommit({ write: writes.write, maxBatch: 100 });
     const { result, release } = runWithSessionVariables(

@@ -21,7 +21,11 @@ class LoopClock {
 }
 
 /** A collector on `loop`, counting its collections; `collect` runs inside each. */
-function collectorOn(loop: LoopClock, collect: () => void = () => undefined, options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'pressureBy' | 'residentBytes'> = {}) {
+function collectorOn(
+  loop: LoopClock,
+  collect: () => void = () => undefined,
+  options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'pressureBy' | 'residentBytes'> = {},
+) {
   const counted = { collections: 0 };
   const collector = new IdleCollector(CHECK_MS, {
     ...options,

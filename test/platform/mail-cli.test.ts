@@ -14,7 +14,6 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(folder, { recursive: true, force: true }));
 
-
 describe('plinth mail render', () => {
   it('writes the HTML part to --out and prints the subject and the text part', async () => {
     const vars = path.join(folder, 'vars.json');
@@ -43,10 +42,18 @@ describe('plinth mail render', () => {
   });
 
   it.each([
-    ['a missing variable', ['mail', 'render', 'magic-link'], /^plinth: mail template "magic-link" \(.*\) needs variables "display_name", "link", which were not given$/m],
+    [
+      'a missing variable',
+      ['mail', 'render', 'magic-link'],
+      /^plinth: mail template "magic-link" \(.*\) needs variables "display_name", "link", which were not given$/m,
+    ],
     ['an unknown template', ['mail', 'render', 'welcome'], /^plinth: there is no mail template "welcome"/m],
     ['a --vars file that is no JSON', ['mail', 'render', 'magic-link', '--vars', 'broken.json'], /^plinth: --vars broken\.json: .*JSON/m],
-    ['a --vars file that is no object of strings', ['mail', 'render', 'magic-link', '--vars', 'list.json'], /^plinth: --vars list\.json: must be a JSON object whose values are strings or numbers$/m],
+    [
+      'a --vars file that is no object of strings',
+      ['mail', 'render', 'magic-link', '--vars', 'list.json'],
+      /^plinth: --vars list\.json: must be a JSON object whose values are strings or numbers$/m,
+    ],
   ])('stops on %s with a clear message and writes nothing', async (_case, args, message) => {
     fs.writeFileSync(path.join(folder, 'broken.json'), '{"link": ');
     fs.writeFileSync(path.join(folder, 'list.json'), '["link"]');
@@ -112,14 +119,18 @@ describe('plinth mail send-test', () => {
     const port = await freePort();
     const result = await runCli(['mail', 'send-test', 'ops@example.com'], smtpSettings(port), folder);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`plinth: the test mail to ops@example.com was not sent through smtp://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`);
+    expect(result.stderr).toBe(
+      `plinth: the test mail to ops@example.com was not sent through smtp://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    );
     expect(result.stdout).toBe('');
   });
 
   it('fails with a clear message when the SMTP server refuses the credentials, and does not print the password', async () => {
     const result = await runCli(['mail', 'send-test', 'ops@example.com'], { ...smtpSettings(receiver.port), SMTP_PASSWORD: 'not-the-password' }, folder);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^plinth: the test mail to ops@example\.com was not sent through smtp:\/\/127\.0\.0\.1:\d+: Invalid login: 535 Invalid username or password\n$/);
+    expect(result.stderr).toMatch(
+      /^plinth: the test mail to ops@example\.com was not sent through smtp:\/\/127\.0\.0\.1:\d+: Invalid login: 535 Invalid username or password\n$/,
+    );
     expect(result.stderr + result.stdout).not.toContain('not-the-password');
     expect(receiver.received).toHaveLength(0);
   });

@@ -95,7 +95,6 @@ function mailerWith(env: Record<string, string>) {
   return { mailer: service.mailer, definitions: service.jobs, queue };
 }
 
-
 describe('the mailer over SMTP', () => {
   let receiver: SmtpReceiver;
   beforeEach(async () => {
@@ -140,7 +139,9 @@ describe('the mailer over SMTP', () => {
 
   it('declares the mail queue with its retry settings', () => {
     const { definitions } = mailerWith({ ...smtpSettings(receiver.port), MAIL_RETRY_LIMIT: '7', MAIL_RETRY_DELAY_SECONDS: '45' });
-    expect(definitions.map((definition) => [definition.queue, definition.settings])).toEqual([[MAIL_QUEUE, { retryLimit: 7, retryDelaySeconds: 45, retryBackoff: true }]]);
+    expect(definitions.map((definition) => [definition.queue, definition.settings])).toEqual([
+      [MAIL_QUEUE, { retryLimit: 7, retryDelaySeconds: 45, retryBackoff: true }],
+    ]);
   });
 
   it('delays mail while the SMTP server is down and delivers it once it is back', async () => {
@@ -268,7 +269,18 @@ describe('templates', () => {
 
     const files = fs.readdirSync(path.join(folder, 'data', 'mail')).sort((a, b) => a.localeCompare(b));
     const [verify, reset] = await Promise.all(
-      ['verify-email', 'reset-password'].map((name) => simpleParser(fs.readFileSync(path.join(folder, 'data', 'mail', files.find((file) => file.includes(name))!)))),
+      ['verify-email', 'reset-password'].map((name) =>
+        simpleParser(
+          fs.readFileSync(
+            path.join(
+              folder,
+              'data',
+              'mail',
+              files.find((file) => file.includes(name))!,
+            ),
+          ),
+        ),
+      ),
     );
     expect(verify.subject).toBe('Welcome to Plinth Test & friends');
     expect(verify.text).toContain('Confirm here: verify');
@@ -305,7 +317,11 @@ describe('templates', () => {
 
   it.each([
     ['invalid MJML', mjml('Hi', '</mj-text><mj-bogus>'), /mail template "broken" \(.*broken\.mjml\) is not valid MJML/],
-    ['no subject', '<mjml><mj-body><mj-section><mj-column><mj-text>x</mj-text></mj-column></mj-section></mj-body></mjml>', /mail template "broken" .* has no subject: give it an <mj-title>/],
+    [
+      'no subject',
+      '<mjml><mj-body><mj-section><mj-column><mj-text>x</mj-text></mj-column></mj-section></mj-body></mjml>',
+      /mail template "broken" .* has no subject: give it an <mj-title>/,
+    ],
     ['a placeholder that is none', mjml('Hi', 'Dear {{ first-name }}'), /mail template "broken" .*: \{\{ first-name \}\} is not a placeholder/],
   ])('refuses a template with %s, naming it', async (_case, source, message) => {
     override('broken.mjml', source);
@@ -321,7 +337,16 @@ describe('templates', () => {
     await queue.drain();
     const mailDir = path.join(folder, 'data', 'mail');
     const parsed = await Promise.all(
-      names.map((name) => simpleParser(fs.readFileSync(path.join(mailDir, fs.readdirSync(mailDir).find((file) => file.includes(`-${name}-`))!)))),
+      names.map((name) =>
+        simpleParser(
+          fs.readFileSync(
+            path.join(
+              mailDir,
+              fs.readdirSync(mailDir).find((file) => file.includes(`-${name}-`))!,
+            ),
+          ),
+        ),
+      ),
     );
     expect(parsed.map((mail) => mail.subject)).toEqual([
       'Verify your e-mail address',
@@ -358,16 +383,29 @@ describe('without SMTP_HOST', () => {
 
     const lines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toEqual([
-      expect.objectContaining({ level: 30, msg: 'mail written to a file (SMTP_HOST is unset)', to: 'ada@example.com', subject: 'Verify your e-mail address', file, template: 'verify-email' }),
+      expect.objectContaining({
+        level: 30,
+        msg: 'mail written to a file (SMTP_HOST is unset)',
+        to: 'ada@example.com',
+        subject: 'Verify your e-mail address',
+        file,
+        template: 'verify-email',
+      }),
     ]);
     for (const body of ['otp:0b1c', 'Ada Lovelace', 'finish signing up']) expect(logLines.join('')).not.toContain(body);
   });
 
   it('in production: start-up refuses a feature that sends mail, and nothing is sent', async () => {
-    const production = { ...PRODUCTION, GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET, GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }) };
+    const production = {
+      ...PRODUCTION,
+      GQL_GRAPHQL_ADMIN_SECRET: ADMIN_SECRET,
+      GQL_GRAPHQL_JWT_SECRET: JSON.stringify({ type: 'HS256', key: 'k'.repeat(32) }),
+    };
     const { mailer, queue } = mailerWith(production);
     expect(() => mailer.requireDelivery('password reset')).toThrow(ConfigError);
-    expect(() => mailer.requireDelivery('password reset')).toThrow('SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production (password reset sends mail)');
+    expect(() => mailer.requireDelivery('password reset')).toThrow(
+      'SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production (password reset sends mail)',
+    );
     await expect(mailer.send(VERIFY)).rejects.toThrow('SMTP_HOST (or EMAIL_DELIVERY_API_KEY) is required when NODE_ENV=production');
     expect(queue.sent).toHaveLength(0);
     expect(fs.existsSync(path.join(folder, 'data', 'mail'))).toBe(false);

@@ -63,9 +63,25 @@ describe('GET /metrics', () => {
     // Cumulative buckets up to +Inf, which is the count; the sum is the seconds observed.
     const graphql200 = { method: 'POST', route: '/v1/graphql', status_code: '200' };
     const buckets = samples.filter(
-      (sample) => sample.name === 'plinth_http_request_duration_seconds_bucket' && Object.entries(graphql200).every(([key, value]) => sample.labels[key] === value),
+      (sample) =>
+        sample.name === 'plinth_http_request_duration_seconds_bucket' && Object.entries(graphql200).every(([key, value]) => sample.labels[key] === value),
     );
-    expect(buckets.map((sample) => sample.labels.le)).toEqual(['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']);
+    expect(buckets.map((sample) => sample.labels.le)).toEqual([
+      '0.001',
+      '0.0025',
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.1',
+      '0.25',
+      '0.5',
+      '1',
+      '2.5',
+      '5',
+      '10',
+      '+Inf',
+    ]);
     for (let index = 1; index < buckets.length; index++) expect(buckets[index].value).toBeGreaterThanOrEqual(buckets[index - 1].value);
     expect(buckets.at(-1)!.value).toBe(3);
     const seconds = sampleValue(samples, 'plinth_http_request_duration_seconds_sum', graphql200)!;

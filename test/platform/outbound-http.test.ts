@@ -57,7 +57,10 @@ describe('outbound HTTP failures', () => {
   });
 
   it('TIMEOUT: a TLS handshake that never completes, bounded by the connect timeout', async () => {
-    const url = await listen(net.createServer(() => undefined), 'https');
+    const url = await listen(
+      net.createServer(() => undefined),
+      'https',
+    );
     const started = Date.now();
 
     const error = await failure(client.request(url, { connectTimeoutMs: 200, timeoutMs: 10_000 }));
@@ -81,8 +84,31 @@ describe('outbound HTTP failures', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-tls-'));
     try {
       const [key, cert] = [path.join(folder, 'key.pem'), path.join(folder, 'cert.pem')];
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
-      const url = await listen(https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (_request, response) => response.end('secret')), 'https');
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+        ],
+        { stdio: 'ignore' },
+      );
+      const url = await listen(
+        https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (_request, response) => response.end('secret')),
+        'https',
+      );
 
       const error = await failure(client.request(url));
 
@@ -179,9 +205,14 @@ describe('outbound HTTP answers', () => {
         const chunks: Buffer[] = [];
         request.on('data', (chunk: Buffer) => chunks.push(chunk));
         request.on('end', () =>
-          response
-            .writeHead(201, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ method: request.method, type: request.headers['content-type'], accept: request.headers.accept, got: JSON.parse(Buffer.concat(chunks).toString()) })),
+          response.writeHead(201, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              method: request.method,
+              type: request.headers['content-type'],
+              accept: request.headers.accept,
+              got: JSON.parse(Buffer.concat(chunks).toString()),
+            }),
+          ),
         );
       }),
     );

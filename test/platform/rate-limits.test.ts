@@ -126,7 +126,12 @@ describe('the PostgreSQL store', () => {
 
     await limiter.consume({ ip: '192.0.2.7' });
     await limiter.consume({ ip: '192.0.2.7' });
-    await expect(limiter.consume({ ip: '192.0.2.7' })).rejects.toMatchObject({ name: 'Refusal', code: 'RATE_LIMITED', status: 429, retryAfterSeconds: expect.any(Number) });
+    await expect(limiter.consume({ ip: '192.0.2.7' })).rejects.toMatchObject({
+      name: 'Refusal',
+      code: 'RATE_LIMITED',
+      status: 429,
+      retryAfterSeconds: expect.any(Number),
+    });
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0])).toMatchObject({ level: 40, limit: 'outage', msg: expect.stringContaining('counting in this process') });
   });
@@ -220,10 +225,18 @@ describe('the registration limit', () => {
     // Without X-Forwarded-For the address is the WebSocket's own, 127.0.0.1.
     await register(server, {});
     await register(server, {});
-    const { received } = await rawSocket(server.wsUrl, [
-      { type: 'connection_init', payload: {} },
-      { type: 'subscribe', id: '1', payload: { query: 'mutation { registerUser(input: {email: "ws@example.com", password: "password123", name: "Ws"}) { success } }' } },
-    ], { closeAfterMs: 1500 });
+    const { received } = await rawSocket(
+      server.wsUrl,
+      [
+        { type: 'connection_init', payload: {} },
+        {
+          type: 'subscribe',
+          id: '1',
+          payload: { query: 'mutation { registerUser(input: {email: "ws@example.com", password: "password123", name: "Ws"}) { success } }' },
+        },
+      ],
+      { closeAfterMs: 1500 },
+    );
 
     expect(received).toContainEqual({
       type: 'next',

@@ -83,7 +83,7 @@ describe('recurring work declared by modules', () => {
     }
   });
 
-  it('runs modules\' recurring tasks only in processes with the worker role, and stops them at shutdown', async () => {
+  it("runs modules' recurring tasks only in processes with the worker role, and stops them at shutdown", async () => {
     const api = await startTestServer({ PLINTH_PROCESS_ROLES: 'api' }, { database, modules: [tickingModule('api')] });
     try {
       await sleep(1_200);
@@ -102,7 +102,7 @@ describe('recurring work declared by modules', () => {
     }
   });
 
-  it('keeps a module\'s schedule across restarts: the auth sweep runs though no process lives a whole interval', async () => {
+  it("keeps a module's schedule across restarts: the auth sweep runs though no process lives a whole interval", async () => {
     const settings = { AUTH_CLEANUP_INTERVAL_SECONDS: '6' };
     await database.query(
       `INSERT INTO auth_oauth_states (state_hash, provider, code_verifier, redirect_to, expires_at)

@@ -80,7 +80,12 @@ function recorded(name: string, label: string, schedule: RecurringTask['schedule
 
 const runsOf = (task: string) => database.query<Run>('SELECT * FROM recurring_runs WHERE task = $1 ORDER BY started_at', [task]);
 const taskRow = async (name: string) =>
-  (await database.query<{ next_run_at: Date; schedule: string; last_error: string | null }>('SELECT next_run_at, schedule, last_error FROM recurring_tasks WHERE name = $1', [name]))[0];
+  (
+    await database.query<{ next_run_at: Date; schedule: string; last_error: string | null }>(
+      'SELECT next_run_at, schedule, last_error FROM recurring_tasks WHERE name = $1',
+      [name],
+    )
+  )[0];
 
 /** Pairs of runs of one task that were running at the same time. */
 function overlaps(runs: Run[]): [Run, Run][] {
@@ -196,16 +201,32 @@ describe('recurring tasks', () => {
     const logger = pino({ level: 'silent' });
     const options = { url: database.url, logger, shutdown: new AbortController().signal };
     const run = async () => undefined;
-    expect(() => new RecurringWork([{ name: 'bad-cron', schedule: { cron: 'every day' }, run }], options)).toThrow(/^the recurring task bad-cron: the cron expression "every day" is not valid/);
-    expect(() => new RecurringWork([{ name: 'never', schedule: { cron: '0 0 31 2 *' }, run }], options)).toThrow('the recurring task never: the cron expression "0 0 31 2 *" never fires');
-    expect(() => new RecurringWork([{ name: 'zero', schedule: { everyMs: 0 }, run }], options)).toThrow('the recurring task zero: everyMs must be a whole number from 1');
-    expect(() => new RecurringWork([{ name: 'twice', schedule: { everyMs: 5 }, run }, { name: 'twice', schedule: { everyMs: 5 }, run }], options)).toThrow(
-      'the recurring task twice is declared twice',
+    expect(() => new RecurringWork([{ name: 'bad-cron', schedule: { cron: 'every day' }, run }], options)).toThrow(
+      /^the recurring task bad-cron: the cron expression "every day" is not valid/,
     );
+    expect(() => new RecurringWork([{ name: 'never', schedule: { cron: '0 0 31 2 *' }, run }], options)).toThrow(
+      'the recurring task never: the cron expression "0 0 31 2 *" never fires',
+    );
+    expect(() => new RecurringWork([{ name: 'zero', schedule: { everyMs: 0 }, run }], options)).toThrow(
+      'the recurring task zero: everyMs must be a whole number from 1',
+    );
+    expect(
+      () =>
+        new RecurringWork(
+          [
+            { name: 'twice', schedule: { everyMs: 5 }, run },
+            { name: 'twice', schedule: { everyMs: 5 }, run },
+          ],
+          options,
+        ),
+    ).toThrow('the recurring task twice is declared twice');
   });
 
   it('stops at shutdown: no run after, the run in progress told to stop and left due for the next process', async () => {
-    const first = await instance([recorded('stopping', 'first', { everyMs: 300 }, 0), recorded('long', 'first', { everyMs: 60_000 }, 30_000, { firstRunInMs: async () => 0 })]);
+    const first = await instance([
+      recorded('stopping', 'first', { everyMs: 300 }, 0),
+      recorded('long', 'first', { everyMs: 60_000 }, 30_000, { firstRunInMs: async () => 0 }),
+    ]);
     await eventually(async () => (await runsOf('stopping')).length >= 2 && (await runsOf('long')).length === 1, 10_000, 'runs of both tasks');
 
     const stopping = Date.now();
@@ -219,7 +240,12 @@ describe('recurring tasks', () => {
     expect((await taskRow('long')).next_run_at.getTime()).toBeLessThanOrEqual(Date.now());
     // Its connection (and the locks) are gone.
     await eventually(
-      async () => (await database.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'plinth-recurring' AND datname = current_database()"))[0].n === 0,
+      async () =>
+        (
+          await database.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'plinth-recurring' AND datname = current_database()",
+          )
+        )[0].n === 0,
       5_000,
       'the scheduler connection closing',
     );

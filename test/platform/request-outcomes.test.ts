@@ -18,8 +18,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-const rows = () =>
-  database.query<{ service: string; minute: Date; good: string; bad: string }>('SELECT * FROM request_outcomes ORDER BY service, minute');
+const rows = () => database.query<{ service: string; minute: Date; good: string; bad: string }>('SELECT * FROM request_outcomes ORDER BY service, minute');
 
 describe('RequestOutcomes', () => {
   it('writes the counts of many requests per service and minute in one statement, adding to what is stored', async () => {

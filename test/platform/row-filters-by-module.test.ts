@@ -58,7 +58,13 @@ async function seenBy(see: (caller: Caller) => Promise<string[]>): Promise<Recor
 /** Rows of Ann, Bob and Cara and one of nobody (ids by name), made by `insert` (owner or null). */
 async function ownedRows(insert: (owner: string | null, name: string) => Promise<string>): Promise<Record<string, string>> {
   const ids: Record<string, string> = {};
-  for (const [name, owner] of [['ann', ANN], ['bob', BOB], ['cara', CARA], ['nobody', null]] as const) ids[await insert(owner, name)] = name;
+  for (const [name, owner] of [
+    ['ann', ANN],
+    ['bob', BOB],
+    ['cara', CARA],
+    ['nobody', null],
+  ] as const)
+    ids[await insert(owner, name)] = name;
   return ids;
 }
 
@@ -81,7 +87,9 @@ describe('row filters, module by module', () => {
       );
       return row.id;
     });
-    const rows = await server.database.query<{ file_name: string; source_account_id: string }>('SELECT file_name, source_account_id FROM files ORDER BY file_name');
+    const rows = await server.database.query<{ file_name: string; source_account_id: string }>(
+      'SELECT file_name, source_account_id FROM files ORDER BY file_name',
+    );
     expect(rows).toEqual([
       { file_name: 'ann', source_account_id: 'primary' },
       { file_name: 'bob', source_account_id: 'primary' },
@@ -122,7 +130,10 @@ describe('row filters, module by module', () => {
       const asked = await query<{ generateReport: { job_id: string } }>(caller, 'mutation { generateReport(input: {kind: FILES, format: JSON}) { job_id } }');
       let link: string | null = null;
       for (let attempt = 0; attempt < 300 && !link; attempt++) {
-        const data = await query<{ reportJob: { status: string; result_url: string | null } }>(caller, `{ reportJob(job_id: "${asked.generateReport.job_id}") { status result_url } }`);
+        const data = await query<{ reportJob: { status: string; result_url: string | null } }>(
+          caller,
+          `{ reportJob(job_id: "${asked.generateReport.job_id}") { status result_url } }`,
+        );
         expect(data.reportJob.status).not.toBe('FAILED');
         link = data.reportJob.result_url;
         if (!link) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -138,21 +149,38 @@ describe('row filters, module by module', () => {
         `INSERT INTO payments (provider, idempotency_key, customer_user_id, amount, currency, description, status) VALUES ('primary', $2, $1, 100, 'usd', $2, 'SUCCEEDED')`,
         [owner, name],
       );
-      await server.database.query(`INSERT INTO subscriptions (provider, external_id, customer_user_id, product, status) VALUES ('primary', $2, $1, 'pro', 'active')`, [owner, name]);
+      await server.database.query(
+        `INSERT INTO subscriptions (provider, external_id, customer_user_id, product, status) VALUES ('primary', $2, $1, 'pro', 'active')`,
+        [owner, name],
+      );
       await server.database.query(
         `INSERT INTO licenses (license_key, product, customer_user_id, provider, source_id, status, activation_limit) VALUES ($2, 'pro', $1, 'primary', $2, 'active', 1)`,
         [owner, name],
       );
       return name;
     });
-    expect(await seenBy(async (caller) => (await query<{ payments: { description: string }[] }>(caller, '{ payments { description } }')).payments.map((row) => row.description))).toEqual(EXPECTED);
+    expect(
+      await seenBy(async (caller) =>
+        (await query<{ payments: { description: string }[] }>(caller, '{ payments { description } }')).payments.map((row) => row.description),
+      ),
+    ).toEqual(EXPECTED);
     const owners: Record<string, string> = { [ANN]: 'ann', [BOB]: 'bob', [CARA]: 'cara' };
     const nameOf = (row: { customer_id: string | null }) => (row.customer_id ? owners[row.customer_id] : 'nobody');
-    expect(await seenBy(async (caller) => (await query<{ subscriptions: { customer_id: string | null }[] }>(caller, '{ subscriptions { customer_id } }')).subscriptions.map(nameOf))).toEqual(EXPECTED);
-    expect(await seenBy(async (caller) => (await query<{ licenses: { customer_id: string | null }[] }>(caller, '{ licenses { customer_id } }')).licenses.map(nameOf))).toEqual(EXPECTED);
+    expect(
+      await seenBy(async (caller) =>
+        (await query<{ subscriptions: { customer_id: string | null }[] }>(caller, '{ subscriptions { customer_id } }')).subscriptions.map(nameOf),
+      ),
+    ).toEqual(EXPECTED);
+    expect(
+      await seenBy(async (caller) =>
+        (await query<{ licenses: { customer_id: string | null }[] }>(caller, '{ licenses { customer_id } }')).licenses.map(nameOf),
+      ),
+    ).toEqual(EXPECTED);
     // An admin naming a customer narrows its own rows; it never reaches another account's.
     expect((await query<{ payments: unknown[] }>('otherAdmin', `{ payments(customer_id: "${ANN}") { id } }`)).payments).toEqual([]);
-    expect((await query<{ payments: { description: string }[] }>('primaryAdmin', `{ payments(customer_id: "${BOB}") { description } }`)).payments).toEqual([{ description: 'bob' }]);
+    expect((await query<{ payments: { description: string }[] }>('primaryAdmin', `{ payments(customer_id: "${BOB}") { description } }`)).payments).toEqual([
+      { description: 'bob' },
+    ]);
   });
 
   it('actions: the result of an asynchronous action call', async () => {
@@ -163,7 +191,10 @@ describe('row filters, module by module', () => {
         type: 'bulk',
         args: [
           { type: 'set_custom_types', args: { objects: [{ name: 'SlowOutput', fields: [{ name: 'ok', type: 'Boolean!' }] }] } },
-          { type: 'create_action', args: { name: 'slowThing', definition: { kind: 'asynchronous', arguments: [], output_type: 'SlowOutput', handler: 'http://127.0.0.1:9/never' } } },
+          {
+            type: 'create_action',
+            args: { name: 'slowThing', definition: { kind: 'asynchronous', arguments: [], output_type: 'SlowOutput', handler: 'http://127.0.0.1:9/never' } },
+          },
           { type: 'create_action_permission', args: { action: 'slowThing', role: 'user' } },
           { type: 'create_action_permission', args: { action: 'slowThing', role: 'me' } },
         ],

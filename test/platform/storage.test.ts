@@ -106,10 +106,11 @@ describe('STORAGE_DRIVER=local behind uploadAndProcessFile', () => {
     const localDir = path.join(folder, 'server');
     const server = await startTestServer({ STORAGE_DRIVER: 'local', STORAGE_LOCAL_DIR: localDir, JOBS_POLL_INTERVAL_SECONDS: '1' });
     try {
-      const png = await sharp({ create: { width: 50, height: 100, channels: 4, background: '#336699' } }).png().toBuffer();
+      const png = await sharp({ create: { width: 50, height: 100, channels: 4, background: '#336699' } })
+        .png()
+        .toBuffer();
       const input = { file_name: 'local.png', file_type: 'image/png', file_size: png.length, file_data: png.toString('base64') };
-      const output = (await graphql(server.graphqlUrl, UploadAndProcessFileDocument, { input }, bearer(signToken()))).body.data!
-        .uploadAndProcessFile;
+      const output = (await graphql(server.graphqlUrl, UploadAndProcessFileDocument, { input }, bearer(signToken()))).body.data!.uploadAndProcessFile;
       expect(output.success).toBe(true);
       expect(fs.readFileSync(path.join(localDir, 'files', output.file_id!, 'content')).equals(png)).toBe(true);
       let file;

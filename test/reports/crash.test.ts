@@ -63,8 +63,7 @@ afterAll(async () => {
 describe('a report whose worker is killed mid-run', () => {
   it('is run again from the start by the next worker and completes, with every row once', async () => {
     const first = await startWorker();
-    const id = (await graphql(api.graphqlUrl, GenerateReportDocument, { input: { kind: 'USERS', format: 'CSV' } }, ADMIN)).body.data!
-      .generateReport.job_id!;
+    const id = (await graphql(api.graphqlUrl, GenerateReportDocument, { input: { kind: 'USERS', format: 'CSV' } }, ADMIN)).body.data!.generateReport.job_id!;
     const midway = await until(id, (report) => report.status === 'RUNNING' && report.rows_written > 0, 30_000);
     first.child.kill('SIGKILL');
     await first.exited;

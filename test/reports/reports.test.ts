@@ -79,8 +79,7 @@ describe('generateReport', () => {
   });
 
   it('writes JSON over a time range (from inclusive, to exclusive)', async () => {
-    const output = (await generate({ kind: 'USERS', format: 'JSON', from: '2024-01-01T00:00:00Z', to: '2025-01-01T00:00:00Z' })).body.data!
-      .generateReport;
+    const output = (await generate({ kind: 'USERS', format: 'JSON', from: '2024-01-01T00:00:00Z', to: '2025-01-01T00:00:00Z' })).body.data!.generateReport;
     const job = await until(output.job_id!, finished);
     expect(job).toMatchObject({ status: 'COMPLETED', from: '2024-01-01T00:00:00.000Z', to: '2025-01-01T00:00:00.000Z' });
     const rows = (await (await fetch(local(job.result_url!))).json()) as { email: string; email_verified: boolean }[];

@@ -25,11 +25,7 @@ export async function graphql<TData, TVariables>(
 }
 
 /** Posts any JSON body to the GraphQL endpoint (for requests no typed client would send). */
-export async function postGraphQL<TData = unknown>(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<GraphQLResponse<TData>> {
+export async function postGraphQL<TData = unknown>(url: string, body: unknown, headers: Record<string, string> = {}): Promise<GraphQLResponse<TData>> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

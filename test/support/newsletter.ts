@@ -54,5 +54,8 @@ export function linkIn(mail: ReceivedMail, path: string, baseUrl: string): strin
 /** A header of a received mail as it was sent (unfolded), without its name. */
 export function header(mail: ReceivedMail, name: string): string | undefined {
   const line = mail.parsed.headerLines.find((entry) => entry.key === name.toLowerCase())?.line;
-  return line?.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+  return line
+    ?.slice(line.indexOf(':') + 1)
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
 }

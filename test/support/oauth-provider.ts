@@ -146,11 +146,20 @@ export class LocalOAuthServer {
    * the verifier matches the challenge the authorization carried. Answers the issued grant, or null
    * after answering the provider's error.
    */
-  token(request: http.IncomingMessage, response: http.ServerResponse, body: string, url: URL, client: OAuthClient, authentication: TokenAuthentication): IssuedCode | null {
+  token(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    body: string,
+    url: URL,
+    client: OAuthClient,
+    authentication: TokenAuthentication,
+  ): IssuedCode | null {
     const parameters = authentication === 'query' ? url.searchParams : new URLSearchParams(body);
     this.tokenRequests.push({ method: request.method!, parameters, authorization: request.headers.authorization });
     const methodRight =
-      authentication === 'query' ? request.method === 'GET' : request.method === 'POST' && request.headers['content-type'] === 'application/x-www-form-urlencoded';
+      authentication === 'query'
+        ? request.method === 'GET'
+        : request.method === 'POST' && request.headers['content-type'] === 'application/x-www-form-urlencoded';
     let clientRight: boolean;
     if (authentication === 'client_secret_basic') {
       const [scheme, encoded] = (request.headers.authorization ?? '').split(' ');
@@ -158,7 +167,8 @@ export class LocalOAuthServer {
       const [id, secret] = [pair.slice(0, pair.indexOf(':')), pair.slice(pair.indexOf(':') + 1)];
       clientRight = scheme === 'Basic' && id === client.id && sameSecret(secret, client.secret) && !parameters.has('client_secret');
     } else {
-      clientRight = request.headers.authorization === undefined && parameters.get('client_id') === client.id && sameSecret(parameters.get('client_secret'), client.secret);
+      clientRight =
+        request.headers.authorization === undefined && parameters.get('client_id') === client.id && sameSecret(parameters.get('client_secret'), client.secret);
     }
     if (!methodRight || !clientRight) {
       json(response, 401, { error: 'invalid_client' });
@@ -173,7 +183,13 @@ export class LocalOAuthServer {
     const verified =
       issued?.challenge === null ||
       (/^[\w.~-]{43,128}$/.test(verifier ?? '') && createHash('sha256').update(verifier!).digest('base64url') === issued?.challenge);
-    if (!issued || issued.clientId !== client.id || (grantType !== null && grantType !== 'authorization_code') || parameters.get('redirect_uri') !== issued.redirectUri || !verified) {
+    if (
+      !issued ||
+      issued.clientId !== client.id ||
+      (grantType !== null && grantType !== 'authorization_code') ||
+      parameters.get('redirect_uri') !== issued.redirectUri ||
+      !verified
+    ) {
       json(response, 400, { error: 'invalid_grant' });
       return null;
     }
@@ -276,7 +292,11 @@ export class ProviderBrowser {
   /** A GET on the test server (an AUTH_SERVER_URL address), with this browser's cookies, without following the redirect. */
   async open(url: URL, init: RequestInit = {}): Promise<Visit> {
     const cookie = this.jar.header(url.pathname);
-    const response = await fetch(this.local(url), { redirect: 'manual', ...init, headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string>) } });
+    const response = await fetch(this.local(url), {
+      redirect: 'manual',
+      ...init,
+      headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string>) },
+    });
     await response.arrayBuffer();
     const setCookies = this.jar.keep(response.headers);
     return { status: response.status, location: new URL(response.headers.get('location') ?? 'about:blank'), setCookies };
@@ -311,11 +331,10 @@ export class ProviderBrowser {
 
   /** The session a sign-in's refresh token opens at POST /auth/token. */
   async session(refreshToken: string) {
-    const refreshed = await authPost<{ accessToken: string; user: { id: string; email: string; emailVerified: boolean; displayName: string; avatarUrl: string } }>(
-      this.serverUrl(),
-      '/token',
-      { refreshToken },
-    );
+    const refreshed = await authPost<{
+      accessToken: string;
+      user: { id: string; email: string; emailVerified: boolean; displayName: string; avatarUrl: string };
+    }>(this.serverUrl(), '/token', { refreshToken });
     expect(refreshed.status).toBe(200);
     return refreshed.body;
   }

@@ -69,8 +69,11 @@ export async function startPrimaryProvider(apiKey = `sk_test_${randomBytes(12).t
       const seen = replays.get(idempotencyKey);
       if (seen) {
         if (seen.fingerprint !== fingerprint) {
-          return send(response, 400, apiError('idempotency_error', undefined,
-            'Keys for idempotent requests can only be used with the same parameters they were first used with.'));
+          return send(
+            response,
+            400,
+            apiError('idempotency_error', undefined, 'Keys for idempotent requests can only be used with the same parameters they were first used with.'),
+          );
         }
         response.writeHead(seen.status, { 'content-type': 'application/json', 'idempotent-replayed': 'true' });
         response.end(seen.body);
@@ -101,7 +104,8 @@ export async function startPrimaryProvider(apiKey = `sk_test_${randomBytes(12).t
 
   async function createIntent(params: Record<string, string>): Promise<[number, unknown]> {
     const amount = Number(params.amount);
-    if (!Number.isInteger(amount) || amount < 1) return [400, apiError('invalid_request_error', 'parameter_invalid_integer', 'Invalid integer: amount', 'amount')];
+    if (!Number.isInteger(amount) || amount < 1)
+      return [400, apiError('invalid_request_error', 'parameter_invalid_integer', 'Invalid integer: amount', 'amount')];
     if (!/^[a-z]{3}$/.test(params.currency ?? '')) return [400, apiError('invalid_request_error', 'invalid_currency', 'Invalid currency', 'currency')];
     const method = params.payment_method;
     if (method === 'pm_slow') await new Promise((resolve) => setTimeout(resolve, state.slowMs));
@@ -109,7 +113,9 @@ export async function startPrimaryProvider(apiKey = `sk_test_${randomBytes(12).t
     charges += 1;
     const intentId = id('pi');
     const metadata = Object.fromEntries(
-      Object.entries(params).filter(([key]) => key.startsWith('metadata[')).map(([key, value]) => [key.slice(9, -1), value]),
+      Object.entries(params)
+        .filter(([key]) => key.startsWith('metadata['))
+        .map(([key, value]) => [key.slice(9, -1), value]),
     );
     const base: Record<string, unknown> = {
       id: intentId,
@@ -129,9 +135,7 @@ export async function startPrimaryProvider(apiKey = `sk_test_${randomBytes(12).t
     const expandCharge = Object.entries(params).some(([key, value]) => key.startsWith('expand[') && value === 'latest_charge');
     const charge = (status: string) => {
       const chargeId = id('ch');
-      return expandCharge
-        ? { id: chargeId, object: 'charge', status, receipt_url: `https://pay.stripe.com/receipts/payment/${chargeId}` }
-        : chargeId;
+      return expandCharge ? { id: chargeId, object: 'charge', status, receipt_url: `https://pay.stripe.com/receipts/payment/${chargeId}` } : chargeId;
     };
     switch (method) {
       case 'pm_card_visa':

@@ -22,9 +22,24 @@ function metadata(service: (template: string) => string): ActionsMetadata {
     customTypes: {
       scalars: [{ name: 'Json' }],
       enums: [{ name: 'Mood', values: [{ value: 'GLAD' }, { value: 'CALM' }] }],
-      input_objects: [{ name: 'Filter', fields: [{ name: 'moods', type: '[Mood!]' }, { name: 'since', type: 'timestamptz!' }, { name: 'extra', type: 'Json' }] }],
+      input_objects: [
+        {
+          name: 'Filter',
+          fields: [
+            { name: 'moods', type: '[Mood!]' },
+            { name: 'since', type: 'timestamptz!' },
+            { name: 'extra', type: 'Json' },
+          ],
+        },
+      ],
       objects: [
-        { name: 'Author', fields: [{ name: 'id', type: 'uuid!' }, { name: 'nickname', type: 'String' }] },
+        {
+          name: 'Author',
+          fields: [
+            { name: 'id', type: 'uuid!' },
+            { name: 'nickname', type: 'String' },
+          ],
+        },
         {
           name: 'Greeting',
           fields: [
@@ -57,7 +72,10 @@ function metadata(service: (template: string) => string): ActionsMetadata {
         },
       },
       { name: 'ping', definition: { handler: `${service('')}/ping`, output_type: 'String!' } },
-      { name: 'listGreetings', definition: { handler: `${service('')}/list-greetings`, arguments: [{ name: 'limit', type: 'Int' }], output_type: '[Greeting!]!' } },
+      {
+        name: 'listGreetings',
+        definition: { handler: `${service('')}/list-greetings`, arguments: [{ name: 'limit', type: 'Int' }], output_type: '[Greeting!]!' },
+      },
       { name: 'currentMood', definition: { handler: `${service('')}/current-mood`, output_type: 'Mood' } },
       { name: 'rawData', definition: { handler: `${service('')}/raw-data`, output_type: 'Json!' } },
       { name: 'isUp', definition: { handler: `${service('')}/is-up`, output_type: 'Boolean!' } },

@@ -63,7 +63,12 @@ export async function startSmtpReceiver({ port = 0, tls }: ReceiverOptions = {})
     onData(stream, session, callback) {
       simpleParser(stream)
         .then((parsed) => {
-          received.push({ recipients: session.envelope.rcptTo.map((to) => to.address), user: session.user as string | undefined, parsed, receivedAt: Date.now() });
+          received.push({
+            recipients: session.envelope.rcptTo.map((to) => to.address),
+            user: session.user as string | undefined,
+            parsed,
+            receivedAt: Date.now(),
+          });
           waiting.splice(0).forEach((wake) => wake());
           callback();
         })
@@ -99,6 +104,26 @@ export async function startSmtpReceiver({ port = 0, tls }: ReceiverOptions = {})
 export function selfSignedCertificate(folder: string): { key: string; cert: string; certFile: string } {
   const keyFile = path.join(folder, 'smtp-key.pem');
   const certFile = path.join(folder, 'smtp-cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: fs.readFileSync(keyFile, 'utf8'), cert: fs.readFileSync(certFile, 'utf8'), certFile };
 }

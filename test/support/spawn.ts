@@ -19,17 +19,11 @@ export interface SpawnedServer {
 /** The environment of a child process: only what it needs from ours, plus `env`. */
 export function childEnvironment(env: Record<string, string>): NodeJS.ProcessEnv {
   const { PATH, HOME, LANG, TMPDIR } = process.env;
-  return Object.fromEntries(
-    Object.entries({ PATH, HOME, LANG, TMPDIR, ...env }).filter(([, value]) => value !== undefined),
-  ) as NodeJS.ProcessEnv;
+  return Object.fromEntries(Object.entries({ PATH, HOME, LANG, TMPDIR, ...env }).filter(([, value]) => value !== undefined)) as NodeJS.ProcessEnv;
 }
 
 /** Runs a `plinth` command to its end. */
-export function runCli(
-  args: string[],
-  env: Record<string, string>,
-  cwd?: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: Record<string, string>, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -12,7 +12,11 @@ async function metadata(url: string, body: unknown) {
 }
 
 /** Milliseconds until `seen` holds for the answer to `query` on `url` (undefined after 5 s). */
-async function servedAfter(url: string, query: string, seen: (body: { data?: unknown; errors?: { message: string }[] }) => boolean): Promise<number | undefined> {
+async function servedAfter(
+  url: string,
+  query: string,
+  seen: (body: { data?: unknown; errors?: { message: string }[] }) => boolean,
+): Promise<number | undefined> {
   const started = Date.now();
   while (Date.now() - started < 5_000) {
     if (seen((await postGraphQL(`${url}/v1/graphql`, { query }, admin)).body)) return Date.now() - started;

@@ -183,7 +183,12 @@ describe('POST /actions/bulk-create-users (engine-compatible handler)', () => {
   }
 
   it('answers with the spec envelope: success, message and the output fields', async () => {
-    const response = await callAction({ users: [{ email: 'route@example.com', name: 'Route' }, { email: 42, name: 'Typed' }] });
+    const response = await callAction({
+      users: [
+        { email: 'route@example.com', name: 'Route' },
+        { email: 42, name: 'Typed' },
+      ],
+    });
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
       success: true,
@@ -235,7 +240,15 @@ describe('send_invitations: null (spec 1 §2.2 types it Boolean, default false)'
       { ...smtpSettings(receiver.port), AUTH_SERVER_URL: 'https://auth.plinth.test', GQL_GRAPHQL_COMPILED_EXECUTION: compiled ? 'false' : 'true' },
       { database: server.database },
     );
-    executors = compiled ? [['compiled', server], ['graphql-js', other]] : [['compiled', other], ['graphql-js', server]];
+    executors = compiled
+      ? [
+          ['compiled', server],
+          ['graphql-js', other],
+        ]
+      : [
+          ['compiled', other],
+          ['graphql-js', server],
+        ];
   });
   afterAll(async () => {
     await other?.close();
@@ -248,10 +261,26 @@ describe('send_invitations: null (spec 1 §2.2 types it Boolean, default false)'
 
   // Null as a literal, inside the input variable, as a variable of its own, and the variable left out.
   const requests: [string, string, (batch: { email: string; name: string }[]) => Record<string, unknown>][] = [
-    ['a null literal', 'mutation ($users: [CreateUserInput!]!) { bulkCreateUsers(input: {users: $users, send_invitations: null}) { success created_count } }', (batch) => ({ users: batch })],
-    ['null in the input variable', 'mutation ($input: BulkCreateUsersInput!) { bulkCreateUsers(input: $input) { success created_count } }', (batch) => ({ input: { users: batch, send_invitations: null } })],
-    ['a null variable', 'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }', (batch) => ({ users: batch, send: null })],
-    ['an unset variable', 'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }', (batch) => ({ users: batch })],
+    [
+      'a null literal',
+      'mutation ($users: [CreateUserInput!]!) { bulkCreateUsers(input: {users: $users, send_invitations: null}) { success created_count } }',
+      (batch) => ({ users: batch }),
+    ],
+    [
+      'null in the input variable',
+      'mutation ($input: BulkCreateUsersInput!) { bulkCreateUsers(input: $input) { success created_count } }',
+      (batch) => ({ input: { users: batch, send_invitations: null } }),
+    ],
+    [
+      'a null variable',
+      'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }',
+      (batch) => ({ users: batch, send: null }),
+    ],
+    [
+      'an unset variable',
+      'mutation ($users: [CreateUserInput!]!, $send: Boolean) { bulkCreateUsers(input: {users: $users, send_invitations: $send}) { success created_count } }',
+      (batch) => ({ users: batch }),
+    ],
   ];
 
   it.each(['compiled', 'graphql-js'])('is taken as false by the %s executor, whichever way null comes', async (name) => {

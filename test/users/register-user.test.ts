@@ -12,8 +12,7 @@ afterAll(async () => {
   await server.close();
 });
 
-const register = (input: RegisterUserInput, headers: Record<string, string> = {}) =>
-  graphql(server.graphqlUrl, RegisterUserDocument, { input }, headers);
+const register = (input: RegisterUserInput, headers: Record<string, string> = {}) => graphql(server.graphqlUrl, RegisterUserDocument, { input }, headers);
 
 async function userCount(): Promise<number> {
   const [row] = await server.database.query<{ count: string }>('SELECT count(*) FROM users');

@@ -138,7 +138,11 @@ describe('the sign-up limit at its defaults (AUTH_RATE_LIMIT_SIGNUPS_*: 10 per 3
 
   beforeAll(async () => {
     // The documented defaults, which the test environment raises for other files.
-    server = await startTestServer({ AUTH_RATE_LIMIT_SIGNUPS_BURST: '10', RATE_LIMIT_REGISTRATION_POINTS: '5', AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false' });
+    server = await startTestServer({
+      AUTH_RATE_LIMIT_SIGNUPS_BURST: '10',
+      RATE_LIMIT_REGISTRATION_POINTS: '5',
+      AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -159,7 +163,9 @@ describe('the sign-up limit at its defaults (AUTH_RATE_LIMIT_SIGNUPS_*: 10 per 3
 
     const refused = await graphql(server.graphqlUrl, RegisterUserDocument, { input: input() }, bearer(signToken({ roles: ['user'] })));
     expect(refused.body.data).toBeNull();
-    expect(refused.body.errors).toEqual([expect.objectContaining({ path: ['registerUser'], extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } })]);
+    expect(refused.body.errors).toEqual([
+      expect.objectContaining({ path: ['registerUser'], extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } }),
+    ]);
     expect(refused.body.errors![0].extensions!.retryAfter).toBeGreaterThan(250);
     const signUp = await authPost<AuthErrorBody>(server.url, '/signup/email-password', input());
     expect(signUp).toMatchObject({ status: 429, body: { status: 429, error: 'too-many-requests' } });

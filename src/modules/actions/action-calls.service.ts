@@ -43,12 +43,35 @@ export const HANDLER_ERROR_CODES = {
 } as const;
 
 /** Default codes of a 4xx answer that names none (spec 1 §7: the client must tell them apart). */
-const STATUS_CODES: Record<number, string> = { 400: 'BAD_REQUEST', 401: 'UNAUTHENTICATED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 409: 'CONFLICT', 422: 'BAD_REQUEST', 429: 'RATE_LIMITED' };
+const STATUS_CODES: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  422: 'BAD_REQUEST',
+  429: 'RATE_LIMITED',
+};
 
 /** Client headers never forwarded: hop-by-hop ones, the body's own, and credentials (the handler gets the session instead). */
 const NOT_FORWARDED = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length',
-  'content-type', 'content-encoding', 'accept-encoding', 'expect', 'authorization', 'proxy-authorization', 'cookie', 'set-cookie',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'accept-encoding',
+  'expect',
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
 ]);
 
 export interface ActionCallSettings {
@@ -161,7 +184,12 @@ export class ActionCalls {
     let status: number;
     let body: Buffer;
     try {
-      ({ status, body } = await this.http.request(url, { method: 'POST', headers, body: JSON.stringify(this.payload(call)), timeoutMs: timeoutSeconds * 1000 }));
+      ({ status, body } = await this.http.request(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(this.payload(call)),
+        timeoutMs: timeoutSeconds * 1000,
+      }));
     } catch (error) {
       if (!(error instanceof OutboundHttpError)) throw error;
       this.logger.warn({ action: action.name, code: error.code, reason: error.message }, 'action handler call failed');
@@ -190,7 +218,10 @@ export class ActionCalls {
     }
     if (status >= 400 && status < 500) {
       const error = json && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
-      const given = error.extensions !== null && typeof error.extensions === 'object' && !Array.isArray(error.extensions) ? (error.extensions as Record<string, unknown>) : {};
+      const given =
+        error.extensions !== null && typeof error.extensions === 'object' && !Array.isArray(error.extensions)
+          ? (error.extensions as Record<string, unknown>)
+          : {};
       // Hasura's `{message, extensions: {code}}`, its older top-level `code`, and spec 1 §2.3's `error_code`.
       const code = [given.code, error.code, error.error_code].find((value) => typeof value === 'string' && value !== '') as string | undefined;
       const message = [error.message, error.error].find((value) => typeof value === 'string' && value !== '') as string | undefined;

@@ -101,7 +101,9 @@ function parseSdl(text: string): ParsedSdl {
         types.scalars.push({ name: definition.name.value, ...description(definition) });
         break;
       default:
-        throw new MetadataFilesError(`${ACTIONS_GRAPHQL}: a ${definition.kind} cannot be part of the actions (only types, inputs, enums, scalars and the Mutation and Query fields)`);
+        throw new MetadataFilesError(
+          `${ACTIONS_GRAPHQL}: a ${definition.kind} cannot be part of the actions (only types, inputs, enums, scalars and the Mutation and Query fields)`,
+        );
     }
   }
   return { types, fields };
@@ -114,7 +116,17 @@ export const actionsFiles: MetadataFiles = {
     const types = (metadata.custom_types ?? {}) as CustomTypes;
     const yaml = {
       actions: actions.map((action) => {
-        const { arguments: _arguments, output_type: _output, type: _type, kind, handler, forward_client_headers, headers, timeout, ...rest } = action.definition;
+        const {
+          arguments: _arguments,
+          output_type: _output,
+          type: _type,
+          kind,
+          handler,
+          forward_client_headers,
+          headers,
+          timeout,
+          ...rest
+        } = action.definition;
         // One order and the defaults filled in, whichever way the metadata came: files compare equal when they mean the same.
         const definition = {
           kind: kind ?? 'synchronous',
@@ -151,13 +163,15 @@ export const actionsFiles: MetadataFiles = {
     } catch (error) {
       throw new MetadataFilesError(`${ACTIONS_YAML} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
     }
-    if (yaml === null || typeof yaml !== 'object' || Array.isArray(yaml)) throw new MetadataFilesError(`${ACTIONS_YAML} must be a mapping with actions and custom_types`);
+    if (yaml === null || typeof yaml !== 'object' || Array.isArray(yaml))
+      throw new MetadataFilesError(`${ACTIONS_YAML} must be a mapping with actions and custom_types`);
     const entries = (yaml as { actions?: unknown }).actions ?? [];
     if (!Array.isArray(entries)) throw new MetadataFilesError(`${ACTIONS_YAML}: actions must be a list`);
     const { types, fields } = parseSdl(sdlText);
     const actions = entries.map((raw: unknown, index) => {
       const entry = raw as Partial<ActionEntry> | null;
-      if (entry === null || typeof entry !== 'object' || typeof entry.name !== 'string') throw new MetadataFilesError(`${ACTIONS_YAML}: action ${index + 1} needs a name`);
+      if (entry === null || typeof entry !== 'object' || typeof entry.name !== 'string')
+        throw new MetadataFilesError(`${ACTIONS_YAML}: action ${index + 1} needs a name`);
       const field = fields.get(entry.name);
       if (!field) throw new MetadataFilesError(`${ACTIONS_YAML}: the action ${entry.name} has no field in type Mutation or Query of ${ACTIONS_GRAPHQL}`);
       fields.delete(entry.name);

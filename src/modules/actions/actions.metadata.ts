@@ -90,7 +90,8 @@ function objectAt(value: unknown, path: string, what: string): Json {
 }
 
 function nameAt(value: unknown, path: string, what: string): string {
-  if (typeof value !== 'string' || !GRAPHQL_NAME.test(value)) fail(path, `${what} must be a GraphQL name (letters, digits and _, not starting with a digit); got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !GRAPHQL_NAME.test(value))
+    fail(path, `${what} must be a GraphQL name (letters, digits and _, not starting with a digit); got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -112,7 +113,8 @@ export function namedType(reference: string): string {
 }
 
 function typeReferenceAt(value: unknown, path: string, what: string): string {
-  if (typeof value !== 'string' || !TYPE_REFERENCE.test(value.replace(/\s+/g, ''))) fail(path, `${what} must be a GraphQL type such as String! or [Item!]; got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !TYPE_REFERENCE.test(value.replace(/\s+/g, '')))
+    fail(path, `${what} must be a GraphQL type such as String! or [Item!]; got ${JSON.stringify(value)}`);
   const reference = value.replace(/\s+/g, '');
   const opened = (reference.match(/\[/g) ?? []).length;
   if (opened !== (reference.match(/\]/g) ?? []).length) fail(path, `${what} has unbalanced brackets: ${value}`);
@@ -190,7 +192,10 @@ export function parseCustomTypes(value: unknown, path = '$.args'): CustomTypes {
     types[kind] = listAt(args[kind], `${path}.${kind}`, kind).map((raw, index) => {
       const at = `${path}.${kind}[${index}]`;
       const entry = named(raw, at, kind === 'objects' ? 'object' : 'input object');
-      const parsed: CustomObject = { name: entry.name as string, fields: fieldsAt(entry.fields, `${at}.fields`, entry.name as string, kind === 'input_objects') };
+      const parsed: CustomObject = {
+        name: entry.name as string,
+        fields: fieldsAt(entry.fields, `${at}.fields`, entry.name as string, kind === 'input_objects'),
+      };
       if (kind === 'objects' && Array.isArray(entry.relationships) && entry.relationships.length > 0) {
         fail(`${at}.relationships`, 'relationships from action output types to tables are not supported (Plinth exposes no tables)', 'not-supported');
       }
@@ -233,7 +238,8 @@ export function parseDefinition(value: unknown, path: string, action: string): A
   const headers = listAt(definition.headers, `${path}.headers`, `the headers of ${action}`).map((raw, index): ActionHeader => {
     const at = `${path}.headers[${index}]`;
     const header = objectAt(raw, at, `a header of ${action}`);
-    if (typeof header.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.name)) fail(`${at}.name`, `a header name of ${action} must be an HTTP header name`);
+    if (typeof header.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.name))
+      fail(`${at}.name`, `a header name of ${action} must be an HTTP header name`);
     if (typeof header.value === 'string' && header.value_from_env === undefined) return { name: header.name, value: header.value };
     if (typeof header.value_from_env === 'string' && header.value === undefined) return { name: header.name, value_from_env: header.value_from_env };
     fail(at, `the header ${header.name} of ${action} needs exactly one of value or value_from_env (a string)`);
@@ -270,7 +276,8 @@ export function parseActionArgs(value: unknown): { name: string; definition: Act
 
 /** A role name of a permission. */
 export function roleAt(value: unknown, path: string): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,100}$/.test(value)) fail(path, `a role must be 1 to 100 letters, digits, _ or -; got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,100}$/.test(value))
+    fail(path, `a role must be 1 to 100 letters, digits, _ or -; got ${JSON.stringify(value)}`);
   if (value === 'admin') fail(path, 'the admin role may call every action: it takes no permission', 'validation-failed');
   return value;
 }

@@ -45,8 +45,25 @@ const BUILT_IN_SCALARS = new Set(['Int', 'Float', 'String', 'Boolean', 'ID']);
  * they are added, as pass-through scalars, when an action or custom type refers to one.
  */
 export const POSTGRES_SCALARS = new Set([
-  'uuid', 'timestamptz', 'timestamp', 'date', 'time', 'timetz', 'interval', 'json', 'jsonb', 'numeric', 'bigint',
-  'smallint', 'float8', 'float4', 'bpchar', 'citext', 'money', 'inet', 'bytea',
+  'uuid',
+  'timestamptz',
+  'timestamp',
+  'date',
+  'time',
+  'timetz',
+  'interval',
+  'json',
+  'jsonb',
+  'numeric',
+  'bigint',
+  'smallint',
+  'float8',
+  'float4',
+  'bpchar',
+  'citext',
+  'money',
+  'inet',
+  'bytea',
 ]);
 
 function refuse(message: string): never {
@@ -124,9 +141,12 @@ export function extendWithActions(base: GraphQLSchema, metadata: ActionsMetadata
       : '';
     const description = described(action.comment, '  ');
     if (definition.kind === 'asynchronous') {
-      if (custom.has(action.name) || base.getType(action.name)) refuse(`the asynchronous action "${action.name}" needs a type of its name for its result, and a type ${action.name} exists`);
-      if (base.getQueryType()?.getFields()[action.name]) refuse(`the asynchronous action "${action.name}" clashes with the built-in field ${base.getQueryType()!.name}.${action.name}`);
-      if (subscriptionRoot?.getFields()[action.name]) refuse(`the asynchronous action "${action.name}" clashes with the built-in field ${subscriptionRoot.name}.${action.name}`);
+      if (custom.has(action.name) || base.getType(action.name))
+        refuse(`the asynchronous action "${action.name}" needs a type of its name for its result, and a type ${action.name} exists`);
+      if (base.getQueryType()?.getFields()[action.name])
+        refuse(`the asynchronous action "${action.name}" clashes with the built-in field ${base.getQueryType()!.name}.${action.name}`);
+      if (subscriptionRoot?.getFields()[action.name])
+        refuse(`the asynchronous action "${action.name}" clashes with the built-in field ${subscriptionRoot.name}.${action.name}`);
       for (const scalar of ['uuid', 'timestamptz', 'json']) if (!custom.has(scalar) && !base.getType(scalar)) implicit.add(scalar);
       added.mutation.push(`${description}  ${action.name}${args}: uuid!`);
       added.query.push(`${description}  ${action.name}(id: uuid!): ${action.name}`);
@@ -159,7 +179,11 @@ export function extendWithActions(base: GraphQLSchema, metadata: ActionsMetadata
     return { name: `${kind[0].toUpperCase()}${kind.slice(1)}`, keyword: 'type' };
   };
   const rootNames: Record<string, string> = {};
-  for (const [kind, existing] of [['query', roots.query], ['mutation', roots.mutation], ['subscription', subscriptionRoot]] as const) {
+  for (const [kind, existing] of [
+    ['query', roots.query],
+    ['mutation', roots.mutation],
+    ['subscription', subscriptionRoot],
+  ] as const) {
     if (added[kind].length === 0) continue;
     const { name, keyword } = rootName(kind, existing);
     rootNames[kind] = name;
@@ -187,12 +211,19 @@ function attachResolvers(schema: GraphQLSchema, actions: ActionEntry[], runner: 
     const requestQuery = (info: { operation: { loc?: { source: { body: string } } } }) => info.operation.loc?.source.body ?? '';
     if (action.definition.kind === 'asynchronous') {
       const mutation = field(rootNames.mutation, action.name)!;
-      mutation.resolve = ((_source, args, context: GraphQLContext, info) => runner.enqueue(action, args, context, requestQuery(info))) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      mutation.resolve = ((_source, args, context: GraphQLContext, info) => runner.enqueue(action, args, context, requestQuery(info))) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
       const outputType = (schema.getType(action.name) as GraphQLObjectType).getFields().output.type;
       const query = field(rootNames.query, action.name)!;
-      query.resolve = ((_source, args: { id: string }, context: GraphQLContext) => runner.result(action, args.id, context, outputType)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      query.resolve = ((_source, args: { id: string }, context: GraphQLContext) => runner.result(action, args.id, context, outputType)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
       const subscription = field(rootNames.subscription, action.name)!;
-      subscription.subscribe = ((_source, args: { id: string }, context: GraphQLContext) => runner.watch(action, args.id, context, outputType)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      subscription.subscribe = ((_source, args: { id: string }, context: GraphQLContext) =>
+        runner.watch(action, args.id, context, outputType)) as GraphQLFieldResolver<unknown, GraphQLContext>;
       subscription.resolve = (payload: unknown) => payload;
     } else {
       const root = field(rootNames[action.definition.type ?? 'mutation'], action.name)!;

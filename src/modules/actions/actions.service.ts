@@ -137,13 +137,15 @@ export class ActionsService implements ActionRunner {
   /** Checks `next` whole (handler URLs, then the schema it gives) and stores it; served once the transaction commits. */
   private async commit(next: ActionsMetadata, context: MetadataRequestContext): Promise<typeof SUCCESS> {
     const [unstorable] = unstorableTextPaths(next);
-    if (unstorable !== undefined) throw new MetadataError('parse-failed', `${unstorable.replace(/^customTypes/, 'custom_types')} ${UNSTORABLE_TEXT_MESSAGE}`, '$.args');
+    if (unstorable !== undefined)
+      throw new MetadataError('parse-failed', `${unstorable.replace(/^customTypes/, 'custom_types')} ${UNSTORABLE_TEXT_MESSAGE}`, '$.args');
     for (const action of next.actions) {
       let url: URL;
       try {
         url = this.deps.calls.handlerUrl(action.definition.handler);
       } catch (error) {
-        const reason = (error as { code?: unknown }).code === 'ERR_INVALID_URL' ? `${JSON.stringify(action.definition.handler)} is not a URL` : (error as Error).message;
+        const reason =
+          (error as { code?: unknown }).code === 'ERR_INVALID_URL' ? `${JSON.stringify(action.definition.handler)} is not a URL` : (error as Error).message;
         throw new MetadataError('validation-failed', `the handler of the action "${action.name}" is not usable: ${reason}`, '$.args');
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') {
@@ -195,7 +197,8 @@ export class ActionsService implements ActionRunner {
     const given = objectArgs(args);
     const current = await this.current(context.manager);
     const existing = actionNameAt(given.name, '$.args.name', current);
-    if (given.clear_data !== undefined && typeof given.clear_data !== 'boolean') throw new MetadataError('parse-failed', 'clear_data must be a boolean', '$.args.clear_data');
+    if (given.clear_data !== undefined && typeof given.clear_data !== 'boolean')
+      throw new MetadataError('parse-failed', 'clear_data must be a boolean', '$.args.clear_data');
     // Hasura clears the asynchronous action's logs unless told otherwise.
     if (given.clear_data !== false) await context.manager.query('DELETE FROM action_log WHERE action_name = $1', [existing.name]);
     return this.commit({ ...current, actions: current.actions.filter((action) => action !== existing) }, context);
@@ -206,7 +209,8 @@ export class ActionsService implements ActionRunner {
     const current = await this.current(context.manager);
     const existing = actionNameAt(given.action, '$.args.action', current);
     const role = roleAt(given.role, '$.args.role');
-    if (given.comment !== undefined && given.comment !== null && typeof given.comment !== 'string') throw new MetadataError('parse-failed', 'comment must be a string', '$.args.comment');
+    if (given.comment !== undefined && given.comment !== null && typeof given.comment !== 'string')
+      throw new MetadataError('parse-failed', 'comment must be a string', '$.args.comment');
     if ((existing.permissions ?? []).some((permission) => permission.role === role)) {
       throw new MetadataError('already-exists', `permission for role "${role}" already exists for action "${existing.name}"`, '$.args.role');
     }
@@ -255,7 +259,13 @@ export class ActionsService implements ActionRunner {
     throw new GraphQLError(`The role "${session.role}" may not use the action ${action.name}`, { extensions: { code: 'FORBIDDEN' } });
   }
 
-  async run(action: ActionEntry, input: Record<string, unknown>, context: GraphQLContext, requestQuery: string, returnType: GraphQLOutputType): Promise<unknown> {
+  async run(
+    action: ActionEntry,
+    input: Record<string, unknown>,
+    context: GraphQLContext,
+    requestQuery: string,
+    returnType: GraphQLOutputType,
+  ): Promise<unknown> {
     this.authorize(action, context.session);
     const result = await this.deps.calls.call({
       action,
@@ -280,10 +290,14 @@ export class ActionsService implements ActionRunner {
     const id = randomUUID();
     const headers = action.definition.forward_client_headers ? this.deps.calls.forwardable(context.requestHeaders) : {};
     await this.deps.dataSource.transaction(async (manager) => {
-      await manager.query(
-        'INSERT INTO action_log (id, action_name, input, session_variables, client_headers, request_query) VALUES ($1, $2, $3, $4, $5, $6)',
-        [id, action.name, JSON.stringify(input), JSON.stringify(context.session.variables), JSON.stringify(headers), requestQuery],
-      );
+      await manager.query('INSERT INTO action_log (id, action_name, input, session_variables, client_headers, request_query) VALUES ($1, $2, $3, $4, $5, $6)', [
+        id,
+        action.name,
+        JSON.stringify(input),
+        JSON.stringify(context.session.variables),
+        JSON.stringify(headers),
+        requestQuery,
+      ]);
       await this.deps.jobs.send(ASYNC_ACTION_QUEUE, { id }, { transaction: manager });
     });
     return id;
@@ -307,10 +321,16 @@ export class ActionsService implements ActionRunner {
     const session = { role: variables['x-gql-role'] ?? ADMIN_ROLE, userId: variables['x-gql-user-id'] ?? null, variables };
     let outcome: { status: 'completed'; output: unknown } | { status: 'error'; errors: unknown };
     if (!action || action.definition.kind !== 'asynchronous') {
-      outcome = { status: 'error', errors: { message: `the action ${row.action_name} is no longer declared as asynchronous`, extensions: { code: 'not-exists' } } };
+      outcome = {
+        status: 'error',
+        errors: { message: `the action ${row.action_name} is no longer declared as asynchronous`, extensions: { code: 'not-exists' } },
+      };
     } else {
       try {
-        outcome = { status: 'completed', output: await this.deps.calls.call({ action, input: row.input, session, requestQuery: row.request_query, clientHeaders: row.client_headers }) };
+        outcome = {
+          status: 'completed',
+          output: await this.deps.calls.call({ action, input: row.input, session, requestQuery: row.request_query, clientHeaders: row.client_headers }),
+        };
       } catch (error) {
         if (!(error instanceof GraphQLError)) throw error;
         outcome = { status: 'error', errors: { message: error.message, extensions: error.extensions } };
@@ -318,7 +338,12 @@ export class ActionsService implements ActionRunner {
     }
     const updated = (await this.deps.dataSource.query(
       `UPDATE action_log SET status = $2, output = $3, errors = $4, completed_at = now() WHERE id = $1 AND status = 'created' RETURNING id`,
-      [id, outcome.status, outcome.status === 'completed' ? JSON.stringify(outcome.output) : null, outcome.status === 'error' ? JSON.stringify(outcome.errors) : null],
+      [
+        id,
+        outcome.status,
+        outcome.status === 'completed' ? JSON.stringify(outcome.output) : null,
+        outcome.status === 'error' ? JSON.stringify(outcome.errors) : null,
+      ],
     )) as [unknown[], number] | unknown[];
     this.deps.pubSub.publish(RESULT_TOPIC, id, { id });
     return { status: outcome.status, kept: Array.isArray(updated) && updated.length > 0 };
@@ -328,7 +353,12 @@ export class ActionsService implements ActionRunner {
     return (await this.state(action, id, context, outputType)).result;
   }
 
-  private async state(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): Promise<{ result: AsyncActionResult | null; done: boolean }> {
+  private async state(
+    action: ActionEntry,
+    id: string,
+    context: GraphQLContext,
+    outputType: GraphQLOutputType,
+  ): Promise<{ result: AsyncActionResult | null; done: boolean }> {
     if (!UUID.test(id)) throw new GraphQLError('id must be a UUID', { extensions: { code: 'BAD_USER_INPUT', argument: 'id' } });
     const rows = rowFilterSql(context.session, ACTION_CALLS_TABLE, 'action_log', 3);
     const [row] = (await this.deps.dataSource.query(`SELECT * FROM action_log WHERE id = $1 AND action_name = $2 AND ${rows.clause}`, [
@@ -340,11 +370,11 @@ export class ActionsService implements ActionRunner {
     const result: AsyncActionResult = { id: row.id, created_at: row.created_at.toISOString(), output: row.output, errors: row.errors };
     if (row.status === 'completed') {
       const problem = outputProblem(row.output, outputType, action.name);
-      if (problem) return { result: { ...result, output: null, errors: { message: problem, extensions: { code: HANDLER_ERROR_CODES.unexpected } } }, done: true };
+      if (problem)
+        return { result: { ...result, output: null, errors: { message: problem, extensions: { code: HANDLER_ERROR_CODES.unexpected } } }, done: true };
     }
     return { result, done: row.status !== 'created' };
   }
-
 
   watch(action: ActionEntry, id: string, context: GraphQLContext, outputType: GraphQLOutputType): AsyncIterable<AsyncActionResult | null> {
     if (!UUID.test(id)) throw new GraphQLError('id must be a UUID', { extensions: { code: 'BAD_USER_INPUT', argument: 'id' } });
@@ -371,7 +401,10 @@ export class ActionsService implements ActionRunner {
 
 /** The stored actions metadata. */
 export async function storedActions(manager: EntityManager): Promise<ActionsMetadata> {
-  const [row] = (await manager.query('SELECT custom_types, actions FROM actions_metadata WHERE id = 1')) as { custom_types: CustomTypes; actions: ActionEntry[] }[];
+  const [row] = (await manager.query('SELECT custom_types, actions FROM actions_metadata WHERE id = 1')) as {
+    custom_types: CustomTypes;
+    actions: ActionEntry[];
+  }[];
   return { customTypes: row.custom_types, actions: row.actions };
 }
 

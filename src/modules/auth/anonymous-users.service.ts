@@ -67,7 +67,8 @@ export class AnonymousUsers {
       await this.signUps.checkPassword(input.password);
       passwordHash = await this.passwords.hash(input.password);
     } else {
-      if (!this.settings.passwordlessEmailEnabled) throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+      if (!this.settings.passwordlessEmailEnabled)
+        throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
       this.mail.requireMail();
     }
     await this.dataSource.transaction(async (manager) => {
@@ -80,7 +81,17 @@ export class AnonymousUsers {
         `UPDATE users SET email = $2, password_hash = $3, is_anonymous = false, email_verified = false, default_role = $4,
            allowed_roles = $5, name = coalesce($6, name), locale = coalesce($7, locale), metadata = coalesce($8, metadata), avatar_url = $9
          WHERE id = $1 RETURNING ${USER_COLUMNS}`,
-        [userId, email, passwordHash, defaultRole, allowedRoles, displayName(options.displayName) ?? null, options.locale ?? null, options.metadata ?? null, this.newAccounts.avatarUrl(email)],
+        [
+          userId,
+          email,
+          passwordHash,
+          defaultRole,
+          allowedRoles,
+          displayName(options.displayName) ?? null,
+          options.locale ?? null,
+          options.metadata ?? null,
+          this.newAccounts.avatarUrl(email),
+        ],
       );
       await this.tokens.revokeAll(userId, manager);
       if (input.signInMethod === 'passwordless') {

@@ -41,7 +41,22 @@ export const USER_SCHEMA = {
     phoneNumberVerified: { type: 'boolean' },
     activeMfaType: { type: ['string', 'null'] },
   },
-  required: ['id', 'createdAt', 'displayName', 'avatarUrl', 'locale', 'email', 'isAnonymous', 'defaultRole', 'roles', 'metadata', 'emailVerified', 'phoneNumber', 'phoneNumberVerified', 'activeMfaType'],
+  required: [
+    'id',
+    'createdAt',
+    'displayName',
+    'avatarUrl',
+    'locale',
+    'email',
+    'isAnonymous',
+    'defaultRole',
+    'roles',
+    'metadata',
+    'emailVerified',
+    'phoneNumber',
+    'phoneNumberVerified',
+    'activeMfaType',
+  ],
 } as const;
 
 export const SESSION_SCHEMA = {
@@ -60,4 +75,3 @@ export const NULLABLE_SESSION = { ...SESSION_SCHEMA, type: ['object', 'null'] } 
 export const OK = { type: 'string', const: 'OK', description: 'Done' } as const;
 export const REDIRECT = { description: 'Redirect to redirectTo', type: 'null' } as const;
 export const ERRORS = { 400: AUTH_ERROR_SCHEMA, 401: AUTH_ERROR_SCHEMA, 403: AUTH_ERROR_SCHEMA, 409: AUTH_ERROR_SCHEMA, 429: AUTH_ERROR_SCHEMA };
-

@@ -65,7 +65,12 @@ export function signingSecret(config: Config): JwtSecretConfig {
   const engine = config.graphql.jwtSecret!;
   const own = config.auth.jwtSecret;
   const secret: JwtSecretConfig = own
-    ? { ...engine, type: own.type ?? (engine.type.startsWith('HS') ? engine.type : 'HS256'), key: own.key, ...(own.claims_namespace ? { claims_namespace: own.claims_namespace } : {}) }
+    ? {
+        ...engine,
+        type: own.type ?? (engine.type.startsWith('HS') ? engine.type : 'HS256'),
+        key: own.key,
+        ...(own.claims_namespace ? { claims_namespace: own.claims_namespace } : {}),
+      }
     : engine;
   if (!secret.type.startsWith('HS')) {
     throw new ConfigError([`AUTH_JWT_SECRET is required when GQL_GRAPHQL_JWT_SECRET is ${secret.type}: the auth service signs with a shared secret`]);

@@ -83,7 +83,8 @@ export class EmailSignIn {
    * address gets an account first, with the sign-up options, unless sign-up is disabled.
    */
   async signInPasswordlessEmail(input: { email: string; options?: SignUpOptions }): Promise<void> {
-    if (!this.settings.passwordlessEmailEnabled) throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
+    if (!this.settings.passwordlessEmailEnabled)
+      throw authError('disabled-endpoint', 'Passwordless sign-in is disabled (AUTH_EMAIL_PASSWORDLESS_EMAIL_ENABLED)');
     this.mail.requireMail();
     const email = emailAddress(input.email, 'email');
     const options = input.options ?? {};

@@ -26,7 +26,8 @@ export function linkVerificationRoutes(route: AuthRoute, services: AuthServices)
       },
       response: { 302: REDIRECT, ...ERRORS },
     },
-    handler: async (request, reply) => reply.redirect(await links.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302),
+    handler: async (request, reply) =>
+      reply.redirect(await links.verify(request.query as { ticket: string; type: string; redirectTo?: string }, request.ip), 302),
   });
 
   route({

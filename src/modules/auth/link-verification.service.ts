@@ -59,7 +59,8 @@ export class LinkVerification {
         // that signs in takes an account nobody had verified over; the verification mail confirms
         // the sign-up it was sent for, password included (docs/decisions.md).
         if (type === 'emailConfirmChange') await this.moveEmail(manager, user, redeemed.newEmail);
-        else if (!user.email_verified && type !== 'emailVerify') await this.takeover.takeOver(manager, user, type === 'passwordReset' ? 'password-reset' : 'magic-link');
+        else if (!user.email_verified && type !== 'emailVerify')
+          await this.takeover.takeOver(manager, user, type === 'passwordReset' ? 'password-reset' : 'magic-link');
         else await manager.query('UPDATE users SET email_verified = true WHERE id = $1', [user.id]);
         // As any sign-in: a second factor, when on, is still asked for (the MFA ticket instead of a session).
         return this.signIn.complete(await activeUser(manager, user.id), manager, ip);

@@ -34,7 +34,16 @@ export class NewAccounts {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
        ON CONFLICT DO NOTHING
        RETURNING ${USER_COLUMNS}`,
-      [email, passwordHash, displayName(options.displayName) ?? email, options.locale ?? 'en', defaultRole, allowedRoles, options.metadata ?? {}, this.avatarUrl(email)],
+      [
+        email,
+        passwordHash,
+        displayName(options.displayName) ?? email,
+        options.locale ?? 'en',
+        defaultRole,
+        allowedRoles,
+        options.metadata ?? {},
+        this.avatarUrl(email),
+      ],
     )) as UserRow[];
     if (!user) throw authError('email-already-in-use');
     return user;

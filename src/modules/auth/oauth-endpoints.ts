@@ -133,7 +133,13 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     pkce: true,
     async profile(api) {
       const user = await api<{ id: number; email: string | null; confirmed_at: string | null; name: string; avatar_url: string | null }>('/user');
-      return { id: String(user.id), email: text(user.email), emailVerified: user.confirmed_at !== null, displayName: text(user.name), avatarUrl: text(user.avatar_url) };
+      return {
+        id: String(user.id),
+        email: text(user.email),
+        emailVerified: user.confirmed_at !== null,
+        displayName: text(user.name),
+        avatarUrl: text(user.avatar_url),
+      };
     },
   },
   bitbucket: {
@@ -148,7 +154,13 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
       const user = await api<{ uuid: string; display_name: string; links?: { avatar?: { href?: string } } }>('/user');
       const emails = await api<{ values: { email: string; is_primary: boolean; is_confirmed: boolean }[] }>('/user/emails');
       const primary = emails.values.find((entry) => entry.is_primary) ?? null;
-      return { id: user.uuid, email: primary?.email ?? null, emailVerified: primary?.is_confirmed === true, displayName: text(user.display_name), avatarUrl: text(user.links?.avatar?.href) };
+      return {
+        id: user.uuid,
+        email: primary?.email ?? null,
+        emailVerified: primary?.is_confirmed === true,
+        displayName: text(user.display_name),
+        avatarUrl: text(user.links?.avatar?.href),
+      };
     },
   },
   facebook: {
@@ -161,7 +173,13 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     async profile(api) {
       const user = await api<{ id: string; name?: string; email?: string; picture?: { data?: { url?: string } } }>('/me?fields=id,name,email,picture');
       // Facebook returns only confirmed addresses.
-      return { id: user.id, email: text(user.email), emailVerified: text(user.email) !== null, displayName: text(user.name), avatarUrl: text(user.picture?.data?.url) };
+      return {
+        id: user.id,
+        email: text(user.email),
+        emailVerified: text(user.email) !== null,
+        displayName: text(user.name),
+        avatarUrl: text(user.picture?.data?.url),
+      };
     },
   },
   discord: {
@@ -172,7 +190,9 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
     pkce: true,
     tokenAuthentication: 'client_secret_basic',
     async profile(api) {
-      const user = await api<{ id: string; username: string; global_name?: string | null; email?: string | null; verified?: boolean; avatar?: string | null }>('/users/@me');
+      const user = await api<{ id: string; username: string; global_name?: string | null; email?: string | null; verified?: boolean; avatar?: string | null }>(
+        '/users/@me',
+      );
       const avatarUrl = user.avatar ? `https://cdn.discordapp.com/avatars/${user.id}/${user.avatar}.png` : null;
       return { id: user.id, email: text(user.email), emailVerified: user.verified === true, displayName: text(user.global_name) ?? user.username, avatarUrl };
     },
@@ -246,7 +266,13 @@ export const OAUTH2_PROVIDERS: Partial<Record<OAuthProviderName, OAuth2Provider>
       const { data } = await api<{ data: { id: string; display_name: string; email?: string; profile_image_url?: string }[] }>('/users');
       const user = data[0];
       // Twitch gives the address to this scope only once it is verified.
-      return { id: user.id, email: text(user.email), emailVerified: text(user.email) !== null, displayName: text(user.display_name), avatarUrl: text(user.profile_image_url) };
+      return {
+        id: user.id,
+        email: text(user.email),
+        emailVerified: text(user.email) !== null,
+        displayName: text(user.display_name),
+        avatarUrl: text(user.profile_image_url),
+      };
     },
   },
 };

@@ -28,7 +28,7 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
       tags: TAGS,
       summary: 'Sign in with an external identity provider',
       description:
-        'Redirects to the provider (AUTH_PROVIDER_<NAME>_ENABLED) with a signed, single-use `state` and PKCE where the provider takes it, and sets the HttpOnly cookie `plinth_oauth_state` (the state, for the provider\'s callback path, AUTH_PROVIDER_STATE_TTL_SECONDS): the callback goes on only in the browser that holds it. `redirectTo` must be allowed (AUTH_CLIENT_URL, AUTH_ALLOWED_REDIRECT_URLS); the callback sends the browser there.',
+        "Redirects to the provider (AUTH_PROVIDER_<NAME>_ENABLED) with a signed, single-use `state` and PKCE where the provider takes it, and sets the HttpOnly cookie `plinth_oauth_state` (the state, for the provider's callback path, AUTH_PROVIDER_STATE_TTL_SECONDS): the callback goes on only in the browser that holds it. `redirectTo` must be allowed (AUTH_CLIENT_URL, AUTH_ALLOWED_REDIRECT_URLS); the callback sends the browser there.",
       params: PROVIDER_PARAMS,
       querystring: { type: 'object', properties: { redirectTo: REDIRECT_TO } },
       response: { 302: REDIRECT, ...ERRORS },
@@ -52,7 +52,8 @@ export function oauthRoutes(route: AuthRoute, services: AuthServices): void {
   };
   // A browser is on the callback: every answer is a redirect back to the app, a request that does
   // not validate, goes over a limit or meets an error included.
-  const redirect = (reply: FastifyReply, location: string, cookie: string | null) => (cookie ? reply.header('set-cookie', cookie) : reply).redirect(location, 302);
+  const redirect = (reply: FastifyReply, location: string, cookie: string | null) =>
+    (cookie ? reply.header('set-cookie', cookie) : reply).redirect(location, 302);
   const callbackOptions = (fields: 'query' | 'body') => ({
     attachValidation: true,
     config: { answersLimitsItself: true, checksOwnText: true },

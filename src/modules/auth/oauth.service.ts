@@ -160,7 +160,9 @@ export class OAuthSignIn {
     const redirectTo = this.allowedRedirect(pending.redirect_to);
     if (typeof redirectTo !== 'string') return finish(withQuery(this.config.auth.clientUrl, redirectTo));
     if (cookie === null) {
-      return finish(withQuery(redirectTo, { error: 'invalid-state', errorDescription: 'The sign-in was started in another browser, or its cookie expired: start again' }));
+      return finish(
+        withQuery(redirectTo, { error: 'invalid-state', errorDescription: 'The sign-in was started in another browser, or its cookie expired: start again' }),
+      );
     }
     const provider = name as OAuthProviderName;
     try {
@@ -275,18 +277,39 @@ export class OAuthSignIn {
   private async twitterProfile(query: ProviderCallback, pending: PendingSignIn): Promise<ProviderProfile> {
     const settings = this.settings('twitter');
     const [token, tokenSecret] = pending.code_verifier.split(' ');
-    if (query.oauth_token !== token || !query.oauth_verifier) throw new ProviderFailure('invalid-request', 'Twitter sent back another request token, or no verifier');
-    const access = await this.twitterCall(settings, 'POST', this.twitterUrl(settings, 'access_token'), { token, tokenSecret }, { oauth_verifier: query.oauth_verifier });
+    if (query.oauth_token !== token || !query.oauth_verifier)
+      throw new ProviderFailure('invalid-request', 'Twitter sent back another request token, or no verifier');
+    const access = await this.twitterCall(
+      settings,
+      'POST',
+      this.twitterUrl(settings, 'access_token'),
+      { token, tokenSecret },
+      { oauth_verifier: query.oauth_verifier },
+    );
     if (!access.oauth_token || !access.oauth_token_secret) throw new ProviderFailure('invalid-grant', 'Twitter did not accept the verifier');
     const url = `${settings.apiUrl ?? TWITTER.apiUrl}/account/verify_credentials.json?include_email=true&skip_status=true`;
-    const credentials = { consumerKey: settings.credentials.CONSUMER_KEY, consumerSecret: settings.credentials.CONSUMER_SECRET, token: access.oauth_token, tokenSecret: access.oauth_token_secret };
+    const credentials = {
+      consumerKey: settings.credentials.CONSUMER_KEY,
+      consumerSecret: settings.credentials.CONSUMER_SECRET,
+      token: access.oauth_token,
+      tokenSecret: access.oauth_token_secret,
+    };
     const response = await this.http
-      .requestJson<{ id_str?: string; name?: string; email?: string; profile_image_url_https?: string }>(url, { method: 'GET', headers: { authorization: oauth1Header('GET', url, credentials) } })
+      .requestJson<{ id_str?: string; name?: string; email?: string; profile_image_url_https?: string }>(url, {
+        method: 'GET',
+        headers: { authorization: oauth1Header('GET', url, credentials) },
+      })
       .catch(() => null);
     const user = response?.status === 200 ? response.body : null;
     if (!user?.id_str) throw new ProviderFailure('provider-error', 'Twitter did not give the profile');
     // Twitter returns only a verified address, and only to apps allowed to ask for it.
-    return { id: user.id_str, email: user.email || null, emailVerified: Boolean(user.email), displayName: user.name ?? null, avatarUrl: user.profile_image_url_https ?? null };
+    return {
+      id: user.id_str,
+      email: user.email || null,
+      emailVerified: Boolean(user.email),
+      displayName: user.name ?? null,
+      avatarUrl: user.profile_image_url_https ?? null,
+    };
   }
 
   /** A signed form POST to one of Twitter's OAuth 1.0a endpoints; its form answer, empty when refused. */
@@ -298,10 +321,12 @@ export class OAuthSignIn {
     extra: Record<string, string>,
   ): Promise<Record<string, string>> {
     const credentials = { consumerKey: settings.credentials.CONSUMER_KEY, consumerSecret: settings.credentials.CONSUMER_SECRET, ...token };
-    const response = await this.http.request(url, { method, headers: { authorization: oauth1Header(method, url, credentials, extra) } }).catch((error: unknown) => {
-      this.logger.warn({ err: error, provider: 'twitter' }, 'Twitter did not answer');
-      throw new ProviderFailure('provider-error', 'Twitter did not answer');
-    });
+    const response = await this.http
+      .request(url, { method, headers: { authorization: oauth1Header(method, url, credentials, extra) } })
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error, provider: 'twitter' }, 'Twitter did not answer');
+        throw new ProviderFailure('provider-error', 'Twitter did not answer');
+      });
     if (response.status !== 200) {
       this.logger.warn({ provider: 'twitter', status: response.status }, 'Twitter refused an OAuth request');
       return {};

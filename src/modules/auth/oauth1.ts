@@ -45,6 +45,12 @@ export function oauth1Signature(method: string, url: string, parameters: Record<
   const pairs = [...target.searchParams.entries(), ...Object.entries(parameters).filter(([name]) => name !== 'oauth_signature')]
     .map(([name, value]) => [percentEncode(name), percentEncode(value)])
     .sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : 1) : a < b ? -1 : 1));
-  const base = [method.toUpperCase(), percentEncode(`${target.origin}${target.pathname}`), percentEncode(pairs.map(([name, value]) => `${name}=${value}`).join('&'))].join('&');
-  return createHmac('sha1', `${percentEncode(consumerSecret)}&${percentEncode(tokenSecret)}`).update(base).digest('base64');
+  const base = [
+    method.toUpperCase(),
+    percentEncode(`${target.origin}${target.pathname}`),
+    percentEncode(pairs.map(([name, value]) => `${name}=${value}`).join('&')),
+  ].join('&');
+  return createHmac('sha1', `${percentEncode(consumerSecret)}&${percentEncode(tokenSecret)}`)
+    .update(base)
+    .digest('base64');
 }

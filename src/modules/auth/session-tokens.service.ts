@@ -39,7 +39,6 @@ export interface TokenSettings {
   mfaRequiredRoles: string[];
 }
 
-
 /** A new session: its first refresh token ($1 hash, $2 user, $3 lifetime in minutes), the user's last_seen set. */
 export const START_SESSION = `WITH seen AS (UPDATE users SET last_seen = now() WHERE id = $2)
          INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)
@@ -230,10 +229,9 @@ export class SessionTokens {
       throw authError('invalid-refresh-token');
     }
     // A concurrent retry: the family gets one more token; the one already issued stays valid.
-    const [user] = (await this.dataSource.query(
-      `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND NOT disabled AND deleted_at IS NULL`,
-      [state.user_id],
-    )) as UserRow[];
+    const [user] = (await this.dataSource.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND NOT disabled AND deleted_at IS NULL`, [
+      state.user_id,
+    ])) as UserRow[];
     if (!user) throw authError('invalid-refresh-token');
     const [row] = (await this.dataSource.query(
       `INSERT INTO auth_refresh_tokens (token_hash, family_id, user_id, expires_at)

@@ -28,13 +28,7 @@ export interface RedeemedTicket {
  * requests race with it.
  */
 export class Tickets {
-  async issue(
-    manager: EntityManager,
-    kind: TicketKind,
-    userId: string,
-    ttlSeconds: number,
-    newEmail: string | null = null,
-  ): Promise<string> {
+  async issue(manager: EntityManager, kind: TicketKind, userId: string, ttlSeconds: number, newEmail: string | null = null): Promise<string> {
     const ticket = `${TICKET_PREFIX[kind]}:${randomUUID()}`;
     await manager.query('DELETE FROM auth_tickets WHERE user_id = $1 AND kind = $2', [userId, kind]);
     await manager.query(

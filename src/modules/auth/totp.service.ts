@@ -150,11 +150,7 @@ export class TotpFactor {
   }
 
   private async lockedUser(manager: EntityManager, userId: string): Promise<TotpUserRow> {
-    const user = await one<TotpUserRow>(
-      manager,
-      `SELECT ${USER_COLUMNS}, totp_secret_sealed, totp_last_step FROM users WHERE id = $1 FOR UPDATE`,
-      [userId],
-    );
+    const user = await one<TotpUserRow>(manager, `SELECT ${USER_COLUMNS}, totp_secret_sealed, totp_last_step FROM users WHERE id = $1 FOR UPDATE`, [userId]);
     if (!user || user.deleted_at) throw authError('unauthenticated-user');
     if (user.disabled) throw authError('disabled-user');
     return user;

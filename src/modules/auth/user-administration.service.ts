@@ -47,10 +47,9 @@ export class UserAdministration {
   ) {}
 
   async list(role?: string): Promise<AdministeredUser[]> {
-    const rows = (await this.dataSource.query(
-      `SELECT ${COLUMNS} FROM users WHERE $1::text IS NULL OR $1 = ANY (allowed_roles) ORDER BY created_at, email`,
-      [role ?? null],
-    )) as AdministeredRow[];
+    const rows = (await this.dataSource.query(`SELECT ${COLUMNS} FROM users WHERE $1::text IS NULL OR $1 = ANY (allowed_roles) ORDER BY created_at, email`, [
+      role ?? null,
+    ])) as AdministeredRow[];
     return rows.map(administered);
   }
 

@@ -63,7 +63,8 @@ export class ErrorsResolver {
 
   @ErrorManagement()
   @Mutation(() => ErrorNode, {
-    description: 'Resolves an error in a release (given, else the latest its events named): only events of a newer release reopen it; without any release, any new event does',
+    description:
+      'Resolves an error in a release (given, else the latest its events named): only events of a newer release reopen it; without any release, any new event does',
   })
   async resolveError(
     @Arg('id', () => ID) id: string,
@@ -89,11 +90,7 @@ export class ErrorsResolver {
   @Mutation(() => ErrorNode, {
     description: 'Merges errors of one project into `into`: their events and counts move to it, and their fingerprints lead new events to it',
   })
-  async mergeErrors(
-    @Arg('into', () => ID) into: string,
-    @Arg('sources', () => [ID]) sources: string[],
-    @Ctx() context: GraphQLContext,
-  ): Promise<ErrorNode> {
+  async mergeErrors(@Arg('into', () => ID) into: string, @Arg('sources', () => [ID]) sources: string[], @Ctx() context: GraphQLContext): Promise<ErrorNode> {
     return errorNode(await this.services.errors.merge(projectScope(context.session), into, sources));
   }
 
@@ -111,10 +108,7 @@ export class ErrorsResolver {
     },
     description: 'Errors as their events are received: one message per error per ingestion batch, after it is committed',
   })
-  errorReceived(
-    @Root() payload: ReceivedError,
-    @Arg('filter', () => ErrorReceivedFilter, { nullable: true }) _filter: ErrorReceivedFilter | null,
-  ): ErrorNode {
+  errorReceived(@Root() payload: ReceivedError, @Arg('filter', () => ErrorReceivedFilter, { nullable: true }) _filter: ErrorReceivedFilter | null): ErrorNode {
     return errorNode({
       id: payload.id,
       projectId: payload.projectId,
@@ -156,7 +150,10 @@ export class ErrorsResolver {
     return error.latestEventKey ? loadersOf(context, this.services).frames.load(error.latestEventKey) : [];
   }
 
-  @FieldResolver(() => SourceMap, { nullable: true, description: 'The file and source context of the innermost frame of the application’s own code that has them' })
+  @FieldResolver(() => SourceMap, {
+    nullable: true,
+    description: 'The file and source context of the innermost frame of the application’s own code that has them',
+  })
   async sourceMap(@Root() error: ErrorNode, @Ctx() context: GraphQLContext): Promise<SourceMap | null> {
     if (!error.latestEventKey) return null;
     const frames = await loadersOf(context, this.services).frames.load(error.latestEventKey);

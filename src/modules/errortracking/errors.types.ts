@@ -19,7 +19,8 @@ export enum ErrorStatusValue {
 }
 registerEnumType(ErrorStatusValue, {
   name: 'ErrorStatus',
-  description: 'UNRESOLVED until resolved or ignored; a resolved error seen again in a newer release (or, resolved without a release, at all) is UNRESOLVED again',
+  description:
+    'UNRESOLVED until resolved or ignored; a resolved error seen again in a newer release (or, resolved without a release, at all) is UNRESOLVED again',
 });
 
 @ObjectType({ description: 'A frame of a stack trace, oldest call first (the frame that raised is last)' })

@@ -55,8 +55,7 @@ function clean(text: string, max: number): string {
   return storable.length > max ? storable.slice(0, max) : storable;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function optionalString(object: Record<string, unknown>, key: string, path: string, max = MAX_SHORT): string | null {
   const value = object[key];
@@ -201,7 +200,9 @@ export function normalizeEvent(body: unknown, received = Date.now()): Normalized
   const raised = exceptions[exceptions.length - 1];
   if (!raised && message.text === null) throw invalidEvent('the event must have a message or an exception');
   const title = raised
-    ? raised.type && raised.value ? `${raised.type}: ${raised.value}` : (raised.type ?? raised.value ?? message.text ?? '<unknown error>')
+    ? raised.type && raised.value
+      ? `${raised.type}: ${raised.value}`
+      : (raised.type ?? raised.value ?? message.text ?? '<unknown error>')
     : message.text!;
   return {
     eventId: eventIdOf(body.event_id),

@@ -60,7 +60,10 @@ export function normalizeFilename(filename: string): string {
 
 /** Function names lose decorations that vary for one function (`async `, `new `, ` [as alias]`). */
 function normalizeFunction(name: string): string {
-  return name.replace(/^(?:async|new)\s+/, '').replace(/\s*\[as [^\]]+\]$/, '').trim();
+  return name
+    .replace(/^(?:async|new)\s+/, '')
+    .replace(/\s*\[as [^\]]+\]$/, '')
+    .trim();
 }
 
 /**

@@ -155,7 +155,8 @@ export class IncidentsService {
     const title = requiredText(input.title, 'title', 300);
     const severity = severityOf(input.severity);
     const description = optionalText(input.description, 'description', 10_000) ?? '';
-    const service = input.service === undefined || input.service === null || input.service === '' ? await this.projectService(projectId) : serviceName(input.service);
+    const service =
+      input.service === undefined || input.service === null || input.service === '' ? await this.projectService(projectId) : serviceName(input.service);
     const [row] = await rows<IncidentRow>(
       this.dataSource,
       `INSERT INTO incidents (project_id, title, severity, description, service, runbook_url, created_by)
@@ -197,7 +198,12 @@ export class IncidentsService {
   }
 
   /** Newest first. */
-  async list(scope: number | null, status: IncidentStatus | null | undefined, first: number | null | undefined, after: string | null | undefined): Promise<Page<Incident>> {
+  async list(
+    scope: number | null,
+    status: IncidentStatus | null | undefined,
+    first: number | null | undefined,
+    after: string | null | undefined,
+  ): Promise<Page<Incident>> {
     const size = pageSize(first);
     const position = decodeCursor('incident', after, /^[1-9]\d{0,17}$/);
     const found = await rows<IncidentRow>(

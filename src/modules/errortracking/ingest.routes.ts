@@ -18,7 +18,9 @@ const inflaters: Record<string, (body: Buffer, options: zlib.ZlibOptions) => Pro
 /** The body's bytes as sent, whatever Content-Encoding they came in (gzip, deflate, br), within `maxBytes`. */
 async function decodedBody(request: FastifyRequest, maxBytes: number): Promise<Buffer> {
   const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-  const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  const encoding = String(request.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
   if (encoding === 'identity' || encoding === '') return body;
   const inflate = inflaters[encoding];
   if (!inflate) throw new Refusal('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding.slice(0, 40)} is not supported (gzip, deflate or br)`, 415);
@@ -87,7 +89,11 @@ const EVENT_BODY = {
           type: 'array',
           items: {
             type: 'object',
-            properties: { type: { type: 'string' }, value: { type: 'string' }, stacktrace: { type: 'object', properties: { frames: { type: 'array', items: FRAME_SCHEMA } } } },
+            properties: {
+              type: { type: 'string' },
+              value: { type: 'string' },
+              stacktrace: { type: 'object', properties: { frames: { type: 'array', items: FRAME_SCHEMA } } },
+            },
           },
         },
       },
@@ -129,8 +135,7 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
     // Read here rather than by Fastify, whose body limit is fixed when routes are registered.
     scope.addContentTypeParser('*', (request, payload, done) => {
       const limit = services.maxEventBytes;
-      const tooLarge = () =>
-        Object.assign(new Error(`the body is larger than ERRORS_MAX_EVENT_BYTES (${limit} bytes)`), { statusCode: 413 });
+      const tooLarge = () => Object.assign(new Error(`the body is larger than ERRORS_MAX_EVENT_BYTES (${limit} bytes)`), { statusCode: 413 });
       if (Number(request.headers['content-length']) > limit) return done(tooLarge());
       const chunks: Buffer[] = [];
       let size = 0;
@@ -156,7 +161,8 @@ export function ingestRoutes(app: FastifyInstance, services: ErrorTrackingServic
 
     /** The project `count` events of the key go to, after the key's limit; refused for a missing or wrong key or past the limit. */
     const admit = async (request: FastifyRequest, key: string | undefined, projectId: number | null, count: number): Promise<number> => {
-      if (!key) throw new Refusal('UNAUTHENTICATED', 'a DSN key is required (Authorization: Bearer, X-Sentry-Auth, sentry_key, or the envelope header’s dsn)', 401);
+      if (!key)
+        throw new Refusal('UNAUTHENTICATED', 'a DSN key is required (Authorization: Bearer, X-Sentry-Auth, sentry_key, or the envelope header’s dsn)', 401);
       const identity = await services.projects.authenticate(key);
       if (identity === 'revoked') throw new Refusal('UNAUTHENTICATED', 'the DSN key has been revoked', 401);
       if (typeof identity === 'string') throw new Refusal('UNAUTHENTICATED', 'the DSN key is not valid', 401);

@@ -99,10 +99,10 @@ export class IngestService {
     }
     if (newReleases.size > 0) {
       const list = [...newReleases.values()];
-      await this.dataSource.query(
-        `INSERT INTO error_releases (project_id, version) SELECT * FROM unnest($1::int[], $2::text[]) ON CONFLICT DO NOTHING`,
-        [list.map(([project]) => project), list.map(([, version]) => version)],
-      );
+      await this.dataSource.query(`INSERT INTO error_releases (project_id, version) SELECT * FROM unnest($1::int[], $2::text[]) ON CONFLICT DO NOTHING`, [
+        list.map(([project]) => project),
+        list.map(([, version]) => version),
+      ]);
       for (const key of newReleases.keys()) this.releases.set(key, true);
     }
     if (unknownGroups.size === 0) return;
@@ -217,22 +217,20 @@ export class IngestService {
   private publish(received: GroupRow[]): void {
     this.pubSub.publishMany(
       ERROR_RECEIVED,
-      received.map(
-        (row): ReceivedError => ({
-          id: String(row.id),
-          projectId: row.project_id,
-          service: row.service,
-          message: row.message,
-          type: row.type,
-          lastEventId: row.last_event_id,
-          release: row.last_release,
-          level: row.level,
-          status: row.status,
-          occurrenceCount: Number(row.occurrence_count),
-          firstSeen: row.first_seen.toISOString(),
-          lastSeen: row.last_seen.toISOString(),
-        }),
-      ),
+      received.map((row): ReceivedError => ({
+        id: String(row.id),
+        projectId: row.project_id,
+        service: row.service,
+        message: row.message,
+        type: row.type,
+        lastEventId: row.last_event_id,
+        release: row.last_release,
+        level: row.level,
+        status: row.status,
+        occurrenceCount: Number(row.occurrence_count),
+        firstSeen: row.first_seen.toISOString(),
+        lastSeen: row.last_seen.toISOString(),
+      })),
     );
   }
 }

@@ -24,7 +24,12 @@ const RATE_LIMITED = { ...ERROR_BODY, description: 'More than ERRORS_API_RATE_LI
 const GRAPHQL_ERROR = (description: string) => ({
   description,
   type: 'object',
-  properties: { errors: { type: 'array', items: { type: 'object', properties: { message: { type: 'string' }, extensions: { type: 'object', additionalProperties: true } } } } },
+  properties: {
+    errors: {
+      type: 'array',
+      items: { type: 'object', properties: { message: { type: 'string' }, extensions: { type: 'object', additionalProperties: true } } },
+    },
+  },
 });
 const AUTH_RESPONSES = {
   401: errorResponse('No secret key, or one that is unknown or revoked'),
@@ -179,7 +184,8 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
     schema: {
       tags: ['errors'],
       summary: 'Open an incident',
-      description: 'Opens a TRIGGERED incident in the key’s project. `severity`: critical, major, minor, info or maintenance; `service` defaults to the project’s.',
+      description:
+        'Opens a TRIGGERED incident in the key’s project. `severity`: critical, major, minor, info or maintenance; `service` defaults to the project’s.',
       security: requires('secretKey'),
       body: {
         type: 'object',
@@ -196,7 +202,11 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
     },
     handler: async (request, reply) => {
       const identity = await secretKeyOf(request);
-      const created = await services.incidents.create(identity.projectId, request.body as Record<string, unknown>, actorOf(secretKeySession(identity.projectId, identity.tokenId)));
+      const created = await services.incidents.create(
+        identity.projectId,
+        request.body as Record<string, unknown>,
+        actorOf(secretKeySession(identity.projectId, identity.tokenId)),
+      );
       return reply.code(201).send(created);
     },
   });
@@ -214,7 +224,12 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
         type: 'object',
         properties: { targetPercentage: { type: 'number' }, errorBudgetAlertThreshold: { type: 'number' } },
       },
-      response: { 200: { ...SLO_SCHEMA, description: 'The SLO as changed' }, 400: errorResponse('A value out of its range'), 404: errorResponse('No such SLO in the key’s project'), ...AUTH_RESPONSES },
+      response: {
+        200: { ...SLO_SCHEMA, description: 'The SLO as changed' },
+        400: errorResponse('A value out of its range'),
+        404: errorResponse('No such SLO in the key’s project'),
+        ...AUTH_RESPONSES,
+      },
     },
     handler: async (request) => {
       const identity = await secretKeyOf(request);
@@ -231,11 +246,16 @@ export function managementRoutes(app: FastifyInstance, services: ErrorTrackingSe
     schema: {
       tags: ['errors'],
       summary: 'Report good and bad events',
-      description: 'A service reports its own good and bad events for its SLOs; they count for the current minute. The service must be the key’s project’s or one of its SLOs’.',
+      description:
+        'A service reports its own good and bad events for its SLOs; they count for the current minute. The service must be the key’s project’s or one of its SLOs’.',
       security: requires('secretKey'),
       body: {
         type: 'object',
-        properties: { service: { type: 'string' }, good: { type: 'integer', minimum: 0, maximum: 1_000_000_000 }, bad: { type: 'integer', minimum: 0, maximum: 1_000_000_000 } },
+        properties: {
+          service: { type: 'string' },
+          good: { type: 'integer', minimum: 0, maximum: 1_000_000_000 },
+          bad: { type: 'integer', minimum: 0, maximum: 1_000_000_000 },
+        },
         required: ['service', 'good', 'bad'],
       },
       response: {

@@ -1,14 +1,7 @@
 import { Arg, Authorized, ID, Mutation, Query, Resolver } from 'type-graphql';
 import { ADMIN_ROLE } from '../../common/roles';
 import type { ErrorTrackingServices } from './errortracking.services';
-import {
-  CreatedErrorToken,
-  CreateErrorProjectInput,
-  CreateErrorTokenInput,
-  ErrorProject,
-  ErrorToken,
-  ErrorTokenKind,
-} from './projects.types';
+import { CreatedErrorToken, CreateErrorProjectInput, CreateErrorTokenInput, ErrorProject, ErrorToken, ErrorTokenKind } from './projects.types';
 
 /** Projects and their keys: an administrator's (the dashboard's Settings, API Tokens). */
 @Resolver()

@@ -147,9 +147,7 @@ export class ProjectsService {
           'SELECT id, project_id, kind, name, created_at, revoked_at FROM error_tokens WHERE project_id = $1 ORDER BY created_at, id',
           [(await this.findProject(projectReference)).id],
         )) as TokenRow[])
-      : ((await this.dataSource.query(
-          'SELECT id, project_id, kind, name, created_at, revoked_at FROM error_tokens ORDER BY created_at, id',
-        )) as TokenRow[]);
+      : ((await this.dataSource.query('SELECT id, project_id, kind, name, created_at, revoked_at FROM error_tokens ORDER BY created_at, id')) as TokenRow[]);
     return rows.map(token);
   }
 
@@ -178,10 +176,9 @@ export class ProjectsService {
     if (cached) return cached;
     const match = TOKEN.exec(presented);
     if (!match) return 'malformed';
-    const rows = (await this.dataSource.query(
-      'SELECT id, project_id, kind, token_hash, revoked_at FROM error_tokens WHERE id = $1',
-      [match[2]],
-    )) as (TokenRow & { token_hash: Buffer })[];
+    const rows = (await this.dataSource.query('SELECT id, project_id, kind, token_hash, revoked_at FROM error_tokens WHERE id = $1', [
+      match[2],
+    ])) as (TokenRow & { token_hash: Buffer })[];
     const row = rows[0];
     if (!row || row.kind !== (match[1] === 'dsn' ? 'dsn' : 'secret')) return 'unknown';
     if (!timingSafeEqual(row.token_hash, sha256(presented))) return 'unknown';

@@ -9,7 +9,8 @@ export enum SloStatusValue {
 }
 registerEnumType(SloStatusValue, {
   name: 'SloStatus',
-  description: 'BREACHED once the error budget is spent; AT_RISK while a burn-rate alert fires or less than errorBudgetAlertThreshold of it remains; ON_TRACK otherwise',
+  description:
+    'BREACHED once the error budget is spent; AT_RISK while a burn-rate alert fires or less than errorBudgetAlertThreshold of it remains; ON_TRACK otherwise',
 });
 
 @ObjectType({ description: 'A service level objective over the good and bad events of a service' })
@@ -92,7 +93,10 @@ export enum IncidentStatusValue {
   ACKNOWLEDGED = 'acknowledged',
   RESOLVED = 'resolved',
 }
-registerEnumType(IncidentStatusValue, { name: 'IncidentStatus', description: 'TRIGGERED → ACKNOWLEDGED → RESOLVED (or TRIGGERED → RESOLVED); RESOLVED is final' });
+registerEnumType(IncidentStatusValue, {
+  name: 'IncidentStatus',
+  description: 'TRIGGERED → ACKNOWLEDGED → RESOLVED (or TRIGGERED → RESOLVED); RESOLVED is final',
+});
 
 export enum IncidentSeverityValue {
   CRITICAL = 'critical',
@@ -103,7 +107,8 @@ export enum IncidentSeverityValue {
 }
 registerEnumType(IncidentSeverityValue, {
   name: 'IncidentSeverity',
-  description: 'On the status page: CRITICAL is a major outage, MAJOR a partial outage, MINOR degraded performance, MAINTENANCE under maintenance, INFO nothing',
+  description:
+    'On the status page: CRITICAL is a major outage, MAJOR a partial outage, MINOR degraded performance, MAINTENANCE under maintenance, INFO nothing',
 });
 
 @ObjectType()

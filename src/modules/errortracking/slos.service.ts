@@ -89,7 +89,6 @@ const slo = (row: SloRow): Slo => ({
   updatedAt: row.updated_at,
 });
 
-
 export function targetPercentage(value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value >= 100) {
     throw invalid('targetPercentage', 'targetPercentage must be a number above 0 and below 100, such as 99.9');
@@ -220,7 +219,9 @@ export class SlosService {
         {
           total: Number(row.total),
           bad: Number(row.bad),
-          recent: Object.fromEntries([5, 30, 60, 360].map((minutes) => [minutes, { total: Number(row[`total_${minutes}`]), bad: Number(row[`bad_${minutes}`]) }])),
+          recent: Object.fromEntries(
+            [5, 30, 60, 360].map((minutes) => [minutes, { total: Number(row[`total_${minutes}`]), bad: Number(row[`bad_${minutes}`]) }]),
+          ),
         },
       ]),
     );

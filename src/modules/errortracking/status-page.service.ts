@@ -34,7 +34,16 @@ export interface StatusPage {
   page: { name: string; slug: string; updatedAt: string };
   status: { indicator: string; description: string };
   components: { name: string; status: ComponentStatus; lastUpdate: string }[];
-  incidents: { id: string; title: string; status: string; severity: string; service: string; createdAt: string; updatedAt: string; resolvedAt: string | null }[];
+  incidents: {
+    id: string;
+    title: string;
+    status: string;
+    severity: string;
+    service: string;
+    createdAt: string;
+    updatedAt: string;
+    resolvedAt: string | null;
+  }[];
 }
 
 const worse = (a: ComponentStatus, b: ComponentStatus) => (COMPONENT_STATUSES.indexOf(a) >= COMPONENT_STATUSES.indexOf(b) ? a : b);

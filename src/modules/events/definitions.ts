@@ -83,11 +83,7 @@ function integerAt(value: unknown, path: string, what: string, min: number, max:
 
 export function triggerName(value: unknown, path: string, kind: string): string {
   if (typeof value !== 'string' || !TRIGGER_NAME.test(value)) {
-    throw new MetadataError(
-      'parse-failed',
-      `the ${kind} name ${JSON.stringify(value)} must be 1 to 42 letters, digits, "_" or "-"`,
-      path,
-    );
+    throw new MetadataError('parse-failed', `the ${kind} name ${JSON.stringify(value)} must be 1 to 42 letters, digits, "_" or "-"`, path);
   }
   return value;
 }
@@ -108,7 +104,8 @@ function retryConf(value: unknown, path: string, entry: string, defaults: RetryC
   const conf = objectAt(value, path, `the retry_conf of ${entry}`);
   return {
     num_retries: conf.num_retries === undefined ? defaults.num_retries : integerAt(conf.num_retries, `${path}.num_retries`, `num_retries of ${entry}`, 0, 1000),
-    interval_sec: conf.interval_sec === undefined ? defaults.interval_sec : integerAt(conf.interval_sec, `${path}.interval_sec`, `interval_sec of ${entry}`, 0, 86_400),
+    interval_sec:
+      conf.interval_sec === undefined ? defaults.interval_sec : integerAt(conf.interval_sec, `${path}.interval_sec`, `interval_sec of ${entry}`, 0, 86_400),
     timeout_sec: conf.timeout_sec === undefined ? defaults.timeout_sec : integerAt(conf.timeout_sec, `${path}.timeout_sec`, `timeout_sec of ${entry}`, 1, 3600),
   };
 }
@@ -155,7 +152,8 @@ export function parseEventTrigger(value: unknown, path: string, table?: { schema
   const entry = `the event trigger "${name}"`;
   const definition = isObject(args.definition) ? args.definition : args;
   const definitionPath = isObject(args.definition) ? `${path}.definition` : path;
-  const pick = (key: string) => (args[key] !== undefined ? { value: args[key], at: `${path}.${key}` } : { value: definition[key], at: `${definitionPath}.${key}` });
+  const pick = (key: string) =>
+    args[key] !== undefined ? { value: args[key], at: `${path}.${key}` } : { value: definition[key], at: `${definitionPath}.${key}` };
 
   let qualified = table;
   if (!qualified) {
@@ -175,7 +173,8 @@ export function parseEventTrigger(value: unknown, path: string, table?: { schema
     if (spec) operations[operation] = spec;
   }
   const manual = definition.enable_manual ?? false;
-  if (typeof manual !== 'boolean') throw new MetadataError('parse-failed', `enable_manual of ${entry} must be true or false`, `${definitionPath}.enable_manual`);
+  if (typeof manual !== 'boolean')
+    throw new MetadataError('parse-failed', `enable_manual of ${entry} must be true or false`, `${definitionPath}.enable_manual`);
   operations.enable_manual = manual;
   if (!operations.insert && !operations.update && !operations.delete && !manual) {
     throw new MetadataError('parse-failed', `${entry} must watch at least one of insert, update, delete, or enable_manual`, definitionPath);
@@ -199,7 +198,8 @@ export function parseEventTrigger(value: unknown, path: string, table?: { schema
     if (typeof variable !== 'string' || !ENV_NAME.test(variable)) {
       throw new MetadataError('parse-failed', `webhook_from_env of ${entry} must be an environment variable name`, webhookFromEnv.at);
     }
-    if (!process.env[variable]) throw new MetadataError('not-exists', `${entry}: the environment variable ${variable} (webhook_from_env) is not set`, webhookFromEnv.at);
+    if (!process.env[variable])
+      throw new MetadataError('not-exists', `${entry}: the environment variable ${variable} (webhook_from_env) is not set`, webhookFromEnv.at);
     config.webhook_from_env = variable;
   }
   const inOrder = pick('in_order').value;
@@ -246,7 +246,8 @@ export function conditionColumns(condition: Condition, path: string, entry: stri
           const operatorsAt = `${at}.${key}.${column}`;
           found.push({ column, path: operatorsAt });
           for (const [operator, operand] of Object.entries(objectAt(operators, operatorsAt, `the comparison of ${column} in ${entry}`))) {
-            if (!COMPARISONS[operator]) throw new MetadataError('parse-failed', `unknown operator ${operator} in the condition of ${entry}`, `${operatorsAt}.${operator}`);
+            if (!COMPARISONS[operator])
+              throw new MetadataError('parse-failed', `unknown operator ${operator} in the condition of ${entry}`, `${operatorsAt}.${operator}`);
             if ((operator === '_in' || operator === '_nin') && !Array.isArray(operand)) {
               throw new MetadataError('parse-failed', `${operator} in the condition of ${entry} takes a list`, `${operatorsAt}.${operator}`);
             }
@@ -262,7 +263,17 @@ export function conditionColumns(condition: Condition, path: string, entry: stri
   return found;
 }
 
-const COMPARISONS: Record<string, string> = { _eq: '=', _neq: '<>', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=', _in: 'IN', _nin: 'NOT IN', _is_null: 'IS NULL' };
+const COMPARISONS: Record<string, string> = {
+  _eq: '=',
+  _neq: '<>',
+  _gt: '>',
+  _gte: '>=',
+  _lt: '<',
+  _lte: '<=',
+  _in: 'IN',
+  _nin: 'NOT IN',
+  _is_null: 'IS NULL',
+};
 
 /** A SQL string literal. */
 export const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
@@ -281,20 +292,22 @@ export function conditionSql(condition: Condition): string {
     }
     if (key === '_not') return `(NOT coalesce(${conditionSql(value as Condition)}, false))`;
     const row = key === 'old' ? 'old_row' : 'new_row';
-    return Object.entries(value as Record<string, Record<string, unknown>>)
-      .flatMap(([column, operators]) =>
-        Object.entries(operators).map(([operator, operand]) => {
-          const field = `(${row} -> ${literal(column)})`;
-          if (operator === '_is_null') return operand ? `(${row} IS NOT NULL AND jsonb_typeof(${field}) = 'null')` : `(jsonb_typeof(${field}) <> 'null')`;
-          if (operator === '_in' || operator === '_nin') {
-            const list = (operand as unknown[]).map(jsonLiteral);
-            if (list.length === 0) return operator === '_in' ? 'false' : `(${row} IS NOT NULL)`;
-            return `(${field} ${COMPARISONS[operator]} (${list.join(', ')}))`;
-          }
-          return `(${field} ${COMPARISONS[operator]} ${jsonLiteral(operand)})`;
-        }),
-      )
-      .join(' AND ') || 'true';
+    return (
+      Object.entries(value as Record<string, Record<string, unknown>>)
+        .flatMap(([column, operators]) =>
+          Object.entries(operators).map(([operator, operand]) => {
+            const field = `(${row} -> ${literal(column)})`;
+            if (operator === '_is_null') return operand ? `(${row} IS NOT NULL AND jsonb_typeof(${field}) = 'null')` : `(jsonb_typeof(${field}) <> 'null')`;
+            if (operator === '_in' || operator === '_nin') {
+              const list = (operand as unknown[]).map(jsonLiteral);
+              if (list.length === 0) return operator === '_in' ? 'false' : `(${row} IS NOT NULL)`;
+              return `(${field} ${COMPARISONS[operator]} (${list.join(', ')}))`;
+            }
+            return `(${field} ${COMPARISONS[operator]} ${jsonLiteral(operand)})`;
+          }),
+        )
+        .join(' AND ') || 'true'
+    );
   });
   return parts.length ? `(${parts.join(' AND ')})` : 'true';
 }
@@ -306,13 +319,25 @@ export function parseCronTrigger(value: unknown, path: string, validSchedule: (s
   const entry = `the cron trigger "${name}"`;
   const schedule = stringAt(args.schedule, `${path}.schedule`, `the schedule of ${entry}`);
   const problem = validSchedule(schedule);
-  if (problem) throw new MetadataError('parse-failed', `${entry}: the schedule ${JSON.stringify(schedule)} is not a valid cron expression (${problem})`, `${path}.schedule`);
+  if (problem)
+    throw new MetadataError(
+      'parse-failed',
+      `${entry}: the schedule ${JSON.stringify(schedule)} is not a valid cron expression (${problem})`,
+      `${path}.schedule`,
+    );
   const retry = retryConf(args.retry_conf, `${path}.retry_conf`, entry, DEFAULT_RETRY_CONF) as CronRetryConf;
   if (isObject(args.retry_conf) && args.retry_conf.tolerance_seconds !== undefined) {
-    retry.tolerance_seconds = integerAt(args.retry_conf.tolerance_seconds, `${path}.retry_conf.tolerance_seconds`, `tolerance_seconds of ${entry}`, 0, 31 * 86_400);
+    retry.tolerance_seconds = integerAt(
+      args.retry_conf.tolerance_seconds,
+      `${path}.retry_conf.tolerance_seconds`,
+      `tolerance_seconds of ${entry}`,
+      0,
+      31 * 86_400,
+    );
   }
   const includeInMetadata = args.include_in_metadata ?? true;
-  if (typeof includeInMetadata !== 'boolean') throw new MetadataError('parse-failed', `include_in_metadata of ${entry} must be true or false`, `${path}.include_in_metadata`);
+  if (typeof includeInMetadata !== 'boolean')
+    throw new MetadataError('parse-failed', `include_in_metadata of ${entry} must be true or false`, `${path}.include_in_metadata`);
   return {
     name,
     webhook: webhookUrl(args.webhook, `${path}.webhook`, entry),

@@ -132,7 +132,8 @@ export class Dispatcher {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     for (const { state, deliveries } of this.queued.values()) {
-      if (deliveries.length > 0) await state.lane.release(deliveries.splice(0)).catch((error: unknown) => this.trouble(error, 'releasing claimed events failed'));
+      if (deliveries.length > 0)
+        await state.lane.release(deliveries.splice(0)).catch((error: unknown) => this.trouble(error, 'releasing claimed events failed'));
     }
     this.queuedCount = 0;
     while (this.inFlightWork.size > 0) await Promise.allSettled([...this.inFlightWork]);
@@ -162,10 +163,13 @@ export class Dispatcher {
 
   private wakeAt(when: Date): void {
     if (this.stopped) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.wake();
-    }, Math.max(0, when.getTime() - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        this.wake();
+      },
+      Math.max(0, when.getTime() - Date.now()),
+    );
     timer.unref();
     this.timers.add(timer);
   }

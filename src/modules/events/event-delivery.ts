@@ -135,5 +135,4 @@ export class EventTriggerLane implements DeliveryLane {
       ],
     );
   }
-
 }

@@ -146,14 +146,22 @@ export class EventTriggersService {
       [schema, name],
     );
     if (config.in_order && keys.length === 0) {
-      throw new MetadataError('not-supported', `${entry}: in_order needs a primary key on ${schema}.${name} to know which events are of one row`, `${path}.in_order`);
+      throw new MetadataError(
+        'not-supported',
+        `${entry}: in_order needs a primary key on ${schema}.${name} to know which events are of one row`,
+        `${path}.in_order`,
+      );
     }
     await manager.query(
       `INSERT INTO event_triggers (name, schema_name, table_name, configuration) VALUES ($1, $2, $3, $4)
        ON CONFLICT (name) DO UPDATE SET schema_name = $2, table_name = $3, configuration = $4, updated_at = now()`,
       [config.name, schema, name, config],
     );
-    await this.createCapture(config, keys.map((row) => row.column_name), manager);
+    await this.createCapture(
+      config,
+      keys.map((row) => row.column_name),
+      manager,
+    );
   }
 
   private async uninstall(config: EventTriggerConfig, manager: EntityManager): Promise<void> {
@@ -332,7 +340,11 @@ export class EventTriggersService {
           const path = `${at}[${index}]`;
           const config = parseEventTrigger(trigger, path, { schema: table.table.schema, name: table.table.name });
           if (names.has(config.name)) {
-            throw new MetadataError('already-exists', `the event trigger "${config.name}" is defined twice (also at ${names.get(config.name)})`, `${path}.name`);
+            throw new MetadataError(
+              'already-exists',
+              `the event trigger "${config.name}" is defined twice (also at ${names.get(config.name)})`,
+              `${path}.name`,
+            );
           }
           names.set(config.name, path);
           wanted.push({ config, path });
@@ -358,4 +370,3 @@ export class EventTriggersService {
     }
   }
 }
-

@@ -98,13 +98,20 @@ export class EventsAdminService {
   /** The attempts of an event trigger's event or of a scheduled event, newest first. */
   async attempts(eventId: string): Promise<EventAttempt[]> {
     if (!UUID.test(eventId)) throw new Refusal('BAD_USER_INPUT', 'eventId must be a UUID', 400);
-    const rows: { id: string; event_id: string; status: number | null; duration_ms: number; created_at: Date; request: Record<string, unknown>; response: Record<string, unknown> }[] =
-      await this.dataSource.query(
-        `SELECT id, event_id, status, duration_ms, created_at, request, response FROM event_invocation_logs WHERE event_id = $1
+    const rows: {
+      id: string;
+      event_id: string;
+      status: number | null;
+      duration_ms: number;
+      created_at: Date;
+      request: Record<string, unknown>;
+      response: Record<string, unknown>;
+    }[] = await this.dataSource.query(
+      `SELECT id, event_id, status, duration_ms, created_at, request, response FROM event_invocation_logs WHERE event_id = $1
          UNION ALL SELECT id, event_id, status, duration_ms, created_at, request, response FROM scheduled_event_invocation_logs WHERE event_id = $1
          ORDER BY created_at DESC`,
-        [eventId],
-      );
+      [eventId],
+    );
     return rows.map((row) => ({
       id: row.id,
       eventId: row.event_id,

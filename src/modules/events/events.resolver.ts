@@ -5,7 +5,16 @@ import { ADMIN_ROLE } from '../../common/roles';
 import { MetadataError } from '../../platform/metadata';
 import type { DeliveryOutcome } from './dispatcher';
 import { MAX_EVENTS_PAGE } from './events-admin.service';
-import { CronTrigger, DELIVERY_OUTCOMES_TOPIC, EventAttempt, EventDeliveryOutcome, EventStateValue, EventTrigger, ScheduledEvent, TriggerEvent } from './events.types';
+import {
+  CronTrigger,
+  DELIVERY_OUTCOMES_TOPIC,
+  EventAttempt,
+  EventDeliveryOutcome,
+  EventStateValue,
+  EventTrigger,
+  ScheduledEvent,
+  TriggerEvent,
+} from './events.types';
 import type { EventsServices } from './events.services';
 
 @Resolver()

@@ -31,22 +31,32 @@ export function eventsRoutes(app: FastifyInstance, services: EventsServices, con
       params: {
         type: 'object',
         required: ['provider'],
-        properties: { provider: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,63}$', description: 'The provider, as its settings name it (github for EXTERNAL_WEBHOOK_GITHUB_*)' } },
+        properties: {
+          provider: {
+            type: 'string',
+            pattern: '^[a-z0-9][a-z0-9-]{0,63}$',
+            description: 'The provider, as its settings name it (github for EXTERNAL_WEBHOOK_GITHUB_*)',
+          },
+        },
       },
-      body: { description: 'The provider\'s JSON body, exactly as it signed it' },
+      body: { description: "The provider's JSON body, exactly as it signed it" },
       response: {
         200: {
           ...STATUS_BODY,
           description: 'Verified and stored, or a duplicate (`duplicate: true`: seen within the window; nothing stored), so the provider stops retrying',
           properties: { ...STATUS_BODY.properties, duplicate: { type: 'boolean' } },
         },
-        401: { ...STATUS_BODY, description: 'The signature is missing or does not match the body, or its signed timestamp is outside the tolerance: nothing is stored' },
+        401: {
+          ...STATUS_BODY,
+          description: 'The signature is missing or does not match the body, or its signed timestamp is outside the tolerance: nothing is stored',
+        },
         404: { ...STATUS_BODY, description: 'No provider of this name is configured' },
       },
     },
     handler: async (request, reply) => {
       const outcome = await services.externalWebhooks.receive(request.params.provider, request.rawBody, request.body, request.headers);
-      if (outcome.result === 'unknown-provider') return reply.code(404).send({ status: 'not_found', message: `no external provider "${request.params.provider}" is configured` });
+      if (outcome.result === 'unknown-provider')
+        return reply.code(404).send({ status: 'not_found', message: `no external provider "${request.params.provider}" is configured` });
       if (outcome.result === 'unauthorized') return reply.code(401).send({ status: 'unauthorized', message: outcome.reason });
       return reply.code(200).send({ status: 'ok', ...(outcome.result === 'duplicate' ? { duplicate: true } : {}) });
     },

@@ -4,10 +4,7 @@ import type { ExternalProvider } from '../../config';
 import { checkSignature } from './external-signatures';
 
 export type ExternalDeliveryOutcome =
-  | { result: 'unknown-provider' }
-  | { result: 'unauthorized'; reason: string }
-  | { result: 'stored'; id: string }
-  | { result: 'duplicate' };
+  { result: 'unknown-provider' } | { result: 'unauthorized'; reason: string } | { result: 'stored'; id: string } | { result: 'duplicate' };
 
 /** Headers never stored with a delivery: credentials. */
 const UNSTORED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
@@ -50,7 +47,10 @@ export class ExternalWebhooksService {
       const skew = Math.round(now / 1000 - check.signedAt);
       if (Math.abs(skew) > provider.toleranceSeconds) {
         const when = skew > 0 ? `${skew} s old` : `${-skew} s in the future`;
-        return { result: 'unauthorized', reason: `the signed timestamp is ${when}; more than ${provider.toleranceSeconds} s either way is refused (a replay, or a clock far off)` };
+        return {
+          result: 'unauthorized',
+          reason: `the signed timestamp is ${when}; more than ${provider.toleranceSeconds} s either way is refused (a replay, or a clock far off)`,
+        };
       }
     }
     const { deliveryId } = check;
@@ -86,5 +86,4 @@ export class ExternalWebhooksService {
       throw error;
     }
   }
-
 }

@@ -19,6 +19,11 @@ export const eventsModule: PlinthModule<EventsServices> = {
   recurring: ({ platform: { config, dataSource }, scheduledEvents }) => [
     // Cron events generated and missed ones marked as often as the dispatcher looks for due work.
     { name: 'scheduled-events', schedule: { everyMs: config.events.pollIntervalMs }, firstRunInMs: async () => 0, run: () => scheduledEvents.maintain() },
-    { name: 'cleanup', schedule: { everyMs: config.events.cleanupIntervalSeconds * 1000 }, firstRunInMs: async () => 0, run: () => cleanUpOldEvents(dataSource, config.events) },
+    {
+      name: 'cleanup',
+      schedule: { everyMs: config.events.cleanupIntervalSeconds * 1000 },
+      firstRunInMs: async () => 0,
+      run: () => cleanUpOldEvents(dataSource, config.events),
+    },
   ],
 };

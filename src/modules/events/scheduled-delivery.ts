@@ -113,7 +113,16 @@ export class ScheduledEventLane implements DeliveryLane {
              delivered_at = CASE WHEN $3 = 'delivered' THEN clock_timestamp() END
            WHERE id = $1 AND locked = $2::timestamptz RETURNING id)
          INSERT INTO scheduled_event_invocation_logs (event_id, status, request, response, duration_ms) VALUES ($1, $5, $6, $7, $8)`,
-        [delivery.id, delivery.lockedAt, status, nextRetryAt ?? null, attempt.status, loggedRequest(request, attempt.requestId), loggedResponse(attempt), attempt.durationMs],
+        [
+          delivery.id,
+          delivery.lockedAt,
+          status,
+          nextRetryAt ?? null,
+          attempt.status,
+          loggedRequest(request, attempt.requestId),
+          loggedResponse(attempt),
+          attempt.durationMs,
+        ],
       );
     }
   }
@@ -138,12 +147,21 @@ export async function cleanUpOldEvents(
   config: Pick<EventsConfig, 'cleanupAfterHours' | 'externalDedupWindowHours'>,
 ): Promise<{ events: number; scheduledEvents: number; receipts: number }> {
   return dataSource.transaction(async (manager) => {
-    const count = async (sql: string, hours: number): Promise<number> => (await manager.query(`WITH deleted AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM deleted`, [hours]))[0].n;
+    const count = async (sql: string, hours: number): Promise<number> =>
+      (await manager.query(`WITH deleted AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM deleted`, [hours]))[0].n;
     const hours = config.cleanupAfterHours;
     return {
-      events: hours === 0 ? 0 : await count('DELETE FROM event_log WHERE (delivered OR error OR archived) AND created_at < now() - make_interval(hours => $1)', hours),
+      events:
+        hours === 0
+          ? 0
+          : await count('DELETE FROM event_log WHERE (delivered OR error OR archived) AND created_at < now() - make_interval(hours => $1)', hours),
       scheduledEvents:
-        hours === 0 ? 0 : await count("DELETE FROM scheduled_events WHERE status IN ('delivered', 'error', 'dead') AND scheduled_time < now() - make_interval(hours => $1)", hours),
+        hours === 0
+          ? 0
+          : await count(
+              "DELETE FROM scheduled_events WHERE status IN ('delivered', 'error', 'dead') AND scheduled_time < now() - make_interval(hours => $1)",
+              hours,
+            ),
       receipts: await count('DELETE FROM external_webhook_receipts WHERE received_at < now() - make_interval(hours => $1)', config.externalDedupWindowHours),
     };
   });

@@ -72,7 +72,6 @@ function kindOf(value: unknown, path: string): 'cron' | 'one_off' {
   return value;
 }
 
-
 /**
  * Cron triggers and scheduled events: definitions (metadata requests and files), the generation
  * of each cron trigger's upcoming events (EVENTS_CRON_AHEAD of them, unique per trigger and
@@ -191,7 +190,14 @@ export class ScheduledEventsService {
     const retry = parseRetry(given.retry_conf);
     const [row]: { id: string }[] = await manager.query(
       `INSERT INTO scheduled_events (scheduled_time, webhook, payload, headers, retry_conf, comment) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-      [new Date(at).toISOString(), webhook, JSON.stringify(given.payload ?? null), JSON.stringify(headers), retry, typeof given.comment === 'string' ? given.comment : null],
+      [
+        new Date(at).toISOString(),
+        webhook,
+        JSON.stringify(given.payload ?? null),
+        JSON.stringify(headers),
+        retry,
+        typeof given.comment === 'string' ? given.comment : null,
+      ],
     );
     await manager.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, '']);
     return { message: 'success', event_id: row.id };
@@ -235,7 +241,8 @@ export class ScheduledEventsService {
     const given = objectAt(args, '$.args', 'the args');
     const kind = kindOf(given.type, '$.args.type');
     const eventId = given.event_id;
-    if (eventId !== undefined && (typeof eventId !== 'string' || !UUID.test(eventId))) throw new MetadataError('parse-failed', 'event_id must be a UUID', '$.args.event_id');
+    if (eventId !== undefined && (typeof eventId !== 'string' || !UUID.test(eventId)))
+      throw new MetadataError('parse-failed', 'event_id must be a UUID', '$.args.event_id');
     const name = given.trigger_name === undefined ? null : triggerName(given.trigger_name, '$.args.trigger_name', 'cron trigger');
     const limit = page(given.limit, '$.args.limit', 100, 10_000);
     const offset = page(given.offset, '$.args.offset', 0, 10_000_000);
@@ -265,7 +272,8 @@ export class ScheduledEventsService {
     const names = new Set<string>();
     const wanted = given.map((entry, index) => {
       const config = this.parse(entry, `$.args.cron_triggers[${index}]`);
-      if (names.has(config.name)) throw new MetadataError('already-exists', `the cron trigger "${config.name}" is defined twice`, `$.args.cron_triggers[${index}].name`);
+      if (names.has(config.name))
+        throw new MetadataError('already-exists', `the cron trigger "${config.name}" is defined twice`, `$.args.cron_triggers[${index}].name`);
       names.add(config.name);
       return config;
     });

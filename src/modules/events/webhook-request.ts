@@ -136,8 +136,16 @@ export async function attemptDelivery(http: OutboundHttp, request: WebhookReques
       retryAfterSeconds: success ? undefined : retryAfterSeconds(response.headers['retry-after']),
     };
   } catch (error) {
-    const message = error instanceof OutboundHttpError ? `${error.code}: ${error.message}` : error instanceof TypeError ? `invalid webhook URL` : 'delivery failed';
-    return { ...base, status: error instanceof OutboundHttpError ? (error.status ?? null) : null, responseBody: '', error: message, durationMs: Math.round(performance.now() - started), outcome: 'retry' };
+    const message =
+      error instanceof OutboundHttpError ? `${error.code}: ${error.message}` : error instanceof TypeError ? `invalid webhook URL` : 'delivery failed';
+    return {
+      ...base,
+      status: error instanceof OutboundHttpError ? (error.status ?? null) : null,
+      responseBody: '',
+      error: message,
+      durationMs: Math.round(performance.now() - started),
+      outcome: 'retry',
+    };
   }
 }
 

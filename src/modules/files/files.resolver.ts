@@ -17,13 +17,9 @@ export class FilesResolver {
   @ChecksOwnText()
   @AcceptsUploadBody()
   @Mutation(() => FileUploadOutput, {
-    description:
-      'Stores a file (base64 in file_data, sent as a variable) and queues its processing; invalid input comes back as success=false with errors',
+    description: 'Stores a file (base64 in file_data, sent as a variable) and queues its processing; invalid input comes back as success=false with errors',
   })
-  async uploadAndProcessFile(
-    @Arg('input', () => FileUploadInput) input: FileUploadInput,
-    @Ctx() context: GraphQLContext,
-  ): Promise<FileUploadOutput> {
+  async uploadAndProcessFile(@Arg('input', () => FileUploadInput) input: FileUploadInput, @Ctx() context: GraphQLContext): Promise<FileUploadOutput> {
     await enforceQuota(context, 'uploads');
     return this.services.files.upload(input, context.session);
   }

@@ -9,14 +9,7 @@ import { rowFilterSql, sessionSourceAccount, type OwnedTable } from '../../platf
 import type { JobSender } from '../../platform/jobs';
 import type { SignatureProblem, SignedQuery, UrlSigner } from '../../platform/signed-urls';
 import type { ContentAnswer, ObjectStorage } from '../../platform/storage';
-import {
-  type DataParseResult,
-  type FileInfo,
-  FileProcessingStatus,
-  type FileUploadOutput,
-  MAX_ERRORS,
-  THUMBNAIL_SIZE,
-} from './files.types';
+import { type DataParseResult, type FileInfo, FileProcessingStatus, type FileUploadOutput, MAX_ERRORS, THUMBNAIL_SIZE } from './files.types';
 import { UUID } from '../../common/ids';
 
 /** Published with the file's FileInfo (without links) on the file's topic at each status change. */
@@ -250,9 +243,7 @@ export class FilesService {
   /** Every field is checked and every failing one reported; nothing is decoded before the sizes are known to fit. */
   private validate(
     raw: unknown,
-  ):
-    | { input: { file_name: string; file_type: string }; content: Buffer; options: ResolvedProcessingOptions }
-    | { errors: FieldError[] } {
+  ): { input: { file_name: string; file_type: string }; content: Buffer; options: ResolvedProcessingOptions } | { errors: FieldError[] } {
     const source = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
     const errors: FieldError[] = [];
     const fail = (field: string, code: FieldError['code'], message: string) => errors.push({ field, code, message });
@@ -334,7 +325,10 @@ function resolveOptions(raw: unknown, errors: FieldError[]): ResolvedProcessingO
     if (typeof value === 'boolean') options[name] = value;
     else errors.push({ field: field(name), code: 'INVALID_FORMAT', message: `${field(name)} must be true or false` });
   }
-  for (const [name, range] of [['thumbnail_size', THUMBNAIL_SIZE], ['max_errors', MAX_ERRORS]] as const) {
+  for (const [name, range] of [
+    ['thumbnail_size', THUMBNAIL_SIZE],
+    ['max_errors', MAX_ERRORS],
+  ] as const) {
     const value = source[name];
     if (value === undefined || value === null) continue;
     if (typeof value === 'number' && Number.isInteger(value) && value >= range.min && value <= range.max) options[name] = value;
@@ -345,7 +339,11 @@ function resolveOptions(raw: unknown, errors: FieldError[]): ResolvedProcessingO
     if (typeof delimiter === 'string' && [...delimiter].length === 1 && !/["\r\n]/.test(delimiter) && !isUnstorableText(delimiter)) {
       options.csv_delimiter = delimiter;
     } else {
-      errors.push({ field: field('csv_delimiter'), code: 'INVALID_FORMAT', message: `${field('csv_delimiter')} must be one character, not a quote or line break` });
+      errors.push({
+        field: field('csv_delimiter'),
+        code: 'INVALID_FORMAT',
+        message: `${field('csv_delimiter')} must be one character, not a quote or line break`,
+      });
     }
   }
   return options;

@@ -7,14 +7,7 @@ import { queueSettings } from '../../platform/job-queue';
 import { MailError, type MailVariables } from '../../platform/mail/mailer';
 import type { NewsletterAdmin } from './newsletter-admin.service';
 import { NewsletterFlow } from './newsletter-flow';
-import {
-  ISSUE_QUEUE,
-  ISSUE_TEMPLATE,
-  ISSUE_VARIABLES,
-  type NewsletterDependencies,
-  type SendIssueInput,
-  type SendIssueResult,
-} from './newsletter.model';
+import { ISSUE_QUEUE, ISSUE_TEMPLATE, ISSUE_VARIABLES, type NewsletterDependencies, type SendIssueInput, type SendIssueResult } from './newsletter.model';
 import { rowsAndCount } from '../../db/sql';
 
 /** A recipient of an issue is given up on after this many failed deliveries. */
@@ -89,14 +82,21 @@ export class Issues extends NewsletterFlow {
     this.mail.secrets();
     const variables = await this.issueVariables(input.issueNumber, input.variables);
     if (input.dryRun) {
-      const { rows } = await rowsAndCount<{ count: number }>(this.pool, `SELECT count(*)::int AS count FROM newsletter_subscribers WHERE is_verified AND status = 'active'`);
+      const { rows } = await rowsAndCount<{ count: number }>(
+        this.pool,
+        `SELECT count(*)::int AS count FROM newsletter_subscribers WHERE is_verified AND status = 'active'`,
+      );
       return { dryRun: true, recipients: rows[0].count };
     }
     const outcome = await this.deps.dataSource.transaction(async (manager) => {
       // One issue number at a time, across processes, until this transaction ends.
       await rowsAndCount(manager, 'SELECT pg_advisory_xact_lock($1::bigint + $2::bigint)', [LOCK_KEYS.newsletterIssueBase, input.issueNumber]);
       const existing = (
-        await rowsAndCount<{ id: string; status: string; variables: MailVariables }>(manager, 'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1', [input.issueNumber])
+        await rowsAndCount<{ id: string; status: string; variables: MailVariables }>(
+          manager,
+          'SELECT id, status, variables FROM newsletter_issues WHERE issue_number = $1',
+          [input.issueNumber],
+        )
       ).rows[0];
       if (existing) {
         if (JSON.stringify(sortedKeys(existing.variables)) !== JSON.stringify(sortedKeys(variables))) {
@@ -104,13 +104,18 @@ export class Issues extends NewsletterFlow {
         }
         if (existing.status === 'sent') throw new Refusal('CONFLICT', `issue ${input.issueNumber} was already sent`, 409);
         const open = (
-          await rowsAndCount<{ count: number }>(manager, `SELECT count(*)::int AS count FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending')`, [existing.id])
+          await rowsAndCount<{ count: number }>(
+            manager,
+            `SELECT count(*)::int AS count FROM newsletter_issue_recipients WHERE issue_id = $1 AND status IN ('pending', 'sending')`,
+            [existing.id],
+          )
         ).rows[0].count;
         // Stale claims (a crashed send) are taken again once their lease has passed.
-        await rowsAndCount(manager, `UPDATE newsletter_issue_recipients SET claimed_at = NULL, status = 'pending' WHERE issue_id = $1 AND status = 'sending' AND claimed_at < now() - make_interval(secs => $2)`, [
-          existing.id,
-          this.deps.issueLeaseSeconds,
-        ]);
+        await rowsAndCount(
+          manager,
+          `UPDATE newsletter_issue_recipients SET claimed_at = NULL, status = 'pending' WHERE issue_id = $1 AND status = 'sending' AND claimed_at < now() - make_interval(secs => $2)`,
+          [existing.id, this.deps.issueLeaseSeconds],
+        );
         await this.queueIssueBatches(manager, existing.id, open);
         return { id: existing.id, resumed: true };
       }
@@ -151,7 +156,13 @@ export class Issues extends NewsletterFlow {
    * and idempotency key.
    */
   async sendIssueBatch(issueId: string, signal?: AbortSignal): Promise<{ sent: number; skipped: number; failed: number }> {
-    const issue = (await rowsAndCount<{ issue_number: number; variables: MailVariables; status: string }>(this.pool, 'SELECT issue_number, variables, status FROM newsletter_issues WHERE id = $1', [issueId])).rows[0];
+    const issue = (
+      await rowsAndCount<{ issue_number: number; variables: MailVariables; status: string }>(
+        this.pool,
+        'SELECT issue_number, variables, status FROM newsletter_issues WHERE id = $1',
+        [issueId],
+      )
+    ).rows[0];
     if (!issue || issue.status !== 'sending') return { sent: 0, skipped: 0, failed: 0 };
     const claimed = (
       await rowsAndCount<{ id: string; email: string; name: string | null; deliverable: boolean }>(
@@ -191,7 +202,11 @@ export class Issues extends NewsletterFlow {
       (recording ??= (async () => {
         while (acknowledged.length > 0) {
           const ids = acknowledged.splice(0);
-          await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[])`, [issueId, ids]);
+          await rowsAndCount(
+            this.pool,
+            `UPDATE newsletter_issue_recipients SET status = 'sent', sent_at = now(), error = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[])`,
+            [issueId, ids],
+          );
         }
       })().finally(() => (recording = undefined)));
     const queue = claimed.filter((row) => row.deliverable);
@@ -226,13 +241,21 @@ export class Issues extends NewsletterFlow {
     while (recording || acknowledged.length > 0) await record().catch((error: unknown) => (failure ??= error));
     const skip = [...stopped];
     if (skip.length > 0) {
-      await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, skip]);
+      await rowsAndCount(
+        this.pool,
+        `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`,
+        [issueId, skip],
+      );
       counts.skipped += skip.length;
     }
     // Claimed but not reached (the job was stopped): back to pending for another job.
     const unreached = queue.map((row) => row.id);
     if (unreached.length > 0) {
-      await rowsAndCount(this.pool, `UPDATE newsletter_issue_recipients SET status = 'pending', claimed_at = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`, [issueId, unreached]);
+      await rowsAndCount(
+        this.pool,
+        `UPDATE newsletter_issue_recipients SET status = 'pending', claimed_at = NULL WHERE issue_id = $1 AND subscriber_id = ANY($2::uuid[]) AND status = 'sending'`,
+        [issueId, unreached],
+      );
     }
     await rowsAndCount(
       this.pool,

@@ -25,9 +25,13 @@ export class LicenseAlerts extends NewsletterFlow {
           [license.id, license.renewal_date, email],
         );
         if (claimed.count === 0) return null;
-        const subscriber = (await rowsAndCount<{ status: SubscriberStatus }>(manager, 'SELECT status FROM newsletter_subscribers WHERE email = $1', [email])).rows[0];
+        const subscriber = (await rowsAndCount<{ status: SubscriberStatus }>(manager, 'SELECT status FROM newsletter_subscribers WHERE email = $1', [email]))
+          .rows[0];
         if (subscriber?.status === 'unsubscribed') {
-          await rowsAndCount(manager, `UPDATE newsletter_license_alerts SET status = 'skipped' WHERE license_id = $1 AND renewal_date = $2`, [license.id, license.renewal_date]);
+          await rowsAndCount(manager, `UPDATE newsletter_license_alerts SET status = 'skipped' WHERE license_id = $1 AND renewal_date = $2`, [
+            license.id,
+            license.renewal_date,
+          ]);
           return 'skipped' as const;
         }
         const message = this.mail.message(
@@ -37,7 +41,11 @@ export class LicenseAlerts extends NewsletterFlow {
           `newsletter-license-alert/${license.id}/${license.renewal_date.getTime()}`,
         );
         const jobId = await this.deps.mailer.send(message, { transaction: manager });
-        await rowsAndCount(manager, 'UPDATE newsletter_license_alerts SET job_id = $3 WHERE license_id = $1 AND renewal_date = $2', [license.id, license.renewal_date, jobId]);
+        await rowsAndCount(manager, 'UPDATE newsletter_license_alerts SET job_id = $3 WHERE license_id = $1 AND renewal_date = $2', [
+          license.id,
+          license.renewal_date,
+          jobId,
+        ]);
         return 'queued' as const;
       });
       if (outcome) counts[outcome] += 1;

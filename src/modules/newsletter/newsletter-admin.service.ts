@@ -25,7 +25,9 @@ export class NewsletterAdmin {
   }
 
   async subscriber(rawEmail: string): Promise<Subscriber | null> {
-    const { rows } = await rowsAndCount<Subscriber>(this.pool, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1`, [normalizeEmail(rawEmail)]);
+    const { rows } = await rowsAndCount<Subscriber>(this.pool, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1`, [
+      normalizeEmail(rawEmail),
+    ]);
     return rows[0] ?? null;
   }
 

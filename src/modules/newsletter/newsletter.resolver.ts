@@ -56,7 +56,9 @@ export class NewsletterResolver {
 
   @Authorized(ADMIN_ROLE)
   @Query(() => [NewsletterIssue], { description: 'Issues with the progress of their send, newest first' })
-  async newsletterIssues(@Arg('first', () => Int, { nullable: true, defaultValue: 20, description: `1 to ${MAX_PAGE}` }) first: number | null): Promise<NewsletterIssue[]> {
+  async newsletterIssues(
+    @Arg('first', () => Int, { nullable: true, defaultValue: 20, description: `1 to ${MAX_PAGE}` }) first: number | null,
+  ): Promise<NewsletterIssue[]> {
     return (await this.services.admin.issues({ first })).map(toIssue);
   }
 

@@ -92,7 +92,8 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
 function answerRefusalsAsPages(error: FastifyError | Refusal, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (!(error instanceof Refusal) || wantsJson(request)) throw error;
   reply.headers(error.headers);
-  if (isTooManyRequests(error)) return sendPage(reply, 429, page('Too many attempts', `Please try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`));
+  if (isTooManyRequests(error))
+    return sendPage(reply, 429, page('Too many attempts', `Please try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`));
   return sendPage(reply, error.status, page(error.status === 503 ? 'The newsletter is unavailable' : 'That did not work', error.message));
 }
 
@@ -115,11 +116,31 @@ function backUrl(request: FastifyRequest, body: SubscribeBody, services: Newslet
 }
 
 const CONFIRM_ANSWERS: Record<ConfirmOutcome, { status: number; code: string; title: string; text: string }> = {
-  confirmed: { status: 200, code: 'confirmed', title: 'You are subscribed', text: 'Thanks for confirming. A welcome mail is on its way, and the newsletter follows every two weeks.' },
-  'already-confirmed': { status: 200, code: 'already-confirmed', title: 'You are already subscribed', text: 'This address was confirmed before: nothing else to do.' },
-  invalid: { status: 400, code: 'INVALID_TOKEN', title: 'This link is not valid', text: 'The confirmation link is incomplete or was changed. Ask for a new one below.' },
+  confirmed: {
+    status: 200,
+    code: 'confirmed',
+    title: 'You are subscribed',
+    text: 'Thanks for confirming. A welcome mail is on its way, and the newsletter follows every two weeks.',
+  },
+  'already-confirmed': {
+    status: 200,
+    code: 'already-confirmed',
+    title: 'You are already subscribed',
+    text: 'This address was confirmed before: nothing else to do.',
+  },
+  invalid: {
+    status: 400,
+    code: 'INVALID_TOKEN',
+    title: 'This link is not valid',
+    text: 'The confirmation link is incomplete or was changed. Ask for a new one below.',
+  },
   expired: { status: 410, code: 'EXPIRED_TOKEN', title: 'This link has expired', text: 'Confirmation links are valid for 48 hours. Ask for a new one below.' },
-  unsubscribed: { status: 409, code: 'UNSUBSCRIBED', title: 'This address unsubscribed', text: 'This address unsubscribed after asking for the link. Subscribe again below to start over.' },
+  unsubscribed: {
+    status: 409,
+    code: 'UNSUBSCRIBED',
+    title: 'This address unsubscribed',
+    text: 'This address unsubscribed after asking for the link. Subscribe again below to start over.',
+  },
 };
 
 export function newsletterRoutes(app: FastifyInstance, services: NewsletterServices): void {
@@ -195,7 +216,10 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
           reply.headers(error.headers);
           outcome = isTooManyRequests(error) ? 'rate-limited' : error.code === 'NOT_CONFIGURED' ? 'unavailable' : 'invalid';
         }
-        return reply.code(303).header('location', backUrl(request, request.body ?? {}, services, outcome)).send();
+        return reply
+          .code(303)
+          .header('location', backUrl(request, request.body ?? {}, services, outcome))
+          .send();
       },
     );
 
@@ -244,14 +268,17 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
 
     const unsubscribeSchema = (method: 'GET' | 'POST') => ({
       tags: TAGS,
-      summary: method === 'GET' ? 'The unsubscribe page (the link in every mail)' : 'Unsubscribe (the page\'s button, and RFC 8058 one-click)',
+      summary: method === 'GET' ? 'The unsubscribe page (the link in every mail)' : "Unsubscribe (the page's button, and RFC 8058 one-click)",
       description:
         method === 'GET'
           ? 'Shows a page with a button that unsubscribes (a POST to the same address); nothing changes on a GET.'
           : 'Sets the status to unsubscribed, sends T2, cancels the scheduled series mails and stops mail to the address, also from an issue being sent. Mail programs POST `List-Unsubscribe=One-Click` here (RFC 8058). Unsubscribing twice is harmless.',
       querystring: LINK_QUERY,
       ...(method === 'POST'
-        ? { consumes: ['application/x-www-form-urlencoded', 'multipart/form-data', 'application/json'], body: { type: 'object', description: 'Ignored (`List-Unsubscribe=One-Click`)' } }
+        ? {
+            consumes: ['application/x-www-form-urlencoded', 'multipart/form-data', 'application/json'],
+            body: { type: 'object', description: 'Ignored (`List-Unsubscribe=One-Click`)' },
+          }
         : {}),
       response: {
         200: {
@@ -270,7 +297,11 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
     const invalidUnsubscribe = (request: FastifyRequest, reply: FastifyReply) =>
       wantsJson(request)
         ? sendError(reply, 400, 'INVALID_TOKEN', 'This unsubscribe link is incomplete or was changed: use the link of a newsletter mail')
-        : sendPage(reply, 400, page('This link is not valid', 'The unsubscribe link is incomplete or was changed. Use the link at the bottom of a newsletter mail.'));
+        : sendPage(
+            reply,
+            400,
+            page('This link is not valid', 'The unsubscribe link is incomplete or was changed. Use the link at the bottom of a newsletter mail.'),
+          );
 
     scope.get<{ Querystring: LinkQuery }>('/newsletter/unsubscribe', { schema: unsubscribeSchema('GET') }, async (request, reply) => {
       const { email = '', token = '' } = request.query;
@@ -280,7 +311,11 @@ export function newsletterRoutes(app: FastifyInstance, services: NewsletterServi
       if (wantsJson(request)) return reply.send({ status: found.status, email: normalized });
       if (found.status === 'unsubscribed') return sendPage(reply, 200, page('You are unsubscribed', `${normalized} receives no newsletter mail.`));
       const action = `/newsletter/unsubscribe?${new URLSearchParams({ email, token }).toString()}`;
-      return sendPage(reply, 200, page('Unsubscribe from the newsletter?', `${normalized} will receive no more newsletter mail.`, { action, button: 'Unsubscribe' }));
+      return sendPage(
+        reply,
+        200,
+        page('Unsubscribe from the newsletter?', `${normalized} will receive no more newsletter mail.`, { action, button: 'Unsubscribe' }),
+      );
     });
 
     scope.post<{ Querystring: LinkQuery }>(

@@ -9,7 +9,7 @@ export enum NewsletterSubscriberStatusValue {
 
 registerEnumType(NewsletterSubscriberStatusValue, {
   name: 'NewsletterSubscriberStatus',
-  description: "Where a subscriber is: waiting for confirmation, receiving the newsletter, or gone",
+  description: 'Where a subscriber is: waiting for confirmation, receiving the newsletter, or gone',
   valuesConfig: {
     PENDING: { description: 'Subscribed, not confirmed yet (is_verified false)' },
     ACTIVE: { description: 'Confirmed: receives the series and the issues' },

@@ -5,14 +5,7 @@ import type { MailVariables } from '../../platform/mail/mailer';
 import { publicUrl } from '../../platform/urls';
 import type { NewsletterAdmin } from './newsletter-admin.service';
 import { NewsletterFlow } from './newsletter-flow';
-import {
-  normalizeEmail,
-  SERIES_QUEUE,
-  SERIES_TEMPLATES,
-  type NewsletterDependencies,
-  type SeriesTemplate,
-  type SubscriberMail,
-} from './newsletter.model';
+import { normalizeEmail, SERIES_QUEUE, SERIES_TEMPLATES, type NewsletterDependencies, type SeriesTemplate, type SubscriberMail } from './newsletter.model';
 import { rowsAndCount } from '../../db/sql';
 
 /**
@@ -87,9 +80,7 @@ export class WelcomeSeries extends NewsletterFlow {
     if (subscriber.status !== 'active') {
       throw new Refusal('CONFLICT', `${subscriber.email} is ${subscriber.status}: only active subscribers get the series`, 409);
     }
-    const mailId = await this.deps.dataSource.transaction((manager) =>
-      this.queueSeriesMail(manager, subscriber.id, template as SeriesTemplate, new Date()),
-    );
+    const mailId = await this.deps.dataSource.transaction((manager) => this.queueSeriesMail(manager, subscriber.id, template as SeriesTemplate, new Date()));
     return (await this.admin.mailsOf(subscriber.id)).find((mail) => mail.id === mailId)!;
   }
 }

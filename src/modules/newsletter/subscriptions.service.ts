@@ -62,7 +62,9 @@ export class Subscriptions extends NewsletterFlow {
       );
       let subscriber = inserted.rows[0];
       if (!subscriber) {
-        const existing = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+        const existing = (
+          await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])
+        ).rows[0];
         // Deleted by the clean-up between the two statements: the caller may simply ask again.
         if (!existing) throw new Refusal('CONFLICT', 'the subscription changed meanwhile; please try again', 409);
         if (existing.status === 'active') return;
@@ -112,7 +114,9 @@ export class Subscriptions extends NewsletterFlow {
     const check = checkConfirmToken(secret, email, token);
     if (!check.valid) return 'invalid';
     return this.deps.dataSource.transaction(async (manager) => {
-      const subscriber = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+      const subscriber = (
+        await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])
+      ).rows[0];
       if (subscriber?.status === 'active') return 'already-confirmed';
       // The row of an expired link may be gone (clean-up): either way a new link is needed.
       if (check.expired || !subscriber) return 'expired';
@@ -144,17 +148,25 @@ export class Subscriptions extends NewsletterFlow {
     const email = normalizeEmail(rawEmail);
     if (!checkUnsubscribeToken(this.mail.secrets().unsubscribe, email, token)) return 'invalid';
     const cancelledJobs = await this.deps.dataSource.transaction(async (manager) => {
-      const subscriber = (await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])).rows[0];
+      const subscriber = (
+        await rowsAndCount<Subscriber>(manager, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE email = $1 FOR UPDATE`, [email])
+      ).rows[0];
       // An address without a row (cleaned up) has nothing to stop: the answer is the same.
       if (!subscriber || subscriber.status === 'unsubscribed') return null;
-      await rowsAndCount(manager, `UPDATE newsletter_subscribers SET status = 'unsubscribed', unsubscribed_at = now(), updated_at = now() WHERE id = $1`, [subscriber.id]);
+      await rowsAndCount(manager, `UPDATE newsletter_subscribers SET status = 'unsubscribed', unsubscribed_at = now(), updated_at = now() WHERE id = $1`, [
+        subscriber.id,
+      ]);
       const cancelled = await rowsAndCount<{ job_id: string | null }>(
         manager,
         `UPDATE newsletter_mails SET status = 'cancelled' WHERE subscriber_id = $1 AND status = 'scheduled' RETURNING job_id`,
         [subscriber.id],
       );
       await rowsAndCount(manager, `UPDATE newsletter_issue_recipients SET status = 'skipped' WHERE subscriber_id = $1 AND status = 'pending'`, [subscriber.id]);
-      await this.recordQueuedMail(manager, subscriber.id, this.mail.message(subscriber, UNSUBSCRIBED_TEMPLATE, {}, `newsletter-unsubscribed/${subscriber.id}/${Date.now()}`));
+      await this.recordQueuedMail(
+        manager,
+        subscriber.id,
+        this.mail.message(subscriber, UNSUBSCRIBED_TEMPLATE, {}, `newsletter-unsubscribed/${subscriber.id}/${Date.now()}`),
+      );
       return cancelled.rows.map((row) => row.job_id).filter((id): id is string => id !== null);
     });
     if (cancelledJobs === null) return 'already-unsubscribed';

@@ -156,7 +156,10 @@ export class BillingService {
       if (!license) return { success: false, message: 'No license has this key', error_code: 'LICENSE_NOT_FOUND' };
       const usable = license.status === 'active' || (license.status === 'canceled' && license.expiresAt !== null && license.expiresAt > new Date());
       if (!usable) return { success: false, message: `The license is ${license.status}`, error_code: 'LICENSE_INACTIVE', license: toLicense(license) };
-      const known = (await manager.query('SELECT 1 FROM license_activations WHERE license_id = $1 AND instance = $2', [license.id, input.instance])) as unknown[];
+      const known = (await manager.query('SELECT 1 FROM license_activations WHERE license_id = $1 AND instance = $2', [
+        license.id,
+        input.instance,
+      ])) as unknown[];
       if (known.length > 0) return { success: true, message: 'This instance was already activated', license: toLicense(license) };
       if (license.activationCount >= license.activationLimit) {
         return {
@@ -257,7 +260,12 @@ function validUserId(value: string | null | undefined): string | null {
 export const CUSTOMER_ROWS: OwnedTable = { owner: 'customer_user_id', uuid: true };
 
 /** The rows of a list the session may see (spec 2 §2.3), narrowed to one customer when an admin names one. */
-export function customerRows<Row extends ObjectLiteral>(query: SelectQueryBuilder<Row>, alias: string, session: Session, customerId: string | null): SelectQueryBuilder<Row> {
+export function customerRows<Row extends ObjectLiteral>(
+  query: SelectQueryBuilder<Row>,
+  alias: string,
+  session: Session,
+  customerId: string | null,
+): SelectQueryBuilder<Row> {
   filterRows(query, alias, session, CUSTOMER_ROWS);
   return session.role === ADMIN_ROLE && customerId ? query.andWhere(`"${alias}"."customer_user_id" = :customerId`, { customerId }) : query;
 }

@@ -9,15 +9,7 @@ import { rowVisible } from '../../platform/row-filter';
 import { CUSTOMER_ROWS } from './billing.service';
 import type { PaymentsServices } from './payments.services';
 import { paymentTopic } from './payments.service';
-import {
-  License,
-  LicenseActivationOutput,
-  Payment,
-  PaymentInput,
-  PaymentOutput,
-  PROCESS_PAYMENT_ROLES,
-  BillingSubscription,
-} from './payments.types';
+import { License, LicenseActivationOutput, Payment, PaymentInput, PaymentOutput, PROCESS_PAYMENT_ROLES, BillingSubscription } from './payments.types';
 
 /** Longest page of a list query. */
 export const MAX_PAGE = 100;
@@ -44,7 +36,8 @@ export class PaymentsResolver {
   @Authorized(EVERY_ROLE)
   @ChecksOwnText()
   @Mutation(() => LicenseActivationOutput, {
-    description: 'Activates a license key on one instance (a machine or installation), within its activation limit; activating the same instance again counts once',
+    description:
+      'Activates a license key on one instance (a machine or installation), within its activation limit; activating the same instance again counts once',
   })
   activateLicense(@Arg('key') key: string, @Arg('instance') instance: string): Promise<LicenseActivationOutput> {
     return this.services.billing.activateLicense(key, instance);

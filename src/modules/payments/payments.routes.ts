@@ -170,8 +170,12 @@ function registerWebhookRoutes(app: FastifyInstance, services: PaymentsServices)
       response: responses,
     },
     handler: (request, reply) =>
-      handle(reply, services.webhooks.verifyPrimary(request.rawBody, request.headers['stripe-signature']), 'PRIMARY_PROVIDER_WEBHOOK_SECRET', 'Stripe-Signature', () =>
-        services.webhooks.receivePrimary(request.body),
+      handle(
+        reply,
+        services.webhooks.verifyPrimary(request.rawBody, request.headers['stripe-signature']),
+        'PRIMARY_PROVIDER_WEBHOOK_SECRET',
+        'Stripe-Signature',
+        () => services.webhooks.receivePrimary(request.body),
       ),
   });
 
@@ -211,7 +215,13 @@ function registerCheckoutRoute(app: FastifyInstance, services: PaymentsServices)
         type: 'object',
         required: ['product'],
         properties: {
-          product: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z][a-z0-9_]*$', description: 'A configured product in lower case, such as pro' },
+          product: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 64,
+            pattern: '^[a-z][a-z0-9_]*$',
+            description: 'A configured product in lower case, such as pro',
+          },
           email: { type: 'string', maxLength: 254, format: 'email', description: 'Pre-fills the checkout' },
         },
       },

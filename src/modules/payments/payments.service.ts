@@ -31,8 +31,7 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
 
 /** A payment in a state it never leaves (a FAILED call that never reached the provider is not final). */
-const finalCondition = (table: string) =>
-  `(${table}.status = 'SUCCEEDED' OR (${table}.status = 'FAILED' AND ${table}.provider_payment_id IS NOT NULL))`;
+const finalCondition = (table: string) => `(${table}.status = 'SUCCEEDED' OR (${table}.status = 'FAILED' AND ${table}.provider_payment_id IS NOT NULL))`;
 
 /** The id of the payment an idempotency key makes at a provider: a name-based UUID (SHA-256, version 8). */
 export function paymentIdOf(provider: PaymentProviderName, idempotencyKey: string): string {
@@ -86,7 +85,9 @@ export class PaymentsService {
     const idempotencyKey = typeof clientKey === 'string' ? `${input.customer_id}:${clientKey}` : randomUUID();
     // One read: the active provider, the customer, and the payment an earlier call with this key
     // made. It also sets the request's session variables for the write after the provider call.
-    const [context] = await queryPrepared<{ active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }>(
+    const [context] = await queryPrepared<
+      { active_provider: PaymentProviderName; customer_exists: boolean } & { [Column in keyof PaymentRow]: PaymentRow[Column] | null }
+    >(
       this.dataSource,
       `SELECT active.active_provider, EXISTS (SELECT 1 FROM users WHERE id = $1) AS customer_exists, ${PAYMENT_COLUMNS.map((column) => `earlier.${column}`).join(', ')}
        FROM (SELECT ${this.providers.activeProviderSql('$3')} AS active_provider) active
@@ -313,7 +314,10 @@ function refused(message: string, errorCode: string, errors?: FieldError[]): Pay
 /** The answer of a call: the payment as stored (a retry answers the same payment), the call's own client secret. */
 function outputOf(record: PaymentRecord, result: ChargeResult): PaymentOutput {
   const status = record.status;
-  const failure = status === PaymentStatus.SUCCEEDED ? undefined : (result.failure ?? (record.failureCode ? { code: record.failureCode, message: record.failureMessage ?? '' } : undefined));
+  const failure =
+    status === PaymentStatus.SUCCEEDED
+      ? undefined
+      : (result.failure ?? (record.failureCode ? { code: record.failureCode, message: record.failureMessage ?? '' } : undefined));
   const base = { payment_intent_id: record.providerPaymentId, status, receipt_url: record.receiptUrl };
   if (status === PaymentStatus.REQUIRES_ACTION) {
     return {

@@ -152,9 +152,7 @@ function resultOfIntent(intent: Stripe.PaymentIntent): ChargeResult {
     status,
     clientSecret: status === PaymentStatus.REQUIRES_ACTION ? intent.client_secret : null,
     receiptUrl: charge?.receipt_url ?? null,
-    ...(status === PaymentStatus.FAILED
-      ? { failure: { code: 'PAYMENT_FAILED', message: intent.last_payment_error?.message ?? 'The payment failed' } }
-      : {}),
+    ...(status === PaymentStatus.FAILED ? { failure: { code: 'PAYMENT_FAILED', message: intent.last_payment_error?.message ?? 'The payment failed' } } : {}),
   };
 }
 

@@ -11,8 +11,7 @@ export interface ProviderState {
 }
 
 export type SwitchResult =
-  | { previous: PaymentProviderName; active: PaymentProviderName; message: string }
-  | { error: 'BACKUP_NOT_CONFIGURED'; message: string };
+  { previous: PaymentProviderName; active: PaymentProviderName; message: string } | { error: 'BACKUP_NOT_CONFIGURED'; message: string };
 
 /**
  * The active payment provider (spec 3 §2.1, §3). The selection is one row in PostgreSQL, read on

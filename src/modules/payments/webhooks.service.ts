@@ -188,8 +188,7 @@ export class WebhooksService {
           customerEmail: text(data.customer_email),
           product: this.primaryProduct(metadata.plinth_product, price),
           status: type === 'invoice.paid' ? 'active' : 'past_due',
-          currentPeriodEnd:
-            type === 'invoice.paid' && periodEnds.length > 0 ? new Date(Math.max(...periodEnds.map((end) => end.getTime()))) : undefined,
+          currentPeriodEnd: type === 'invoice.paid' && periodEnds.length > 0 ? new Date(Math.max(...periodEnds.map((end) => end.getTime()))) : undefined,
         });
         return;
       }

@@ -130,10 +130,11 @@ export class ReportRunner {
 
   /** Records progress; throws CancelledError when the job is no longer RUNNING. */
   private async progress(id: string, written: number, total: number): Promise<void> {
-    const [rows] = (await this.dataSource.query(
-      `UPDATE report_jobs SET rows_written = $2, total_rows = $3 WHERE id = $1 AND status = 'RUNNING' RETURNING *`,
-      [id, written, Math.max(total, written)],
-    )) as [ReportRow[], number];
+    const [rows] = (await this.dataSource.query(`UPDATE report_jobs SET rows_written = $2, total_rows = $3 WHERE id = $1 AND status = 'RUNNING' RETURNING *`, [
+      id,
+      written,
+      Math.max(total, written),
+    ])) as [ReportRow[], number];
     if (!rows[0]) throw new CancelledError();
     this.reports.publish(rows[0]);
   }
@@ -170,7 +171,7 @@ function jsonRow(row: Record<string, unknown>, columns: string[]): Record<string
   const out: Record<string, unknown> = {};
   for (const column of columns) {
     const value = row[column];
-    out[column] = value instanceof Date ? value.toISOString() : value ?? null;
+    out[column] = value instanceof Date ? value.toISOString() : (value ?? null);
   }
   return out;
 }

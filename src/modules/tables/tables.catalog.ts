@@ -54,7 +54,15 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
     if (!table) found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [] }));
     table.columns.push({ name: column.name, typeName: column.type_name, sqlType: column.sql_type, nullable: column.nullable });
   }
-  const constraints = await rows<{ schema: string; table: string; kind: 'p' | 'f'; columns: string[]; ref_schema: string | null; ref_table: string | null; ref_columns: string[] | null }>(
+  const constraints = await rows<{
+    schema: string;
+    table: string;
+    kind: 'p' | 'f';
+    columns: string[];
+    ref_schema: string | null;
+    ref_table: string | null;
+    ref_columns: string[] | null;
+  }>(
     db,
     `SELECT n.nspname AS schema, c.relname AS table, k.contype AS kind,
             ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY AS key(attnum, position)
@@ -75,7 +83,12 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
     const table = found.get(tableKey({ schema: constraint.schema, name: constraint.table }));
     if (!table) continue;
     if (constraint.kind === 'p') table.primaryKey = constraint.columns;
-    else table.foreignKeys.push({ columns: constraint.columns, references: { schema: constraint.ref_schema!, name: constraint.ref_table! }, referencedColumns: constraint.ref_columns! });
+    else
+      table.foreignKeys.push({
+        columns: constraint.columns,
+        references: { schema: constraint.ref_schema!, name: constraint.ref_table! },
+        referencedColumns: constraint.ref_columns!,
+      });
   }
   return found;
 }

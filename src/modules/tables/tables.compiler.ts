@@ -64,11 +64,23 @@ const AGGREGATES: Record<string, string> = { sum: 'sum', avg: 'avg', max: 'max',
 
 const COMPARISONS: Record<string, string> = { _eq: '=', _neq: '<>', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=' };
 const TEXT_MATCHES: Record<string, string> = {
-  _like: 'LIKE', _nlike: 'NOT LIKE', _ilike: 'ILIKE', _nilike: 'NOT ILIKE', _similar: 'SIMILAR TO', _nsimilar: 'NOT SIMILAR TO',
-  _regex: '~', _nregex: '!~', _iregex: '~*', _niregex: '!~*',
+  _like: 'LIKE',
+  _nlike: 'NOT LIKE',
+  _ilike: 'ILIKE',
+  _nilike: 'NOT ILIKE',
+  _similar: 'SIMILAR TO',
+  _nsimilar: 'NOT SIMILAR TO',
+  _regex: '~',
+  _nregex: '!~',
+  _iregex: '~*',
+  _niregex: '!~*',
 };
 const JSONB_OPERATORS: Record<string, [string, string]> = {
-  _contains: ['@>', 'jsonb'], _contained_in: ['<@', 'jsonb'], _has_key: ['?', 'text'], _has_keys_any: ['?|', 'text[]'], _has_keys_all: ['?&', 'text[]'],
+  _contains: ['@>', 'jsonb'],
+  _contained_in: ['<@', 'jsonb'],
+  _has_key: ['?', 'text'],
+  _has_keys_any: ['?|', 'text[]'],
+  _has_keys_all: ['?&', 'text[]'],
 };
 
 /** A refusal of the caller's arguments (an operator misused, an unknown session variable). */
@@ -116,10 +128,14 @@ export class StatementCompiler {
     const permission = this.permission(table, `field "${rootName}" not found in type: 'query_root'`);
     if (permission && !permission.rootFields.has(kind)) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
     const field = this.operation.parentType.getFields()[rootName];
-    const selections = this.fieldsOf(this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet), field.type);
+    const selections = this.fieldsOf(
+      this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet),
+      field.type,
+    );
     let text: string;
     if (kind === 'selectByPk') {
-      if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name))) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+      if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name)))
+        throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
       const alias = this.alias();
       const conditions = table.primaryKey.map((column) => `${alias}.${quote(column.name)} = ${this.bind(args[column.field], column.sqlType)}`);
       conditions.push(this.permissionFilter(table, alias, permission));
@@ -221,7 +237,8 @@ export class StatementCompiler {
       const name = node.name.value;
       const responseKey = node.alias?.value ?? name;
       if (name === '__typename') continue;
-      const relationship = table.relationships.get(name) ?? (name.endsWith('_aggregate') ? table.relationships.get(name.slice(0, -'_aggregate'.length)) : undefined);
+      const relationship =
+        table.relationships.get(name) ?? (name.endsWith('_aggregate') ? table.relationships.get(name.slice(0, -'_aggregate'.length)) : undefined);
       if (relationship && (name === relationship.name || relationship.kind === 'array')) {
         const target = relationship.target;
         const targetPermission = this.permission(target, `field "${name}" not found in type: '${table.typeName}'`);
@@ -296,13 +313,27 @@ export class StatementCompiler {
     return { text, order: innerOrder.map((item, index) => `"_s"."o${index}" ${item.direction}`) };
   }
 
-  private listQuery(table: TableModel, args: ListArguments, fields: FieldNode[], conditions: string[], permission: PermissionModel | undefined, alias = this.alias()): string {
+  private listQuery(
+    table: TableModel,
+    args: ListArguments,
+    fields: FieldNode[],
+    conditions: string[],
+    permission: PermissionModel | undefined,
+    alias = this.alias(),
+  ): string {
     const rows = this.rowsQuery(table, args, (at) => this.rowJson(table, at, fields), [], conditions, permission, alias);
     return `SELECT coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json) AS "j" FROM (${rows.text}) AS "_s"`;
   }
 
   /** `<table>_aggregate { aggregate { count sum {...} ... } nodes {...} }` over the same rows as the list. */
-  private aggregateQuery(table: TableModel, args: ListArguments, fields: FieldNode[], conditions: string[], permission: PermissionModel | undefined, alias = this.alias()): string {
+  private aggregateQuery(
+    table: TableModel,
+    args: ListArguments,
+    fields: FieldNode[],
+    conditions: string[],
+    permission: PermissionModel | undefined,
+    alias = this.alias(),
+  ): string {
     const aggregateType = this.objectType(`${table.typeName}_aggregate`);
     const fieldsType = this.objectType(`${table.typeName}_aggregate_fields`);
     const nodes = fields.filter((node) => node.name.value === 'nodes');
@@ -337,12 +368,18 @@ export class StatementCompiler {
         }
         const columnPairs = this.fieldsOf([aggregateNode.selectionSet], fieldsType.getFields()[function_].type)
           .filter((columnNode) => columnNode.name.value !== '__typename')
-          .map((columnNode) => `${key(columnNode.alias?.value ?? columnNode.name.value)}, ${AGGREGATES[function_]}(${aggregated(this.visibleColumn(table, columnNode.name.value, permission))})`);
+          .map(
+            (columnNode) =>
+              `${key(columnNode.alias?.value ?? columnNode.name.value)}, ${AGGREGATES[function_]}(${aggregated(this.visibleColumn(table, columnNode.name.value, permission))})`,
+          );
         inner.push(`${aggregateKey}, ${buildObject(columnPairs)}`);
       }
       pairs.push(`${responseKey}, ${buildObject(inner)}`);
     }
-    const nodeFields = this.fieldsOf(nodes.map((node) => node.selectionSet), aggregateType.getFields().nodes.type);
+    const nodeFields = this.fieldsOf(
+      nodes.map((node) => node.selectionSet),
+      aggregateType.getFields().nodes.type,
+    );
     const rows = this.rowsQuery(table, args, nodes.length ? (at) => this.rowJson(table, at, nodeFields) : undefined, extra, conditions, permission, alias);
     const nodesJson = `coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json)`;
     const json = buildObject(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
@@ -350,7 +387,12 @@ export class StatementCompiler {
   }
 
   /** The ORDER BY items of one `<table>_order_by` object (through object relationships). */
-  private orderExpressions(table: TableModel, alias: string, item: Record<string, unknown>, permission: PermissionModel | undefined): { expression: string; direction: string }[] {
+  private orderExpressions(
+    table: TableModel,
+    alias: string,
+    item: Record<string, unknown>,
+    permission: PermissionModel | undefined,
+  ): { expression: string; direction: string }[] {
     const items: { expression: string; direction: string }[] = [];
     for (const [field, value] of Object.entries(item)) {
       if (value === null || value === undefined) continue;
@@ -362,7 +404,10 @@ export class StatementCompiler {
           const inner = this.alias();
           const expression = nested.expression.split('"_r".').join(`${inner}.`);
           const conditions = [...this.mappingConditions(relationship, alias, inner), this.permissionFilter(target, inner, targetPermission)];
-          items.push({ expression: `(SELECT ${expression} FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')} LIMIT 1)`, direction: nested.direction });
+          items.push({
+            expression: `(SELECT ${expression} FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')} LIMIT 1)`,
+            direction: nested.direction,
+          });
         }
         continue;
       }
@@ -380,7 +425,13 @@ export class StatementCompiler {
   }
 
   /** ORDER BY items of `<rel>_aggregate: {count: asc, max: {column: desc}}`: one correlated aggregate each. */
-  private aggregateOrder(table: TableModel, alias: string, field: string, relationship: RelationshipModel, value: Record<string, unknown>): { expression: string; direction: string }[] {
+  private aggregateOrder(
+    table: TableModel,
+    alias: string,
+    field: string,
+    relationship: RelationshipModel,
+    value: Record<string, unknown>,
+  ): { expression: string; direction: string }[] {
     const target = relationship.target;
     const permission = this.permission(target, `field "${field}" not found in type: '${table.typeName}_order_by'`);
     if (permission && !permission.allowAggregations) throw hiddenField(`field "${field}" not found in type: '${table.typeName}_order_by'`);
@@ -426,7 +477,10 @@ export class StatementCompiler {
       } else if (field === '_exists' && mode === 'permission') {
         const given = isObject(value) ? value : {};
         const named = isObject(given._table) ? given._table : { name: given._table };
-        const target = typeof named.name === 'string' ? this.tables.get(tableKey({ schema: typeof named.schema === 'string' ? named.schema : 'public', name: named.name })) : undefined;
+        const target =
+          typeof named.name === 'string'
+            ? this.tables.get(tableKey({ schema: typeof named.schema === 'string' ? named.schema : 'public', name: named.name }))
+            : undefined;
         if (!target) throw badInput('_exists names a table that is not tracked');
         const inner = this.alias();
         parts.push(`EXISTS (SELECT 1 FROM ${qualified(target)} AS ${inner} WHERE ${this.boolExp(given._where ?? {}, target, inner, mode)})`);
@@ -435,12 +489,13 @@ export class StatementCompiler {
         const target = relationship.target;
         const inner = this.alias();
         const conditions = [...this.mappingConditions(relationship, alias, inner), this.boolExp(value, target, inner, mode)];
-        if (mode === 'query') conditions.push(this.permissionFilter(target, inner, this.permission(target, `field "${field}" not found in type: '${table.typeName}_bool_exp'`)));
+        if (mode === 'query')
+          conditions.push(this.permissionFilter(target, inner, this.permission(target, `field "${field}" not found in type: '${table.typeName}_bool_exp'`)));
         parts.push(`EXISTS (SELECT 1 FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')})`);
       } else {
         const column =
           mode === 'permission'
-            ? table.columns.find((candidate) => candidate.name === field) ?? table.columnsByField.get(field)
+            ? (table.columns.find((candidate) => candidate.name === field) ?? table.columnsByField.get(field))
             : this.visibleColumn(table, field, this.reader.admin ? undefined : table.permissions.get(this.reader.role), '_bool_exp');
         if (!column) throw badInput(`no column "${field}" in ${tableText(table.table)}`);
         parts.push(this.comparison(column, `${alias}.${quote(column.name)}`, value, mode));
@@ -459,13 +514,15 @@ export class StatementCompiler {
     const operand = (value: unknown, cast: string, list = false) => {
       const given = mode === 'permission' ? this.sessionValue(value) : value;
       if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
-      if (list && typeof given !== 'string' && !Array.isArray(given) && !(given instanceof SessionValue)) throw badInput(`the operand on "${column.field}" must be a list`);
+      if (list && typeof given !== 'string' && !Array.isArray(given) && !(given instanceof SessionValue))
+        throw badInput(`the operand on "${column.field}" must be a list`);
       if (list) return this.bind(json && Array.isArray(given) ? given.map((item) => JSON.stringify(item)) : given, cast);
       return this.bind(asBound(given, json), cast);
     };
     for (const [operator, value] of Object.entries(operators)) {
       if (value === undefined) continue;
-      if (column.scalar === 'json' && operator !== '_is_null') throw badInput(`the operator "${operator}" does not apply to the json column "${column.field}" (only _is_null does)`);
+      if (column.scalar === 'json' && operator !== '_is_null')
+        throw badInput(`the operator "${operator}" does not apply to the json column "${column.field}" (only _is_null does)`);
       if (COMPARISONS[operator]) parts.push(`${expression} ${COMPARISONS[operator]} ${operand(value, column.sqlType)}`);
       else if (operator === '_in') parts.push(`${expression} = ANY(${operand(value, `${column.sqlType}[]`, true)})`);
       else if (operator === '_nin') parts.push(`${expression} <> ALL(${operand(value, `${column.sqlType}[]`, true)})`);

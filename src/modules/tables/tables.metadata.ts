@@ -101,7 +101,8 @@ export function configurationAt(value: unknown, path: string): TableConfiguratio
   const given = objectAt(value, path);
   const configuration: TableConfiguration = {};
   for (const key of Object.keys(given)) {
-    if (!['custom_name', 'custom_root_fields', 'column_config', 'custom_column_names', 'comment'].includes(key)) fail('parse-failed', `unexpected key "${key}"`, `${path}.${key}`);
+    if (!['custom_name', 'custom_root_fields', 'column_config', 'custom_column_names', 'comment'].includes(key))
+      fail('parse-failed', `unexpected key "${key}"`, `${path}.${key}`);
   }
   if (given.custom_name !== undefined && given.custom_name !== null) configuration.custom_name = graphqlNameAt(given.custom_name, `${path}.custom_name`);
   if (given.custom_root_fields !== undefined && given.custom_root_fields !== null) {
@@ -111,7 +112,11 @@ export function configurationAt(value: unknown, path: string): TableConfiguratio
       if (name === null) continue;
       if (key !== 'select' && key !== 'select_by_pk' && key !== 'select_aggregate') {
         // Mutation and subscription root fields come with part 2 of the generated API.
-        fail('not-supported', `the custom root field "${key}" is not supported yet (select, select_by_pk, select_aggregate are)`, `${path}.custom_root_fields.${key}`);
+        fail(
+          'not-supported',
+          `the custom root field "${key}" is not supported yet (select, select_by_pk, select_aggregate are)`,
+          `${path}.custom_root_fields.${key}`,
+        );
       }
       // Hasura takes a name or {name, comment}.
       const text = isObject(name) ? name.name : name;
@@ -128,7 +133,10 @@ export function configurationAt(value: unknown, path: string): TableConfiguratio
   if (given.column_config !== undefined && given.column_config !== null) {
     for (const [column, config] of Object.entries(objectAt(given.column_config, `${path}.column_config`))) {
       const entry = objectAt(config, `${path}.column_config.${column}`);
-      columns[column] = entry.custom_name === undefined || entry.custom_name === null ? {} : { custom_name: graphqlNameAt(entry.custom_name, `${path}.column_config.${column}.custom_name`) };
+      columns[column] =
+        entry.custom_name === undefined || entry.custom_name === null
+          ? {}
+          : { custom_name: graphqlNameAt(entry.custom_name, `${path}.column_config.${column}.custom_name`) };
     }
   }
   if (Object.keys(columns).length) configuration.column_config = columns;
@@ -159,7 +167,8 @@ function usingAt(using: Record<string, unknown>, path: string): RelationshipUsin
     const manual = objectAt(using.manual_configuration, `${path}.manual_configuration`);
     const remoteTable = qualifiedTableAt(manual.remote_table, `${path}.manual_configuration.remote_table`);
     const mapping = objectAt(manual.column_mapping, `${path}.manual_configuration.column_mapping`);
-    if (Object.keys(mapping).length === 0) fail('validation-failed', 'column_mapping must map at least one column', `${path}.manual_configuration.column_mapping`);
+    if (Object.keys(mapping).length === 0)
+      fail('validation-failed', 'column_mapping must map at least one column', `${path}.manual_configuration.column_mapping`);
     for (const [local, remote] of Object.entries(mapping)) stringAt(remote, `${path}.manual_configuration.column_mapping.${local}`);
     return { manual_configuration: { remote_table: remoteTable, column_mapping: mapping as Record<string, string> } };
   }
@@ -185,7 +194,12 @@ export function selectPermissionAt(value: unknown, path: string): SelectPermissi
   if (given.computed_fields !== undefined && !(Array.isArray(given.computed_fields) && given.computed_fields.length === 0)) {
     fail('not-supported', 'computed fields are not supported yet', `${path}.computed_fields`);
   }
-  const columns = given.columns === '*' ? '*' : Array.isArray(given.columns) ? given.columns.map((column, index) => stringAt(column, `${path}.columns[${index}]`)) : fail('parse-failed', 'columns must be a list of column names or "*"', `${path}.columns`);
+  const columns =
+    given.columns === '*'
+      ? '*'
+      : Array.isArray(given.columns)
+        ? given.columns.map((column, index) => stringAt(column, `${path}.columns[${index}]`))
+        : fail('parse-failed', 'columns must be a list of column names or "*"', `${path}.columns`);
   const filter = given.filter === undefined ? {} : objectAt(given.filter, `${path}.filter`);
   const permission: SelectPermission = { columns, filter };
   if (given.limit !== undefined && given.limit !== null) {

@@ -55,10 +55,31 @@ export interface Inconsistency {
 
 /** Hasura's GraphQL scalar names of PostgreSQL's types (pg_type.typname); others keep their own name. */
 const SCALARS: Record<string, string> = {
-  int4: 'Int', int2: 'smallint', int8: 'bigint', float4: 'Float', float8: 'float8', numeric: 'numeric', bool: 'Boolean',
-  text: 'String', varchar: 'String', name: 'String', bpchar: 'bpchar', citext: 'citext', uuid: 'uuid', date: 'date', time: 'time',
-  timetz: 'timetz', timestamp: 'timestamp', timestamptz: 'timestamptz', interval: 'interval', json: 'json', jsonb: 'jsonb',
-  money: 'money', inet: 'inet', bytea: 'bytea', oid: 'oid',
+  int4: 'Int',
+  int2: 'smallint',
+  int8: 'bigint',
+  float4: 'Float',
+  float8: 'float8',
+  numeric: 'numeric',
+  bool: 'Boolean',
+  text: 'String',
+  varchar: 'String',
+  name: 'String',
+  bpchar: 'bpchar',
+  citext: 'citext',
+  uuid: 'uuid',
+  date: 'date',
+  time: 'time',
+  timetz: 'timetz',
+  timestamp: 'timestamp',
+  timestamptz: 'timestamptz',
+  interval: 'interval',
+  json: 'json',
+  jsonb: 'jsonb',
+  money: 'money',
+  inet: 'inet',
+  bytea: 'bytea',
+  oid: 'oid',
 };
 export const GRAPHQL_BUILT_IN_SCALARS = new Set(['Int', 'Float', 'String', 'Boolean', 'ID']);
 /** Scalars whose columns take the text operators (_like, _ilike, _similar, _regex...). */
@@ -81,13 +102,21 @@ function scalarOf(typeName: string): string {
  * relationship whose columns or key do not exist, or a permission naming an unknown column is
  * left out and reported; the rest is served.
  */
-export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Map<string, CatalogTable>): { tables: TableModel[]; inconsistencies: Inconsistency[] } {
+export function resolveTables(
+  entries: readonly TrackedTableEntry[],
+  catalog: Map<string, CatalogTable>,
+): { tables: TableModel[]; inconsistencies: Inconsistency[] } {
   const inconsistencies: Inconsistency[] = [];
   const byKey = new Map<string, TableModel>();
   for (const entry of entries) {
     const found = catalog.get(tableKey(entry.table));
     if (!found) {
-      inconsistencies.push({ type: 'table', name: tableText(entry.table), reason: `no table or view ${tableText(entry.table)} exists`, definition: entry.table });
+      inconsistencies.push({
+        type: 'table',
+        name: tableText(entry.table),
+        reason: `no table or view ${tableText(entry.table)} exists`,
+        definition: entry.table,
+      });
       continue;
     }
     const model = tableModel(entry, found);
@@ -103,7 +132,10 @@ export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Ma
     const model = byKey.get(tableKey(entry.table));
     if (!model) continue;
     const catalogTable = catalog.get(tableKey(entry.table))!;
-    for (const [kind, list] of [['object', entry.object_relationships ?? []], ['array', entry.array_relationships ?? []]] as const) {
+    for (const [kind, list] of [
+      ['object', entry.object_relationships ?? []],
+      ['array', entry.array_relationships ?? []],
+    ] as const) {
       for (const relationship of list) {
         try {
           if (model.columnsByField.has(relationship.name) || (kind === 'array' && model.columnsByField.has(`${relationship.name}_aggregate`))) {
@@ -111,7 +143,12 @@ export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Ma
           }
           model.relationships.set(relationship.name, relationshipModel(kind, relationship, model, catalogTable, byKey, catalog));
         } catch (error) {
-          inconsistencies.push({ type: `${kind}_relation`, name: `${relationship.name} of ${tableText(entry.table)}`, reason: (error as Error).message, definition: relationship });
+          inconsistencies.push({
+            type: `${kind}_relation`,
+            name: `${relationship.name} of ${tableText(entry.table)}`,
+            reason: (error as Error).message,
+            definition: relationship,
+          });
         }
       }
     }
@@ -119,13 +156,26 @@ export function resolveTables(entries: readonly TrackedTableEntry[], catalog: Ma
       const columns = permission.columns === '*' ? model.columns.map((column) => column.name) : permission.columns;
       const unknown = columns.find((column) => !model.columns.some((candidate) => candidate.name === column));
       if (unknown) {
-        inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: `no column "${unknown}" in ${tableText(entry.table)}`, definition: permission });
+        inconsistencies.push({
+          type: 'select_permission',
+          name: `${role} of ${tableText(entry.table)}`,
+          reason: `no column "${unknown}" in ${tableText(entry.table)}`,
+          definition: permission,
+        });
         continue;
       }
       const rootFields = new Set<RootKind>(
-        (permission.query_root_fields ?? ['select', 'select_by_pk', 'select_aggregate']).map((name) => (name === 'select' ? 'select' : name === 'select_by_pk' ? 'selectByPk' : 'selectAggregate')),
+        (permission.query_root_fields ?? ['select', 'select_by_pk', 'select_aggregate']).map((name) =>
+          name === 'select' ? 'select' : name === 'select_by_pk' ? 'selectByPk' : 'selectAggregate',
+        ),
       );
-      model.permissions.set(role, { columns: new Set(columns), filter: permission.filter, limit: permission.limit, allowAggregations: permission.allow_aggregations === true, rootFields });
+      model.permissions.set(role, {
+        columns: new Set(columns),
+        filter: permission.filter,
+        limit: permission.limit,
+        allowAggregations: permission.allow_aggregations === true,
+        rootFields,
+      });
     }
   }
   return { tables: [...byKey.values()], inconsistencies };
@@ -145,7 +195,11 @@ function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
   return {
     table: entry.table,
     typeName,
-    roots: { select: roots.select ?? typeName, selectByPk: roots.select_by_pk ?? `${typeName}_by_pk`, selectAggregate: roots.select_aggregate ?? `${typeName}_aggregate` },
+    roots: {
+      select: roots.select ?? typeName,
+      selectByPk: roots.select_by_pk ?? `${typeName}_by_pk`,
+      selectAggregate: roots.select_aggregate ?? `${typeName}_aggregate`,
+    },
     columns,
     columnsByField: new Map(columns.map((column) => [column.field, column])),
     primaryKey: found.primaryKey.map((name) => columns.find((column) => column.name === name)!),

@@ -1,12 +1,4 @@
-import {
-  extendSchema,
-  GraphQLError,
-  isObjectType,
-  parse,
-  type GraphQLFieldResolver,
-  type GraphQLResolveInfo,
-  type GraphQLSchema,
-} from 'graphql';
+import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { tableText } from './tables.metadata';
 import { GRAPHQL_BUILT_IN_SCALARS, NUMERIC_SCALARS, TEXT_SCALARS, UNORDERED_SCALARS, type Inconsistency, type RootKind, type TableModel } from './tables.model';
@@ -36,7 +28,16 @@ enum order_by {
 export function generatedTypeNames(table: TableModel): string[] {
   const base = table.typeName;
   const perAggregate = AGGREGATE_FUNCTIONS.flatMap((aggregate) => [`${base}_${aggregate}_fields`, `${base}_${aggregate}_order_by`]);
-  return [base, `${base}_aggregate`, `${base}_aggregate_fields`, `${base}_aggregate_order_by`, `${base}_bool_exp`, `${base}_order_by`, `${base}_select_column`, ...perAggregate];
+  return [
+    base,
+    `${base}_aggregate`,
+    `${base}_aggregate_fields`,
+    `${base}_aggregate_order_by`,
+    `${base}_bool_exp`,
+    `${base}_order_by`,
+    `${base}_select_column`,
+    ...perAggregate,
+  ];
 }
 
 function comparisonType(scalar: string): string {
@@ -44,11 +45,23 @@ function comparisonType(scalar: string): string {
   const operators =
     scalar === 'json'
       ? ['_is_null: Boolean']
-      : [`_eq: ${scalar}`, `_neq: ${scalar}`, `_gt: ${scalar}`, `_gte: ${scalar}`, `_lt: ${scalar}`, `_lte: ${scalar}`, `_in: [${scalar}!]`, `_nin: [${scalar}!]`, '_is_null: Boolean'];
+      : [
+          `_eq: ${scalar}`,
+          `_neq: ${scalar}`,
+          `_gt: ${scalar}`,
+          `_gte: ${scalar}`,
+          `_lt: ${scalar}`,
+          `_lte: ${scalar}`,
+          `_in: [${scalar}!]`,
+          `_nin: [${scalar}!]`,
+          '_is_null: Boolean',
+        ];
   if (TEXT_SCALARS.has(scalar)) {
-    for (const operator of ['_like', '_nlike', '_ilike', '_nilike', '_similar', '_nsimilar', '_regex', '_nregex', '_iregex', '_niregex']) operators.push(`${operator}: ${scalar}`);
+    for (const operator of ['_like', '_nlike', '_ilike', '_nilike', '_similar', '_nsimilar', '_regex', '_nregex', '_iregex', '_niregex'])
+      operators.push(`${operator}: ${scalar}`);
   }
-  if (scalar === 'jsonb') operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
+  if (scalar === 'jsonb')
+    operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
   return `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""\ninput ${scalar}_comparison_exp {\n  ${operators.join('\n  ')}\n}`;
 }
 
@@ -62,7 +75,12 @@ function tableSdl(table: TableModel): string[] {
   const name = table.typeName;
   const described = `table ${tableText(table.table)}`;
   const fields = table.columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
-  const boolFields = [`  _and: [${name}_bool_exp!]`, `  _or: [${name}_bool_exp!]`, `  _not: ${name}_bool_exp`, ...table.columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`)];
+  const boolFields = [
+    `  _and: [${name}_bool_exp!]`,
+    `  _or: [${name}_bool_exp!]`,
+    `  _not: ${name}_bool_exp`,
+    ...table.columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`),
+  ];
   const orderFields = table.columns.map((column) => `  ${column.field}: order_by`);
   for (const relationship of table.relationships.values()) {
     const target = relationship.target.typeName;
@@ -94,7 +112,9 @@ function tableSdl(table: TableModel): string[] {
     parts.push(`type ${name}_${suffix}_fields {\n${columns.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
     parts.push(`input ${name}_${suffix}_order_by {\n${columns.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
   };
-  subtype('sum', numeric, (column) => (column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar === 'Float' ? 'Float' : column.scalar));
+  subtype('sum', numeric, (column) =>
+    column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar === 'Float' ? 'Float' : column.scalar,
+  );
   subtype('avg', numeric, () => 'Float');
   subtype('max', ordered, (column) => column.scalar);
   subtype('min', ordered, (column) => column.scalar);
@@ -134,13 +154,16 @@ export function rootFieldNames(table: TableModel): string[] {
  */
 export function nameClash(base: GraphQLSchema, table: TableModel, others: readonly TableModel[], ours = new Set<string>()): string | undefined {
   for (const typeName of generatedTypeNames(table)) {
-    if (base.getType(typeName) && !ours.has(typeName)) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the type ${typeName} of the schema: give the table a custom_name`;
+    if (base.getType(typeName) && !ours.has(typeName))
+      return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the type ${typeName} of the schema: give the table a custom_name`;
     const other = others.find((candidate) => generatedTypeNames(candidate).includes(typeName));
-    if (other) return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}: give one a custom_name`;
+    if (other)
+      return `the type ${typeName} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}: give one a custom_name`;
   }
   const query = base.getQueryType()?.getFields() ?? {};
   for (const field of rootFieldNames(table)) {
-    if (query[field] && !ours.has(`Query.${field}`)) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
+    if (query[field] && !ours.has(`Query.${field}`))
+      return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
     const other = others.find((candidate) => rootFieldNames(candidate).includes(field));
     if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
   }
@@ -154,7 +177,12 @@ export function nameClash(base: GraphQLSchema, table: TableModel, others: readon
  * Tables whose names clash are left out and reported in `inconsistencies`. Without `runner`
  * the fields resolve nothing (to print or check the schema).
  */
-export function extendWithTables(base: GraphQLSchema, tables: readonly TableModel[], runner?: TableRunner, inconsistencies: Inconsistency[] = []): GraphQLSchema {
+export function extendWithTables(
+  base: GraphQLSchema,
+  tables: readonly TableModel[],
+  runner?: TableRunner,
+  inconsistencies: Inconsistency[] = [],
+): GraphQLSchema {
   const served: TableModel[] = [];
   for (const table of tables) {
     const clash = nameClash(base, table, served);
@@ -167,7 +195,12 @@ export function extendWithTables(base: GraphQLSchema, tables: readonly TableMode
     for (const [name, relationship] of table.relationships) {
       if (!servedSet.has(relationship.target)) {
         table.relationships.delete(name);
-        inconsistencies.push({ type: `${relationship.kind}_relation`, name: `${name} of ${tableText(table.table)}`, reason: `the remote table ${tableText(relationship.target.table)} is not served`, definition: name });
+        inconsistencies.push({
+          type: `${relationship.kind}_relation`,
+          name: `${name} of ${tableText(table.table)}`,
+          reason: `the remote table ${tableText(relationship.target.table)} is not served`,
+          definition: name,
+        });
       }
     }
   }
@@ -201,9 +234,14 @@ function attachResolvers(schema: GraphQLSchema, tables: readonly TableModel[], r
   const query = schema.getQueryType()!.getFields();
   const byResponseKey: GraphQLFieldResolver<Record<string, unknown>, unknown> = (source, _args, _context, info) => source[info.path.key as string];
   for (const table of tables) {
-    for (const [kind, field] of [['select', table.roots.select], ['selectAggregate', table.roots.selectAggregate], ['selectByPk', table.roots.selectByPk]] as const) {
+    for (const [kind, field] of [
+      ['select', table.roots.select],
+      ['selectAggregate', table.roots.selectAggregate],
+      ['selectByPk', table.roots.selectByPk],
+    ] as const) {
       if (!query[field]) continue;
-      query[field].resolve = ((_source, args: Record<string, unknown>, context: GraphQLContext, info) => runner.select(table, kind, args, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      query[field].resolve = ((_source, args: Record<string, unknown>, context: GraphQLContext, info) =>
+        runner.select(table, kind, args, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

@@ -106,7 +106,13 @@ export class TablesService implements TableRunner {
   }
 
   private async apply(entries: TrackedTableEntry[], version: number, db: Queryable): Promise<void> {
-    const { tables, inconsistencies } = resolveTables(entries, await readCatalog(db, entries.map((entry) => entry.table)));
+    const { tables, inconsistencies } = resolveTables(
+      entries,
+      await readCatalog(
+        db,
+        entries.map((entry) => entry.table),
+      ),
+    );
     if (version < this.served.version) return;
     for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'inconsistent tables metadata');
     this.served = { entries, tables, byKey: new Map(tables.map((table) => [tableKey(table.table), table])), inconsistencies, version };
@@ -124,7 +130,10 @@ export class TablesService implements TableRunner {
    * would make a new inconsistency, and stores it; served once the transaction commits.
    */
   private async commit(previous: TrackedTableEntry[], next: TrackedTableEntry[], context: MetadataRequestContext): Promise<typeof SUCCESS> {
-    const catalog = await readCatalog(context.manager, [...previous, ...next].map((entry) => entry.table));
+    const catalog = await readCatalog(
+      context.manager,
+      [...previous, ...next].map((entry) => entry.table),
+    );
     const before = resolveTables(previous, catalog).inconsistencies;
     const after = resolveTables(next, catalog);
     if (this.deps.schema.built) {
@@ -143,7 +152,11 @@ export class TablesService implements TableRunner {
     const known = new Set(before.map((item) => `${item.type} ${item.name} ${item.reason}`));
     const added = after.inconsistencies.find((item) => !known.has(`${item.type} ${item.name} ${item.reason}`));
     if (added) throw new MetadataError(added.type === 'table' ? 'invalid-configuration' : 'validation-failed', `${added.name}: ${added.reason}`);
-    const row = (await one<{ version: string }>(context.manager, 'UPDATE tables_metadata SET tables = $1, version = version + 1 WHERE id = 1 RETURNING version', [JSON.stringify(next)]))!;
+    const row = (await one<{ version: string }>(
+      context.manager,
+      'UPDATE tables_metadata SET tables = $1, version = version + 1 WHERE id = 1 RETURNING version',
+      [JSON.stringify(next)],
+    ))!;
     const version = Number(row.version);
     context.afterCommit(async () => {
       await this.apply(next, version, this.deps.dataSource.manager);
@@ -177,11 +190,18 @@ export class TablesService implements TableRunner {
     const entry = TablesService.entryAt(current, table, '$.args.table');
     const remaining = current.filter((other) => other !== entry);
     // The relationships of other tables that reach this one (found as resolving would refuse them).
-    const catalog = await readCatalog(context.manager, current.map((other) => other.table));
+    const catalog = await readCatalog(
+      context.manager,
+      current.map((other) => other.table),
+    );
     const unreachable = `the remote table ${tableText(table)} is not tracked`;
     const dependents = resolveTables(remaining, catalog).inconsistencies.filter((item) => item.reason === unreachable);
     if (dependents.length && given.cascade !== true) {
-      fail('dependency-error', `cannot drop due to the following dependent objects: ${dependents.map((item) => `relationship ${item.name}`).join(', ')}`, '$.args');
+      fail(
+        'dependency-error',
+        `cannot drop due to the following dependent objects: ${dependents.map((item) => `relationship ${item.name}`).join(', ')}`,
+        '$.args',
+      );
     }
     const dropped = new Set(dependents.map((item) => item.definition));
     const next = remaining.map((other) =>
@@ -198,7 +218,11 @@ export class TablesService implements TableRunner {
    * A request that changes the entry of `args.table`: `edit` gets a copy of it (and the args)
    * and returns it changed, or refuses.
    */
-  private async changeEntry(args: unknown, context: MetadataRequestContext, edit: (entry: TrackedTableEntry, given: Record<string, unknown>) => TrackedTableEntry): Promise<{ current: TrackedTableEntry[]; next: TrackedTableEntry[]; table: QualifiedTable }> {
+  private async changeEntry(
+    args: unknown,
+    context: MetadataRequestContext,
+    edit: (entry: TrackedTableEntry, given: Record<string, unknown>) => TrackedTableEntry,
+  ): Promise<{ current: TrackedTableEntry[]; next: TrackedTableEntry[]; table: QualifiedTable }> {
     const given = argsAt(args);
     const table = qualifiedTableAt(given.table, '$.args.table');
     const current = await this.current(context.manager);
@@ -208,7 +232,10 @@ export class TablesService implements TableRunner {
   }
 
   async setTableCustomization(args: unknown, context: MetadataRequestContext): Promise<unknown> {
-    const { current, next } = await this.changeEntry(args, context, (entry, given) => ({ ...entry, configuration: configurationAt(given.configuration, '$.args.configuration') }));
+    const { current, next } = await this.changeEntry(args, context, (entry, given) => ({
+      ...entry,
+      configuration: configurationAt(given.configuration, '$.args.configuration'),
+    }));
     return this.commit(current, next, context);
   }
 
@@ -216,7 +243,8 @@ export class TablesService implements TableRunner {
     const key = kind === 'object' ? 'object_relationships' : 'array_relationships';
     const { current, next } = await this.changeEntry(args, context, (entry, given) => {
       const relationship = relationshipAt({ name: given.name, using: given.using, comment: given.comment }, '$.args');
-      if (relationshipNames(entry).includes(relationship.name)) fail('already-exists', `relationship "${relationship.name}" of table "${tableText(entry.table)}" already exists`, '$.args.name');
+      if (relationshipNames(entry).includes(relationship.name))
+        fail('already-exists', `relationship "${relationship.name}" of table "${tableText(entry.table)}" already exists`, '$.args.name');
       return { ...entry, [key]: [...(entry[key] ?? []), relationship] };
     });
     return this.commit(current, next, context);
@@ -226,7 +254,8 @@ export class TablesService implements TableRunner {
     const { current, next } = await this.changeEntry(args, context, (entry, given) => {
       const name = existingRelationship(entry, given.name, '$.args.name');
       const newName = graphqlNameAt(given.new_name, '$.args.new_name');
-      if (relationshipNames(entry).includes(newName)) fail('already-exists', `relationship "${newName}" of table "${tableText(entry.table)}" already exists`, '$.args.new_name');
+      if (relationshipNames(entry).includes(newName))
+        fail('already-exists', `relationship "${newName}" of table "${tableText(entry.table)}" already exists`, '$.args.new_name');
       const rename = <T extends { name: string }>(list?: T[]) => list?.map((item) => (item.name === name ? { ...item, name: newName } : item));
       return { ...entry, object_relationships: rename(entry.object_relationships), array_relationships: rename(entry.array_relationships) };
     });
@@ -247,7 +276,8 @@ export class TablesService implements TableRunner {
     const { current, next, table } = await this.changeEntry(args, context, (entry, given) => {
       role = roleAt(given.role, '$.args.role');
       const permission = selectPermissionAt(given.permission, '$.args.permission');
-      if ((entry.select_permissions ?? []).some((item) => item.role === role)) fail('already-exists', `select permission already defined on table "${tableText(entry.table)}" with role "${role}"`, '$.args.role');
+      if ((entry.select_permissions ?? []).some((item) => item.role === role))
+        fail('already-exists', `select permission already defined on table "${tableText(entry.table)}" with role "${role}"`, '$.args.role');
       const item = typeof given.comment === 'string' ? { role, permission, comment: given.comment } : { role, permission };
       return { ...entry, select_permissions: [...(entry.select_permissions ?? []), item] };
     });
@@ -258,7 +288,8 @@ export class TablesService implements TableRunner {
   async dropSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
     const { current, next } = await this.changeEntry(args, context, (entry, given) => {
       const role = roleAt(given.role, '$.args.role');
-      if (!(entry.select_permissions ?? []).some((item) => item.role === role)) fail('not-exists', `select permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
+      if (!(entry.select_permissions ?? []).some((item) => item.role === role))
+        fail('not-exists', `select permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
       return { ...entry, select_permissions: entry.select_permissions?.filter((item) => item.role !== role) };
     });
     return this.commit(current, next, context);
@@ -266,7 +297,13 @@ export class TablesService implements TableRunner {
 
   /** Compiles the new permission's filter once (unknown columns, relationships, operators are refused now). */
   private async checkFilter(entries: TrackedTableEntry[], table: QualifiedTable, role: string, context: MetadataRequestContext): Promise<void> {
-    const { tables } = resolveTables(entries, await readCatalog(context.manager, entries.map((entry) => entry.table)));
+    const { tables } = resolveTables(
+      entries,
+      await readCatalog(
+        context.manager,
+        entries.map((entry) => entry.table),
+      ),
+    );
     const model = tables.find((candidate) => sameTable(candidate.table, table));
     const permission = model?.permissions.get(role);
     if (!model || !permission) return;
@@ -312,7 +349,13 @@ export class TablesService implements TableRunner {
   /** The tracked tables, relationships and permissions that cannot be served as the database is now. */
   async inconsistenciesNow(context: MetadataRequestContext): Promise<Inconsistency[]> {
     const entries = (await one<{ tables: TrackedTableEntry[] }>(context.manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!.tables;
-    const resolved = resolveTables(entries, await readCatalog(context.manager, entries.map((entry) => entry.table)));
+    const resolved = resolveTables(
+      entries,
+      await readCatalog(
+        context.manager,
+        entries.map((entry) => entry.table),
+      ),
+    );
     if (this.deps.schema.built) extendWithTables(this.deps.schema.base, resolved.tables, undefined, resolved.inconsistencies);
     const listed = new Set(resolved.inconsistencies.map((item) => `${item.type} ${item.name} ${item.reason}`));
     return [...resolved.inconsistencies, ...this.servingProblems.filter((item) => !listed.has(`${item.type} ${item.name} ${item.reason}`))];
@@ -411,7 +454,8 @@ function changedUnderMetadata(error: unknown): boolean {
 /** A request's args; `source`, when given, must be Plinth's one source. */
 function argsAt(args: unknown): Record<string, unknown> {
   const given = objectAt(args, '$.args');
-  if (given.source !== undefined && given.source !== DEFAULT_SOURCE) fail('not-exists', `source with name ${JSON.stringify(given.source)} does not exist`, '$.args.source');
+  if (given.source !== undefined && given.source !== DEFAULT_SOURCE)
+    fail('not-exists', `source with name ${JSON.stringify(given.source)} does not exist`, '$.args.source');
   return given;
 }
 

@@ -18,5 +18,14 @@ export async function createTablesService({ dataSource, schema, pubSub, logger }
 /** Plinth's schema with the stored tracked tables, resolving nothing: what `plinth schema --with-metadata` prints. */
 export async function schemaWithStoredTables(base: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema> {
   const { tables } = (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!;
-  return extendWithTables(base, resolveTables(tables, await readCatalog(manager, tables.map((entry) => entry.table))).tables);
+  return extendWithTables(
+    base,
+    resolveTables(
+      tables,
+      await readCatalog(
+        manager,
+        tables.map((entry) => entry.table),
+      ),
+    ).tables,
+  );
 }

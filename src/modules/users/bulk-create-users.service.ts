@@ -109,21 +109,13 @@ export class BulkUserCreation {
   }
 
   /** One INSERT for every entry; addresses already registered come back as no row (ON CONFLICT). */
-  private async insert(
-    manager: EntityManager,
-    entries: { input: CreateUserInput }[],
-    sendInvitations: boolean,
-  ): Promise<CreatedRow[]> {
+  private async insert(manager: EntityManager, entries: { input: CreateUserInput }[], sendInvitations: boolean): Promise<CreatedRow[]> {
     const created: CreatedRow[] = await manager.query(
       `INSERT INTO users (email, name, company)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
        ON CONFLICT DO NOTHING
        RETURNING id, email, name, email_verified`,
-      [
-        entries.map(({ input }) => input.email.toLowerCase()),
-        entries.map(({ input }) => input.name),
-        entries.map(({ input }) => input.company ?? null),
-      ],
+      [entries.map(({ input }) => input.email.toLowerCase()), entries.map(({ input }) => input.name), entries.map(({ input }) => input.company ?? null)],
     );
     if (sendInvitations && created.length > 0) await this.invite(manager, created);
     return created;

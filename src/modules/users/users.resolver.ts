@@ -24,10 +24,7 @@ export class UsersResolver {
   @Authorized(REGISTER_USER_ROLES)
   @ChecksOwnText()
   @Mutation(() => RegisterUserOutput, { description: 'Creates an account; failures come back as success=false with errors' })
-  async registerUser(
-    @Arg('input', () => RegisterUserInput) input: RegisterUserInput,
-    @Ctx() context: GraphQLContext,
-  ): Promise<RegisterUserOutput> {
+  async registerUser(@Arg('input', () => RegisterUserInput) input: RegisterUserInput, @Ctx() context: GraphQLContext): Promise<RegisterUserOutput> {
     for (const limit of REGISTRATION_LIMITS) await enforceRateLimit(context, limit);
     return this.services.users.registerUser(input);
   }

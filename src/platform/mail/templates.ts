@@ -95,14 +95,18 @@ export class MailTemplates {
     const missing = template.variables.filter((variable) => values[variable] === undefined || values[variable] === null);
     if (missing.length > 0) {
       const list = missing.map((variable) => `"${variable}"`).join(', ');
-      throw new MailError(`mail template "${name}" (${template.file}) needs ${missing.length === 1 ? 'variable' : 'variables'} ${list}, which ${missing.length === 1 ? 'was' : 'were'} not given`);
+      throw new MailError(
+        `mail template "${name}" (${template.file}) needs ${missing.length === 1 ? 'variable' : 'variables'} ${list}, which ${missing.length === 1 ? 'was' : 'were'} not given`,
+      );
     }
     const fill = (parts: Parts, encode: (value: string) => string) =>
       parts.map((part, index) => (index % 2 === 0 ? part : encode(String(values[part])))).join('');
     return {
       template: name,
       // A header is one line, whatever a variable holds.
-      subject: fill(template.subject, String).replace(/\s*[\r\n]+\s*/g, ' ').trim(),
+      subject: fill(template.subject, String)
+        .replace(/\s*[\r\n]+\s*/g, ' ')
+        .trim(),
       html: fill(template.html, escapeHtml),
       text: fill(template.text, String),
     };

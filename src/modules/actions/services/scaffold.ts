@@ -31,9 +31,24 @@ export function actionsOfService(service: CustomService, actions: readonly Actio
 }
 
 const TS_SCALARS: Record<string, string> = {
-  String: 'string', ID: 'string', Int: 'number', Float: 'number', Boolean: 'boolean',
-  uuid: 'string', timestamptz: 'string', timestamp: 'string', date: 'string', time: 'string', timetz: 'string', citext: 'string', bpchar: 'string',
-  numeric: 'number', bigint: 'number', smallint: 'number', float8: 'number', float4: 'number',
+  String: 'string',
+  ID: 'string',
+  Int: 'number',
+  Float: 'number',
+  Boolean: 'boolean',
+  uuid: 'string',
+  timestamptz: 'string',
+  timestamp: 'string',
+  date: 'string',
+  time: 'string',
+  timetz: 'string',
+  citext: 'string',
+  bpchar: 'string',
+  numeric: 'number',
+  bigint: 'number',
+  smallint: 'number',
+  float8: 'number',
+  float4: 'number',
 };
 
 /** A TypeScript type for a GraphQL type reference (custom types by their name). */
@@ -104,7 +119,9 @@ export function scaffoldServices(
   for (const service of services) {
     if (service.template === 'plinth') continue;
     if (!Object.hasOwn(TEMPLATES, service.template)) {
-      throw new Error(`${service.variable} names the template "${service.template}"; the templates are ${Object.keys(TEMPLATES).join(', ')} (and plinth for Plinth itself)`);
+      throw new Error(
+        `${service.variable} names the template "${service.template}"; the templates are ${Object.keys(TEMPLATES).join(', ')} (and plinth for Plinth itself)`,
+      );
     }
     const folder = path.join(servicesDir, service.name);
     const routed = actionsOfService(service, metadata.actions, env);
@@ -115,7 +132,11 @@ export function scaffoldServices(
     const actions: ScaffoldAction[] = routed.map((action) => ({
       name: action.name,
       path: actionPath(action.name),
-      arguments: (action.definition.arguments ?? []).map((argument) => ({ name: argument.name, type: argument.type, tsType: tsType(argument.type, metadata.customTypes) })),
+      arguments: (action.definition.arguments ?? []).map((argument) => ({
+        name: argument.name,
+        type: argument.type,
+        tsType: tsType(argument.type, metadata.customTypes),
+      })),
       outputType: action.definition.output_type,
       outputTsType: tsType(action.definition.output_type, metadata.customTypes),
       // The output itself is given even when it may be null: a stub worth editing.

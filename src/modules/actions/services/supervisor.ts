@@ -41,7 +41,10 @@ function typescript(folder: string): typeof import('typescript') | undefined {
 
 function filesUnder(folder: string, extension: string): string[] {
   if (!fs.existsSync(folder)) return [];
-  return fs.readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith(extension)).map((file) => path.join(folder, file));
+  return fs
+    .readdirSync(folder, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith(extension))
+    .map((file) => path.join(folder, file));
 }
 
 /**

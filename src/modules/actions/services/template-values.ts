@@ -109,12 +109,18 @@ export function ginValues(context: ScaffoldContext): TemplateValues {
 }
 
 function pythonLiteral(value: unknown): string {
-  return JSON.stringify(value).replace(/\bnull\b/g, 'None').replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False');
+  return JSON.stringify(value)
+    .replace(/\bnull\b/g, 'None')
+    .replace(/\btrue\b/g, 'True')
+    .replace(/\bfalse\b/g, 'False');
 }
 
 function goLiteral(value: unknown): string {
   if (value === null || value === undefined) return 'nil';
   if (Array.isArray(value)) return '[]any{}';
-  if (typeof value === 'object') return `gin.H{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${goLiteral(item)}`).join(', ')}}`;
+  if (typeof value === 'object')
+    return `gin.H{${Object.entries(value)
+      .map(([key, item]) => `${JSON.stringify(key)}: ${goLiteral(item)}`)
+      .join(', ')}}`;
   return JSON.stringify(value);
 }

@@ -55,5 +55,9 @@ export function renderTemplate(name: string, context: ScaffoldContext): Record<s
   const values = { ...serviceValues(context), ...template.values(context) };
   values.run = fill(template.run, values, `the run line of the ${name} template`);
   const actions = context.actions.map((action) => ({ path: action.path, values: template.actionValues?.(action) ?? {} }));
-  return renderFolders(template.folders.map((folder) => path.join(TEMPLATES_DIR, folder)), values, actions);
+  return renderFolders(
+    template.folders.map((folder) => path.join(TEMPLATES_DIR, folder)),
+    values,
+    actions,
+  );
 }
