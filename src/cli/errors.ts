@@ -4,24 +4,13 @@ import type { Config } from '../config';
 import { createLogger } from '../main';
 import { ProjectsService } from '../modules/errortracking/projects.service';
 import { withDatabase } from './database';
+import { table } from './table';
 
 /** Runs `use` with the projects service on the configured database. */
 function withProjects<T>(config: Config, use: (projects: ProjectsService) => Promise<T>): Promise<T> {
   // Standard output is the command's answer; logs go to standard error.
   const logger = createLogger(config, pino.destination(2));
   return withDatabase(config, logger, (dataSource) => use(new ProjectsService(dataSource, config.publicUrl)));
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column]))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
 }
 
 function print(value: unknown, json: boolean | undefined, text: () => string): void {

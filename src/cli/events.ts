@@ -5,6 +5,7 @@ import { createLogger } from '../main';
 import { EventTriggersService, type EventLogRow } from '../modules/events/event-triggers.service';
 import { MetadataError } from '../platform/metadata';
 import { withDatabase } from './database';
+import { table } from './table';
 
 /** Runs `use` with the event triggers' service on the configured database; nothing is delivered here (the server does it). */
 async function withEvents<T>(config: Config, use: (events: EventTriggersService) => Promise<T>): Promise<T> {
@@ -26,7 +27,7 @@ function state(event: EventLogRow): string {
   return event.locked ? 'DELIVERING' : 'PENDING';
 }
 
-function table(events: EventLogRow[]): string {
+function eventTable(events: EventLogRow[]): string {
   const rows = [
     ['ID', 'TRIGGER', 'OP', 'STATE', 'TRIES', 'CREATED', 'NEXT RETRY'],
     ...events.map((event) => [
@@ -39,15 +40,7 @@ function table(events: EventLogRow[]): string {
       event.next_retry_at ? new Date(event.next_retry_at).toISOString() : '',
     ]),
   ];
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column]))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return table(rows);
 }
 
 /** `plinth events list|redeliver|invoke`: the same service as the metadata API's pg_* requests. */
@@ -65,7 +58,7 @@ export function eventsCommand(configuration: () => Config): Command {
       const found = await withEvents(configuration(), (service) =>
         service.eventLogs({ name: options.trigger, status: options.status, limit: Number(options.first) }),
       );
-      process.stdout.write(`${options.json ? JSON.stringify(found, null, 2) : table(found)}\n`);
+      process.stdout.write(`${options.json ? JSON.stringify(found, null, 2) : eventTable(found)}\n`);
       process.exit(0);
     });
 
