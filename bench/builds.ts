@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_DATABASE_URL } from './database';
+import { DEFAULT_DATABASE_URL, ensureDatabase } from './database';
 import { positiveInteger } from './settings';
 
 /**
@@ -69,7 +69,7 @@ async function main(): Promise<number> {
     for (let round = 1; round <= rounds; round += 1) {
       const order = round % 2 === 1 ? (['this', 'other'] as const) : (['other', 'this'] as const);
       for (const build of order) {
-        const { output, code } = await runBench(build === 'this' ? mine : other, bench, databaseOf(build));
+        const { output, code } = await runBench(build === 'this' ? mine : other, bench, await ensureDatabase(databaseOf(build)));
         process.stdout.write(
           `\n== ${bench}, round ${round}, ${build === 'this' ? `this build (${mine})` : `other build (${other})`}${code === 0 ? '' : `, exited ${code}`}\n${output}`,
         );

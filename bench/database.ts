@@ -31,24 +31,34 @@ async function ping(url: string): Promise<void> {
 export async function prepareDatabase(): Promise<string> {
   const given = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL;
   const url = given ?? DEFAULT_DATABASE_URL;
+  return given ? (await reach(url), url) : ensureDatabase(url);
+}
+
+async function reach(url: string): Promise<void> {
+  try {
+    await ping(url);
+  } catch (error) {
+    throw new Error(
+      `Cannot reach PostgreSQL at ${displayUrl(url)}: ${(error as Error).message}\n` +
+        'Set BENCH_DATABASE_URL (or DATABASE_URL) to a database the benchmark may migrate and use.',
+    );
+  }
+}
+
+/** `url`, its database created on its server when missing. */
+export async function ensureDatabase(url: string): Promise<string> {
   try {
     await ping(url);
     return url;
   } catch (error) {
-    const missingDatabase = (error as { code?: string }).code === '3D000';
-    if (given || !missingDatabase) {
-      throw new Error(
-        `Cannot reach PostgreSQL at ${displayUrl(url)}: ${(error as Error).message}\n` +
-          'Set BENCH_DATABASE_URL (or DATABASE_URL) to a database the benchmark may migrate and use.',
-      );
-    }
+    if ((error as { code?: string }).code !== '3D000') await reach(url);
   }
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
-    await client.query(`CREATE DATABASE ${new URL(url).pathname.slice(1)}`);
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(new URL(url).pathname.slice(1))}`);
   } catch (error) {
     if ((error as { code?: string }).code !== '42P04') {
       throw new Error(`Cannot create the benchmark database ${displayUrl(url)}: ${(error as Error).message}`);
@@ -56,6 +66,6 @@ export async function prepareDatabase(): Promise<string> {
   } finally {
     await client.end().catch(() => undefined);
   }
-  await ping(url);
+  await reach(url);
   return url;
 }
