@@ -48,7 +48,7 @@ const STARTUP_COLLECTION_CHECK_MS = 1_000;
 /**
  * After the start-up, a quiet spell collects when resident memory is past this multiple of the
  * idle size the start-up's collections left: a hostile burst's garbage is given back within
- * seconds of it ending (issue 29 point 13), ordinary traffic is left alone.
+ * seconds of it ending, ordinary traffic is left alone.
  */
 const GROWN_BY = 1.25;
 /** Past this multiple of that idle size, a busy process collects too, every 10 s at most. */

@@ -54,7 +54,7 @@ export interface QueryLimits {
 /**
  * Bytes of computed costs kept (their keys: a document's number, the operation's name, the
  * variables' JSON), and the longest variables' JSON kept in a key. One budget for all documents:
- * a count per document let a one-character document hold 64 keys of 2 KB each (issue 29 point 13).
+ * a count per document let a one-character document hold 64 keys of 2 KB each.
  */
 const COST_CACHE_BYTES = 2 * 1024 * 1024;
 const COST_CACHE_MAX_VARIABLES_LENGTH = 2048;

@@ -29,8 +29,8 @@ const DEPARTURE_COLLECTION_DELAY_MS = 2000;
 /**
  * Asks V8 for a full collection once many connections have closed. Their objects (about 10 KB of
  * heap each) are garbage then, but a server whose clients left allocates little, so nothing
- * starts a collection and V8's memory reducer has spent its turns while they connected: 10,000
- * subscribers gone left the heap 120 MB above idle for good. A collection gives it back.
+ * starts a collection and V8's memory reducer has spent its turns while they connected, so the
+ * heap would stay grown for good. A collection gives it back.
  */
 class DepartureCollector {
   private open = 0;

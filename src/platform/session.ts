@@ -145,7 +145,7 @@ export type JwtPayload = Record<string, unknown>;
 /**
  * Heap bytes of verified tokens kept per process (about 900 tokens as the auth service signs
  * them); each entry lives until its token expires (or 10 minutes). Counted in bytes: a token is
- * as long as its signer made it (issue 29 point 13).
+ * as long as its signer made it.
  */
 const VERIFIED_TOKEN_CACHE_BYTES = 4 * 1024 * 1024;
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
@@ -173,8 +173,7 @@ const SESSIONS_PER_TOKEN = 8;
  * and no HS/RS confusion), audience and issuer when set, skew in milliseconds. A token verified
  * once is served from a bounded cache until it expires; not-before and expiry
  * are checked again on every hit. Only successes are kept: fast-jwt's own cache keeps failures
- * too, and a cached error holds its stack's frames, and through them the request that failed
- * (a fuzz run of random bad tokens grew the server by 350 MB).
+ * too, and a cached error holds its stack's frames, and through them the request that failed.
  */
 const verifiers = new WeakMap<JwtSecretConfig, (token: string) => VerifiedToken>();
 function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken {
