@@ -67,6 +67,8 @@ export class MetadataError extends Error {
     readonly code: string,
     message: string,
     readonly path = '$.args',
+    /** What went wrong below the request (PostgreSQL's error of a `run_sql`), answered as Hasura's `internal`. */
+    readonly internal?: unknown,
   ) {
     super(message);
     this.name = 'MetadataError';
@@ -122,6 +124,8 @@ export interface MetadataFiles {
 export interface ModuleMetadata {
   /** The request types it answers at `POST /v1/metadata`, by Hasura's names (`pg_create_event_trigger`). */
   requests?: Record<string, MetadataRequestHandler>;
+  /** The request types of Hasura's schema API it answers at `POST /v2/query` (`run_sql`). */
+  queries?: Record<string, MetadataRequestHandler>;
   section?: MetadataSection;
 }
 
@@ -131,6 +135,9 @@ export interface MetadataRequest {
   args?: unknown;
   version?: number;
 }
+
+/** Which of Hasura's two admin APIs a request came to: the metadata API, or the schema API (`/v2/query`). */
+export type MetadataApiKind = 'metadata' | 'query';
 
 /** Request types the metadata API itself answers, over every module's section. */
 const BUILT_IN_TYPES = ['bulk', 'export_metadata', 'replace_metadata', 'clear_metadata', 'reload_metadata', 'get_inconsistent_metadata'] as const;
@@ -145,6 +152,7 @@ const SUCCESS = { message: 'success' } as const;
  */
 export class MetadataApi {
   private readonly handlers = new Map<string, MetadataRequestHandler>();
+  private readonly queryHandlers = new Map<string, MetadataRequestHandler>();
   private readonly sections: MetadataSection[] = [];
 
   constructor(
@@ -158,6 +166,10 @@ export class MetadataApi {
         }
         this.handlers.set(type, handler);
       }
+      for (const [type, handler] of Object.entries(module.queries ?? {})) {
+        if (this.queryHandlers.has(type) || type === 'bulk') throw new Error(`the query request type ${type} is declared twice`);
+        this.queryHandlers.set(type, handler);
+      }
       if (module.section) this.sections.push(module.section);
     }
   }
@@ -167,43 +179,56 @@ export class MetadataApi {
     return [...BUILT_IN_TYPES, ...this.handlers.keys()].sort();
   }
 
-  /** Runs one request (a `bulk` included); throws MetadataError when it is refused. */
-  async run(request: MetadataRequest): Promise<unknown> {
+  /** Runs one request (a `bulk` included) of `api`; throws MetadataError when it is refused. */
+  async run(request: MetadataRequest, api: MetadataApiKind = 'metadata'): Promise<unknown> {
     const callbacks: (() => void | Promise<void>)[] = [];
     const result = await this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.metadata]);
       const context: MetadataRequestContext = { manager, afterCommit: (callback) => void callbacks.push(callback) };
-      return this.dispatch(request, context, '$');
+      return this.dispatch(request, context, '$', api);
     });
     for (const callback of callbacks) await callback();
     return result;
   }
 
-  private async dispatch(request: unknown, context: MetadataRequestContext, path: string): Promise<unknown> {
+  private async dispatch(request: unknown, context: MetadataRequestContext, path: string, api: MetadataApiKind): Promise<unknown> {
     if (request === null || typeof request !== 'object' || Array.isArray(request)) {
       throw new MetadataError('parse-failed', 'a metadata request must be an object with "type" and "args"', path);
     }
     const { type, args } = request as { type?: unknown; args?: unknown };
     if (typeof type !== 'string') throw new MetadataError('parse-failed', 'the key "type" must be a string', `${path}.type`);
     try {
-      return await this.dispatchType(type, args, context, `${path}.args`);
+      if (type === 'bulk') return await this.bulk(args, context, `${path}.args`, api);
+      if (api === 'query') {
+        const handler = this.queryHandlers.get(type);
+        if (!handler)
+          throw new MetadataError(
+            'parse-failed',
+            `unknown query request type "${type}" (POST /v2/query answers ${[...this.queryHandlers.keys(), 'bulk'].join(', ')})`,
+            '$.type',
+          );
+        return await handler(args ?? {}, context);
+      }
+      return await this.dispatchType(type, args, context);
     } catch (error) {
       // A handler's path is relative to its own args ("$.args.name"): anchor it where the request sits.
       if (error instanceof MetadataError && path !== '$' && !error.path.startsWith(path)) {
-        throw new MetadataError(error.code, error.message, error.path.replace(/^\$/, path));
+        throw new MetadataError(error.code, error.message, error.path.replace(/^\$/, path), error.internal);
       }
       throw error;
     }
   }
 
-  private async dispatchType(type: string, args: unknown, context: MetadataRequestContext, argsPath: string): Promise<unknown> {
+  /** A `bulk`: its requests in order, in the one transaction. */
+  private async bulk(args: unknown, context: MetadataRequestContext, argsPath: string, api: MetadataApiKind): Promise<unknown[]> {
+    if (!Array.isArray(args)) throw new MetadataError('parse-failed', 'the args of bulk must be a list of requests', argsPath);
+    const results: unknown[] = [];
+    for (const [index, item] of args.entries()) results.push(await this.dispatch(item, context, `${argsPath}[${index}]`, api));
+    return results;
+  }
+
+  private async dispatchType(type: string, args: unknown, context: MetadataRequestContext): Promise<unknown> {
     switch (type) {
-      case 'bulk': {
-        if (!Array.isArray(args)) throw new MetadataError('parse-failed', 'the args of bulk must be a list of requests', argsPath);
-        const results: unknown[] = [];
-        for (const [index, item] of args.entries()) results.push(await this.dispatch(item, context, `${argsPath}[${index}]`));
-        return results;
-      }
       case 'export_metadata':
         return this.exportMetadata(context.manager);
       case 'replace_metadata':

@@ -126,9 +126,10 @@ describe('the OpenAPI document at /api-docs', () => {
       'health',
       'docs',
     ]);
-    expect(byTag('metadata')).toEqual(['post /v1/metadata']);
+    expect(byTag('metadata')).toEqual(['post /v1/metadata', 'post /v2/query']);
     expect(byTag('events')).toEqual(['post /actions/external/{provider}']);
     expect(spec.paths['/v1/metadata'].post.security).toEqual([{ adminSecret: [] }]);
+    expect(spec.paths['/v2/query'].post.security).toEqual([{ adminSecret: [] }]);
     expect(byTag('actions').sort()).toEqual([
       'post /actions/bulk-create-users',
       'post /actions/generate-report',
@@ -344,7 +345,7 @@ describe('the API_DOCS_* settings', () => {
     const spec = await specOf(
       await serverWith({ API_DOCS_HIDE_ENDPOINTS: '/actions,/v1/graphql,/health,/admin,/billing,/webhooks,/newsletter,/api,/files,/reports,/auth' }),
     );
-    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz', '/v1/metadata']);
+    expect(Object.keys(spec.paths)).toEqual(['/api-docs', '/docs', '/healthz', '/metrics', '/readyz', '/v1/metadata', '/v2/query']);
     expect(spec.tags!.map((tag) => tag.name)).toEqual(['metadata', 'health', 'docs']);
     // Routes stay served: only the spec leaves them out.
     expect((await validateOpenApi(spec)).valid).toBe(true);

@@ -24,6 +24,10 @@ export const tablesModule: PlinthModule<TablesService> = {
       pg_create_select_permission: (args, context) => service.createSelectPermission(args, context),
       pg_drop_select_permission: (args, context) => service.dropSelectPermission(args, context),
     },
+    queries: {
+      run_sql: (args, context) => service.runSql(args, context),
+      pg_run_sql: (args, context) => service.runSql(args, context),
+    },
     section: {
       export: (metadata, manager) => service.exportTo(metadata, manager),
       replace: (metadata, context) => service.replaceFrom(metadata, context),

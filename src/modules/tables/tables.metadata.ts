@@ -1,4 +1,4 @@
-import { MetadataError } from '../../platform/metadata';
+import { DEFAULT_SOURCE, MetadataError } from '../../platform/metadata';
 
 /** A table as metadata names it. */
 export interface QualifiedTable {
@@ -246,4 +246,20 @@ export function trackedEntryAt(value: Record<string, unknown>, path: string): Tr
     }
   }
   return entry;
+}
+
+/** A request's args; `source`, when given, must be Plinth's one source. */
+export function argsAt(args: unknown): Record<string, unknown> {
+  const given = objectAt(args, '$.args');
+  if (given.source !== undefined && given.source !== DEFAULT_SOURCE)
+    fail('not-exists', `source with name ${JSON.stringify(given.source)} does not exist`, '$.args.source');
+  return given;
+}
+
+/** `entry` without empty lists, an empty configuration or keys left undefined (as Hasura exports it). */
+export function withoutEmpty(entry: TrackedTableEntry): TrackedTableEntry {
+  const copy: TrackedTableEntry = { ...entry };
+  for (const key of ['object_relationships', 'array_relationships', 'select_permissions'] as const) if (!copy[key]?.length) delete copy[key];
+  if (!copy.configuration || Object.keys(copy.configuration).length === 0) delete copy.configuration;
+  return copy;
 }

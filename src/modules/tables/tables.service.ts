@@ -9,13 +9,13 @@ import type { ServedSchema } from '../../platform/served-schema';
 import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
-import { readCatalog, tableKey } from './tables.catalog';
+import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
 import { boundValues, StatementCompiler, type CompiledStatement } from './tables.compiler';
 import {
+  argsAt,
   configurationAt,
   fail,
   graphqlNameAt,
-  objectAt,
   qualifiedTableAt,
   relationshipAt,
   roleAt,
@@ -27,8 +27,10 @@ import {
   trackedEntryAt,
   type QualifiedTable,
   type TrackedTableEntry,
+  withoutEmpty,
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
+import { catalogChanged, identities, renamesSince, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
 import { extendWithTables, generatedNames, nameClash, type TableRunner } from './tables.schema';
 
 /** Published (through PostgreSQL, to every instance) when the tables metadata changed. */
@@ -305,14 +307,46 @@ export class TablesService implements TableRunner {
       ),
     );
     const model = tables.find((candidate) => sameTable(candidate.table, table));
-    const permission = model?.permissions.get(role);
-    if (!model || !permission) return;
-    try {
-      new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(model, permission);
-    } catch (error) {
-      if (!(error instanceof GraphQLError)) throw error;
-      fail('validation-failed', error.message, '$.args.permission.filter');
+    const problem = model && filterProblem(tables, model, role);
+    if (problem) fail('validation-failed', problem, '$.args.permission.filter');
+  }
+
+  /**
+   * `run_sql` (POST /v2/query): runs the SQL, then brings the tracked tables' metadata in line
+   * with what it changed, as Hasura does: a renamed table or column is renamed in the metadata;
+   * a dropped one that metadata depends on refuses the whole request, or with `cascade` drops
+   * the dependent metadata; any change to a tracked table's definition is served at once.
+   */
+  async runSql(args: unknown, context: MetadataRequestContext): Promise<RunSqlResult> {
+    const given = runSqlArgsAt(args);
+    if (!given.checkMetadata) return runStatements(context.manager, given.sql, given.readOnly);
+    const current = await this.current(context.manager);
+    const tracked = current.map((entry) => entry.table);
+    const before = await identities(context.manager, tracked);
+    const catalogBefore = await readCatalog(context.manager, tracked);
+    const result = await runStatements(context.manager, given.sql, false);
+    const models = new Map(resolveTables(current, catalogBefore).tables.map((table) => [tableKey(table.table), table]));
+    let next = withRenames(current, await renamesSince(context.manager, before), models);
+    const catalogAfter = await readCatalog(
+      context.manager,
+      next.map((entry) => entry.table),
+    );
+    if (!catalogChanged(catalogBefore, catalogAfter) && JSON.stringify(next) === JSON.stringify(current)) return result;
+    const known = new Set(problemsOf(current, catalogBefore).map(problemKey));
+    for (;;) {
+      const added = problemsOf(next, catalogAfter).filter((item) => !known.has(problemKey(item)));
+      if (added.length === 0) break;
+      if (!given.cascade) {
+        fail(
+          'dependency-error',
+          `cannot drop due to the following dependent objects: ${added.map(describeProblem).join('; ')} (use cascade to drop them)`,
+          '$.args',
+        );
+      }
+      next = withoutDependents(next, added);
     }
+    await this.commit(current, next, context);
+    return result;
   }
 
   /** Adds the tracked tables to an exported metadata object (keys beside other modules' on the same entries). */
@@ -349,16 +383,14 @@ export class TablesService implements TableRunner {
   /** The tracked tables, relationships and permissions that cannot be served as the database is now. */
   async inconsistenciesNow(context: MetadataRequestContext): Promise<Inconsistency[]> {
     const entries = (await one<{ tables: TrackedTableEntry[] }>(context.manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!.tables;
-    const resolved = resolveTables(
-      entries,
-      await readCatalog(
-        context.manager,
-        entries.map((entry) => entry.table),
-      ),
+    const catalog = await readCatalog(
+      context.manager,
+      entries.map((entry) => entry.table),
     );
-    if (this.deps.schema.built) extendWithTables(this.deps.schema.base, resolved.tables, undefined, resolved.inconsistencies);
-    const listed = new Set(resolved.inconsistencies.map((item) => `${item.type} ${item.name} ${item.reason}`));
-    return [...resolved.inconsistencies, ...this.servingProblems.filter((item) => !listed.has(`${item.type} ${item.name} ${item.reason}`))];
+    const found = problemsOf(entries, catalog);
+    if (this.deps.schema.built) extendWithTables(this.deps.schema.base, resolveTables(entries, catalog).tables, undefined, found);
+    const listed = new Set(found.map(problemKey));
+    return [...found, ...this.servingProblems.filter((item) => !listed.has(problemKey(item)))];
   }
 
   // --- Root fields ----------------------------------------------------------------------------
@@ -451,14 +483,6 @@ function changedUnderMetadata(error: unknown): boolean {
   return code === '42P01' || code === '42703';
 }
 
-/** A request's args; `source`, when given, must be Plinth's one source. */
-function argsAt(args: unknown): Record<string, unknown> {
-  const given = objectAt(args, '$.args');
-  if (given.source !== undefined && given.source !== DEFAULT_SOURCE)
-    fail('not-exists', `source with name ${JSON.stringify(given.source)} does not exist`, '$.args.source');
-  return given;
-}
-
 /** The name of a relationship `entry` has, or a refusal. */
 function existingRelationship(entry: TrackedTableEntry, value: unknown, path: string): string {
   const name = stringAt(value, path);
@@ -470,10 +494,36 @@ function relationshipNames(entry: TrackedTableEntry): string[] {
   return [...(entry.object_relationships ?? []), ...(entry.array_relationships ?? [])].map((item) => item.name);
 }
 
-/** The entry without empty lists (as Hasura exports it). */
-function withoutEmpty(entry: TrackedTableEntry): TrackedTableEntry {
-  const copy: TrackedTableEntry = { ...entry };
-  for (const key of ['object_relationships', 'array_relationships', 'select_permissions'] as const) if (!copy[key]?.length) delete copy[key];
-  if (copy.configuration && Object.keys(copy.configuration).length === 0) delete copy.configuration;
-  return copy;
+/** Why `role`'s filter on `table` cannot be compiled against `tables`, if it cannot. */
+function filterProblem(tables: readonly TableModel[], table: TableModel, role: string): string | undefined {
+  const permission = table.permissions.get(role);
+  if (!permission) return undefined;
+  try {
+    new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(table, permission);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof GraphQLError)) throw error;
+    return error.message;
+  }
+}
+
+/** What cannot be served of `entries` against `catalog`: resolving's inconsistencies, and permission filters that no longer compile. */
+function problemsOf(entries: readonly TrackedTableEntry[], catalog: Map<string, CatalogTable>): Inconsistency[] {
+  const { tables, inconsistencies } = resolveTables(entries, catalog);
+  for (const entry of entries) {
+    const model = tables.find((candidate) => sameTable(candidate.table, entry.table));
+    if (!model) continue;
+    for (const { role, permission } of entry.select_permissions ?? []) {
+      const problem = model.permissions.has(role) ? filterProblem(tables, model, role) : undefined;
+      if (problem) inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
+    }
+  }
+  return inconsistencies;
+}
+
+const problemKey = (item: Inconsistency) => `${item.type} ${item.name} ${item.reason}`;
+
+function describeProblem(item: Inconsistency): string {
+  const kind = item.type === 'table' ? 'table' : item.type === 'select_permission' ? 'select permission' : 'relationship';
+  return `${kind} ${item.name} (${item.reason})`;
 }
