@@ -10,6 +10,7 @@ import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
 import type { ApiReference } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
+import type { ServedSchema } from '../platform/served-schema';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
 import { OPENAPI_PATH, openApiDocument } from './openapi';
@@ -144,7 +145,7 @@ const notModified = { description: 'Not Modified: the copy named in If-None-Matc
 export async function installApiReference(
   app: FastifyInstance,
   options: ApiReferenceOptions,
-  context: { schema: GraphQLSchema; actions: readonly ActionRoute[]; logger: Logger },
+  context: { schema: ServedSchema; actions: readonly ActionRoute[]; logger: Logger },
 ): Promise<void> {
   const { settings } = options;
   // Routes name the security schemes they accept; @fastify/swagger needs to know them.
@@ -156,12 +157,12 @@ export async function installApiReference(
   const declared = built ? undefined : readDeclarations(options);
   for (const problem of declared?.problems ?? []) context.logger.warn({ problem }, 'left out of the API reference');
 
-  const generate = async (): Promise<GeneratedReference> => {
+  const generate = async (schema = context.schema.current): Promise<GeneratedReference> => {
     const problems: string[] = [];
     const document = openApiDocument(
       {
         routes: app.swagger() as unknown as Record<string, unknown>,
-        schema: context.schema,
+        schema,
         actions: context.actions,
         declarations: (declared ?? readDeclarations(options)).declarations,
         title: settings.title,
@@ -182,19 +183,25 @@ export async function installApiReference(
   };
   app.decorate('apiReference', { generate });
 
-  let generated: Promise<ReferenceFiles> | undefined;
-  const files = () => {
-    generated ??= generate().then(
+  // The files plinth build wrote describe Plinth's own schema; once metadata extends the served
+  // one (actions, tracked tables), the reference is generated from it, again after each change.
+  let generated: { schema: GraphQLSchema; files: Promise<ReferenceFiles> } | undefined;
+  const files = (): Promise<ReferenceFiles> | ReferenceFiles => {
+    const schema = context.schema.current;
+    if (built && schema === context.schema.base) return built;
+    if (generated?.schema === schema) return generated.files;
+    const files = generate(schema).then(
       (reference) => {
         for (const problem of reference.problems) context.logger.warn({ problem }, 'left out of the API reference');
         return { spec: served(reference.spec), page: served(reference.page), policy: reference.policy };
       },
       (error: unknown) => {
-        generated = undefined;
+        if (generated?.files === files) generated = undefined;
         throw error;
       },
     );
-    return generated;
+    generated = { schema, files };
+    return files;
   };
 
   app.get(OPENAPI_PATH, {
@@ -207,7 +214,7 @@ export async function installApiReference(
         304: notModified,
       },
     },
-    handler: async (request, reply) => sendServed(request, reply, built?.spec ?? (await files()).spec, 'application/json; charset=utf-8'),
+    handler: async (request, reply) => sendServed(request, reply, (await files()).spec, 'application/json; charset=utf-8'),
   });
   app.get(settings.path, {
     schema: {
@@ -220,7 +227,7 @@ export async function installApiReference(
       },
     },
     handler: async (request, reply) => {
-      const { page, policy } = built ?? (await files());
+      const { page, policy } = await files();
       return sendServed(request, reply, page, 'text/html; charset=utf-8', { 'content-security-policy': policy });
     },
   });

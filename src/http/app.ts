@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { TrustProxy } from '../config';
@@ -79,7 +78,7 @@ export interface ApiReference {
   /** Paths any origin may read (CORS): the OpenAPI document. */
   openPaths: string[];
   /** Registers the reference's routes; called first, so that it documents the routes registered after it. */
-  install(app: FastifyInstance, context: { schema: GraphQLSchema; actions: readonly { name: string; path: string }[]; logger: Logger }): Promise<void>;
+  install(app: FastifyInstance, context: { schema: ServedSchema; actions: readonly { name: string; path: string }[]; logger: Logger }): Promise<void>;
   /** GraphiQL, for a browser asking the GraphQL endpoint for HTML. */
   graphiql(request: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
@@ -142,7 +141,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(requestChecks, { maxJsonDepth: options.maxJsonDepth, session: sessionSettings });
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
-    await app.register(fp(async (root) => apiDocs.install(root, { schema: options.schema.base, actions, logger }), { name: 'plinth-api-reference' }));
+    await app.register(fp(async (root) => apiDocs.install(root, { schema: options.schema, actions, logger }), { name: 'plinth-api-reference' }));
   }
   await app.register(
     fp(

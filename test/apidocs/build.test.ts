@@ -7,8 +7,8 @@ import { documentationApp } from '../../src/apidocs/build';
 import { loadConfig } from '../../src/config';
 import type { AnyModule } from '../../src/platform/module';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { validateOpenApi } from '../support/openapi';
-import { startTestServer } from '../support/server';
+import { validateOpenApi, type OpenApiDocument } from '../support/openapi';
+import { ADMIN_SECRET, startTestServer } from '../support/server';
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
@@ -109,6 +109,31 @@ describe('plinth build', () => {
       expect(((await (await fetch(`${server.url}/api-docs`)).json()) as { info: { title: string } }).info.title).toBe('From the build');
       expect(await (await fetch(`${server.url}/docs`)).text()).toMatch(/<!-- built -->\n$/);
       expect(lines.some((line) => line.includes('serving the API reference plinth build wrote'))).toBe(true);
+
+      // Tracking a table extends the served schema: the reference is generated from it from then on.
+      await database.query('CREATE TABLE IF NOT EXISTS shelves (id int PRIMARY KEY, label text)');
+      const metadata = (type: string) =>
+        fetch(`${server.url}/v1/metadata`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
+          body: JSON.stringify({ type, args: { table: 'shelves' } }),
+        });
+      expect((await metadata('pg_track_table')).status).toBe(200);
+      try {
+        const spec = (await (await fetch(`${server.url}/api-docs`)).json()) as OpenApiDocument;
+        expect(spec.info.title).not.toBe('From the build');
+        const examples = (spec.paths['/v1/graphql'].post.requestBody as { content: Record<string, { examples: Record<string, unknown> }> }).content[
+          'application/json'
+        ].examples;
+        expect(Object.keys(examples)).toEqual(expect.arrayContaining(['shelves', 'shelves_by_pk', 'shelves_aggregate', 'session']));
+        expect(spec.tags!.find((tag) => tag.name === 'graphql')!.description).toContain('### shelves_by_pk');
+        expect((await validateOpenApi(spec)).valid).toBe(true);
+        expect(await (await fetch(`${server.url}/docs`)).text()).not.toMatch(/<!-- built -->\n$/);
+      } finally {
+        expect((await metadata('pg_untrack_table')).status).toBe(200);
+      }
+      // Untracked, the served schema is Plinth's own again, which the build describes.
+      expect(((await (await fetch(`${server.url}/api-docs`)).json()) as { info: { title: string } }).info.title).toBe('From the build');
     } finally {
       await server.close();
     }
