@@ -1,4 +1,4 @@
-// Lint: promises handled (type-aware), no import cycles, and the layers of ARCHITECTURE.md one way.
+// Lint: promises handled (type-aware), no import cycles, and the layers (LAYERS) one way.
 // Formatting is not checked here.
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import importX from 'eslint-plugin-import-x';

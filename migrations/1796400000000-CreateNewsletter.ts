@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The newsletter (spec 3 §2.2, issue 14): subscribers (double opt-in), the mails sent or
+ * The newsletter (spec 3 §2.2): subscribers (double opt-in), the mails sent or
  * scheduled for each (confirmation, welcome series), the bi-weekly issues with one row per issue
  * and recipient (the unique key that makes a resumed send neither skip nor double anyone), and
  * the due times of the scheduled tasks, claimed by one process at a time.

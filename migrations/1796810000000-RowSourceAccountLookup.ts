@@ -5,9 +5,9 @@ import { ROW_SOURCE_ACCOUNT_BODY } from './1796800000000-RowSourceAccounts';
  * The source-account trigger of user-owned rows (RowSourceAccounts) found the owner by
  * `users.id::text = to_jsonb(NEW) ->> column`: no index serves that, so every insert of a payment,
  * file, report job, subscription or license read every user and converted the new row to JSON once
- * per user read (3.5 ms an insert with 321 users; it grows with the users table). Now the owner is
- * read from the row once and, when it has a user id's form, looked up by primary key. The rows it
- * matches are the same: `id::text` is that lower-case form.
+ * per user read, a cost that grows with the users table. Here the owner is read from the row once
+ * and, when it has a user id's form, looked up by primary key. The rows it matches are the same:
+ * `id::text` is that lower-case form.
  */
 export class RowSourceAccountLookup1796810000000 implements MigrationInterface {
   name = 'RowSourceAccountLookup1796810000000';

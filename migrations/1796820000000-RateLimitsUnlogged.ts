@@ -2,9 +2,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * The PostgreSQL rate-limit store's counters as an UNLOGGED table: each request's upsert then
- * commits without waiting for a WAL flush (bench:auth with RATE_LIMIT_STORE=postgres: refresh
- * 1,291/s before, see docs/decisions.md). The counters need no crash safety: after a crash the
- * table is empty and every window starts afresh, as after a restart with the memory store.
+ * commits without waiting for a WAL flush (docs/decisions.md has the measurements). The counters
+ * need no crash safety: after a crash the table is empty and every window starts afresh, as after
+ * a restart with the memory store.
  */
 export class RateLimitsUnlogged1796820000000 implements MigrationInterface {
   name = 'RateLimitsUnlogged1796820000000';

@@ -76,7 +76,7 @@ export function createLogger(config: Config, destination?: DestinationStream): L
         censor: '[redacted]',
       },
     },
-    // pino-pretty (10 MB resident) is loaded only where logs are pretty, never by a server logging JSON.
+    // pino-pretty (megabytes resident) is loaded only where logs are pretty, never by a server logging JSON.
     destination ?? (prettyLogs(config) ? (require('pino-pretty') as typeof import('pino-pretty'))({ colorize: process.stdout.isTTY, sync: true }) : undefined),
   );
 }
@@ -190,7 +190,7 @@ export async function startServer(
       container.add(...(module.resolvers ?? []).map((Resolver) => new Resolver(created)));
     }
     // pg-boss creates its schema on first start and its queues' tables on declaration: one
-    // process at a time, as for migrations (two starting together deadlocked otherwise).
+    // process at a time, as for migrations (two starting together could deadlock).
     await withMigrationLock(dataSource, async () => {
       await jobs.start();
       // Stopped after the HTTP server (requests may still send) and before the PubSub and the pool;

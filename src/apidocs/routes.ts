@@ -65,7 +65,7 @@ function served(text: string): Served {
 
 /**
  * Answers with a body the browser may keep and revalidate (304 when its copy is current), gzipped
- * when the client takes gzip (the page shrinks from 4.4 to 1.3 MB): the pages change only with a
+ * when the client takes gzip (the page is megabytes of script): the pages change only with a
  * build or a restart.
  */
 function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {

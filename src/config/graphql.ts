@@ -66,7 +66,8 @@ export const graphqlVariables = {
     .describe(
       'heap bytes of compiled operations (and their documents) kept for repeated queries, per executor, least recently used going first, counted from the code graphql-jit generates (a typical operation of 20 fields takes about 0.5 MiB); one query text taking more than a quarter of it is compiled each time',
     ),
-  // Counted entries let hostile query texts hold gigabytes: refused, so that a deployment setting it learns of the change.
+  // A count of entries bounds no memory (a short hostile text can compile to huge code): refused,
+  // so that a deployment still setting it learns of its replacement.
   GQL_GRAPHQL_COMPILED_CACHE_ENTRIES: z
     .never({ error: 'is replaced by GQL_GRAPHQL_COMPILED_CACHE_BYTES (heap bytes, default 16777216)' })
     .optional()

@@ -15,7 +15,7 @@ export function createDataSource(url: string, poolSize: number): DataSource {
     migrations: [MIGRATIONS],
     migrationsTableName: 'plinth_migrations',
     subscribers: [SessionVariablesSubscriber],
-    // Schema changes come only from migrations/ (ARCHITECTURE.md).
+    // Schema changes come only from migrations/.
     synchronize: false,
     migrationsRun: false,
     logging: false,

@@ -29,13 +29,10 @@ function preparedName(text: string): string {
  *
  * `sql` is a constant text (values as parameters), names the columns it returns (with `*`, a
  * column added while the process runs fails the statement: "cached plan must not change result
- * type") and ends without a semicolon. With `manager` inside a transaction it runs on that
- * transaction's connection (which has the request's session variables from its start); otherwise
- * on a pooled connection, where the request's session variables reach it as they reach TypeORM's
- * statements: a write finds them set on its connection first. A plain read that finds them unset
- * sets them in its own round trip, so a request that reads before it writes (processPayment reads
- * before the provider call and writes after it) usually gets a connection back that already holds
- * them, and its write needs no `set_config` round trip of its own.
+ * type") and ends without a semicolon. With `manager` it runs on that transaction's connection;
+ * otherwise on a pooled connection, whose session variables a write first makes the request's (as
+ * for TypeORM's statements) and a read sets only when they are unset: a request that reads before
+ * it writes (processPayment) then usually finds them already set for its write.
  */
 export async function queryPrepared<Row extends pg.QueryResultRow>(
   dataSource: DataSource,

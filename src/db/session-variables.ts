@@ -22,8 +22,8 @@ let writersInFlight = 0;
  * Runs `work` (and all it calls) as part of a request whose session variables `variables` gives,
  * until `release` is called (once the request's work is over). Only work that may write comes
  * here (mutations, REST calls other than GET): while AsyncLocalStorage is on, Node runs a hook for
- * every promise of the process (about 2.9 times the cost of an `await`, a tenth of a small query's
- * CPU), so it is turned off whenever no such work is in flight, and reads pay nothing.
+ * every promise of the process, which makes every `await` several times dearer, so it is turned
+ * off whenever no such work is in flight, and reads pay nothing.
  */
 export function runWithSessionVariables<T>(variables: VariablesOf, work: () => T): { result: T; release(): void } {
   let resolved: string | undefined;

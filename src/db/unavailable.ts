@@ -1,8 +1,3 @@
-/**
- * Whether an error means the database cannot be reached or used right now (so the request may
- * succeed if retried later), as opposed to a fault in the request or in our code.
- */
-
 /** SQLSTATEs of a lost or refused connection: class 08, shutdowns, too many connections. */
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
@@ -14,6 +9,10 @@ const DRIVER_MESSAGES = [
   'Cannot use a pool after calling end on the pool',
 ];
 
+/**
+ * Whether an error means the database cannot be reached or used right now (so the request may
+ * succeed if retried later), as opposed to a fault in the request or in our code.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   // TypeORM wraps the driver's error (QueryFailedError.driverError); follow causes a few levels.
   for (let current = error, depth = 0; current && typeof current === 'object' && depth < 4; depth += 1) {

@@ -28,7 +28,7 @@ export interface AcceptedQueryAnswer {
  * The accepted-query lane: a POST of a query whose text and operation Apollo has already
  * parsed, validated, resolved and run against the current schema (so the executor kept them)
  * runs again straight through the compiled executor, without Apollo's request pipeline, which
- * cost more than the operation itself. It does what that pipeline does for such a request
+ * costs more than the operation itself. It does what that pipeline does for such a request
  * (the complexity limit, the media type, the metrics, the response Apollo would write) and hands
  * everything else to Apollo: a first sight, a mutation, GET, extensions, a refused session, a
  * complexity over the limit, and any result with errors (whose formatting, logging and status

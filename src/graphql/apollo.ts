@@ -58,7 +58,7 @@ export function createApolloServer(
       // No field sets cache hints; without this Apollo wraps every resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
       // Inline traces are for federation subgraphs, which Plinth is not; Apollo would load the
-      // plugin anyway, with its protobuf encoder (about 2 MB of heap).
+      // plugin anyway, with its protobuf encoder.
       ApolloServerPluginInlineTraceDisabled(),
       subscriptionsOverWebSocketOnly(),
       complexityLimit(limits),

@@ -176,8 +176,8 @@ export class OperationExecutor {
 
 /**
  * Heap bytes per character of the code graphql-jit generates, once the compiled operation has
- * run (its closures, bytecode and resolve infos): measured at 3.6 to 6 for operations from a few
- * fields to thousands of fields through fragments; the larger is taken.
+ * run (its closures, bytecode and resolve infos): the top of the range measured for operations
+ * from a few fields to thousands (docs/decisions.md, "Memory under hostile input").
  */
 const HEAP_BYTES_PER_GENERATED_CHARACTER = 6;
 /** What an operation graphql-js runs costs in the cache: its entry in the operations map. */

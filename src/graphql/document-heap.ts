@@ -1,8 +1,9 @@
 import type { DocumentNode } from 'graphql';
 
 /**
- * What a parsed document takes on the heap: measured at about 70 bytes per character of its
- * source (tokens, nodes and locations), four times the JSON length Apollo counts by default.
+ * What a parsed document takes on the heap per character of its source (tokens, nodes and
+ * locations), as measured (docs/decisions.md, "Memory under hostile input"): about four times the
+ * JSON length Apollo counts by default.
  */
 const HEAP_BYTES_PER_SOURCE_CHARACTER = 70;
 

@@ -54,7 +54,7 @@ export interface QueryLimits {
 /**
  * Bytes of computed costs kept (their keys: a document's number, the operation's name, the
  * variables' JSON), and the longest variables' JSON kept in a key. One budget for all documents:
- * a count per document let a one-character document hold 64 keys of 2 KB each.
+ * with a count per document, a short document could hold many long keys.
  */
 const COST_CACHE_BYTES = 2 * 1024 * 1024;
 const COST_CACHE_MAX_VARIABLES_LENGTH = 2048;
@@ -77,8 +77,8 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
 
   // Cost: 1 per field unless a field declares its own. Apollo's document cache hands back the
   // same DocumentNode for the same query text, so the cost of an operation is computed once per
-  // document, operation and variables (which can change it: a page size, an @include). Walking
-  // the document cost a fifth of a 50-error page's overhead; the variables' JSON is far cheaper.
+  // document, operation and variables (which can change it: a page size, an @include): walking
+  // the document costs far more than the variables' JSON.
   const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
   const documentNumbers = new WeakMap<DocumentNode, number>();
   let documentsNumbered = 0;

@@ -58,8 +58,7 @@ export type ResultMasker = (result: ExecutionResult, context: GraphQLContext) =>
 
 /**
  * A member's socket with more than this many bytes not yet written misses events until it
- * catches up, rather than the server holding every event for it (the PubSub's sliding buffer
- * did the same per subscriber).
+ * catches up, rather than the server holding every event for it.
  */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const CLOSING_BRACE = Buffer.from('}');

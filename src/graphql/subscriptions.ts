@@ -262,7 +262,7 @@ export function attachSubscriptions(
 
 /**
  * The context of an operation on a connection, kept as long as the subscription lasts. A class:
- * an object literal with a getter is a property dictionary of about half a kilobyte.
+ * an object literal with a getter is a property dictionary, several times larger.
  */
 class ConnectionOperationContext implements GraphQLContext {
   private operationLogger?: FastifyBaseLogger;
@@ -283,8 +283,8 @@ class ConnectionOperationContext implements GraphQLContext {
 }
 
 /**
- * ASCII `text` as one flat string. randomUUID's result is a chain of some twenty two-character pieces
- * (about 400 bytes of heap where the flat string takes 56), kept as long as the connection.
+ * ASCII `text` as one flat string. randomUUID's result is a chain of some twenty two-character pieces,
+ * several times the flat string's heap, kept as long as the connection.
  */
 function flatAscii(text: string): string {
   return Buffer.from(text, 'latin1').toString('latin1');

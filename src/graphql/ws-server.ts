@@ -27,10 +27,9 @@ const DEPARTURE_COLLECTION_MIN = 1000;
 const DEPARTURE_COLLECTION_DELAY_MS = 2000;
 
 /**
- * Asks V8 for a full collection once many connections have closed. Their objects (about 10 KB of
- * heap each) are garbage then, but a server whose clients left allocates little, so nothing
- * starts a collection and V8's memory reducer has spent its turns while they connected, so the
- * heap would stay grown for good. A collection gives it back.
+ * Asks V8 for a full collection once many connections have closed. Their objects are garbage
+ * then, but a server whose clients left allocates little, so nothing starts a collection, and V8's
+ * memory reducer has spent its turns while they connected: the heap would stay grown for good.
  */
 class DepartureCollector {
   private open = 0;
@@ -60,7 +59,7 @@ class DepartureCollector {
 /**
  * Pings every socket once per interval and terminates those that did not answer the ping before:
  * one timer for the server, and a set entry per socket, where a timer per socket (with its
- * closures and the wait for its pong) kept about half a kilobyte per connection.
+ * closures and the wait for its pong) would add to every connection's memory.
  */
 class KeepAlive {
   private readonly slices = Array.from({ length: KEEP_ALIVE_SLICES }, () => new Set<WebSocket>());

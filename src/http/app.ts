@@ -90,7 +90,7 @@ const IDLE_CONNECTION_SWEEP_MS = 100;
  * Fastify closes the idle keep-alive connections when it starts closing; a connection whose
  * request is still in flight then goes idle after its answer and would hold shutdown up until the
  * keep-alive timeout. They are closed as they go idle (a sweep while closing costs requests nothing,
- * where a header added to every answer cost each one a hook).
+ * where a header added to every answer would cost each one a hook).
  */
 function closeConnectionsWhenIdle(app: FastifyInstance): void {
   let sweep: NodeJS.Timeout | undefined;

@@ -6,8 +6,8 @@ const PREFLIGHT_MAX_AGE_SECONDS = '600';
 
 /**
  * CORS for browser clients (explorers on other origins). Only requests with an Origin header
- * are touched, so API clients, engines and servers pay nothing; @fastify/cors did its work on
- * every request (about a tenth of a cheap query's cost, see docs/decisions.md). Credentials
+ * are touched, so API clients, engines and servers pay nothing, where @fastify/cors works on every
+ * request (docs/decisions.md, "GraphQL over HTTP"). Credentials
  * are headers, never cookies, so no Allow-Credentials. Paths in `anyOriginPaths` (the OpenAPI
  * document, which any site may read) answer every origin whatever the list says.
  */
@@ -24,7 +24,7 @@ export class CorsPolicy {
 
   /**
    * The headers of every answer to a request with an Origin: set on the raw response before
-   * routing (src/http/incoming.ts), where a Fastify hook cost each request a trip through
+   * routing (src/http/incoming.ts), where a Fastify hook would cost each request a trip through
    * Fastify's hook runner, Origin or not. Fastify keeps them and adds its own.
    */
   setHeaders(request: IncomingMessage, response: ServerResponse): void {

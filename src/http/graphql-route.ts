@@ -252,8 +252,8 @@ export const graphqlRoute = fp<GraphQLRouteOptions>(
           sendError(reply, 413, 'PAYLOAD_TOO_LARGE', tooLargeMessage);
           return;
         }
-        // A declared length within the limit needs no counting (a stream pipeline per request cost
-        // an eighth of the request's CPU): Fastify answers 400 when the body differs from it.
+        // A declared length within the limit needs no counting, which takes a stream pipeline per
+        // request: Fastify answers 400 when the body differs from it.
         if (request.method !== 'POST' || (declared !== undefined && withinLimit)) return done(null, payload);
         // Counts the bytes received (chunked bodies have no Content-Length to go by), and stops
         // reading at the limit for a caller who may not upload: the parser then fails with the 413.

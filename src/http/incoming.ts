@@ -14,7 +14,7 @@ function requestId(header: string | string[] | undefined): string {
 /**
  * Gives the request its id (the caller's X-Request-ID when sensible, else a UUID) and says it in
  * the response's X-Request-ID. Runs before routing, on the raw request and response, where an
- * onSend hook cost each request a trip through Fastify's hook runner; Fastify keeps the header.
+ * onSend hook would cost each request a trip through Fastify's hook runner; Fastify keeps the header.
  */
 export function identify(request: IncomingMessage, response: ServerResponse): void {
   const id = requestId(request.headers['x-request-id']);

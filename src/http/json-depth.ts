@@ -7,7 +7,7 @@ import { addRouteHook, isRestRouteWithBody } from '../platform/fastify/route-hoo
 /**
  * Every REST route with a body refuses one whose objects and arrays nest deeper than `maxDepth`
  * (REQUEST_MAX_JSON_DEPTH) with 400 JSON_TOO_DEEP, before the text check, validation and the
- * handler: they walk the body recursively, and a deep enough one overflowed the stack (a 500).
+ * handler: they walk the body recursively, and a deep enough one would overflow the stack (a 500).
  * The GraphQL routes check their variables with the other operation limits (graphql/limits.ts).
  */
 export function installJsonDepthCheck(app: FastifyInstance, maxDepth: number): void {

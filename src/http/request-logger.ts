@@ -6,8 +6,8 @@ type LogArguments = [unknown, ...unknown[]];
 /**
  * A request's logger: pino's child with the request's id, made when the request first writes a
  * line at an enabled level or asks for more than writing. Most requests write none (at `warn`,
- * Fastify's request lines are off), and making the child cost every request about a microsecond
- * (its bindings serialised), 1.4% of the cheapest query's CPU. It logs exactly as the child would.
+ * Fastify's request lines are off), and making the child would cost every request the
+ * serialisation of its bindings. It logs exactly as the child would.
  */
 class RequestLogger {
   private made: Logger | undefined;

@@ -15,37 +15,19 @@ export function collectGarbage(): void {
 }
 
 /**
- * A check whose event loop was busier than this counts as activity; one below it as quiet. An idle server's own timers (job polling, metrics) take 1-4% of a
- * second-long check; at 2%, they broke half the quiet spells.
+ * A check whose event loop was busier than this counts as activity; one below it as quiet: above
+ * what an idle server's own timers (job polling, metrics) take.
  */
 const QUIET_UTILIZATION = 0.05;
 /**
  * V8 shrinks its young generation (grown to two 16 MB semi-spaces by any burst of allocation) only
- * in a full collection that follows 5 s of little allocation (its throughput window). Measured: a
- * second collection 5.0 s after the first kept the young generation, one 6 s after gave it back.
+ * in a full collection that follows 5 s of little allocation (its throughput window): a second
+ * more, so that the window is surely past.
  */
 const YOUNG_GENERATION_QUIET_MS = 6000;
 /** The least time between two collections under pressure (pressureBy). */
 const PRESSURE_COLLECTION_MS = 10_000;
 
-/**
- * Gives memory back once the process goes quiet. V8 collects when allocation fills its spaces, so
- * after a burst of requests (or the start-up) the old generation keeps its garbage and the young
- * generation its full size until the next burst, which may be hours away: after the GraphQL
- * benchmark's load the server idled at 180-250 MB resident with 125 MB of it live. Every
- * `intervalMs` it reads how busy the event loop was; after activity, a quiet spell gets two full
- * collections (tens of milliseconds each, when nothing waits for the loop): at its first quiet
- * check, which frees the old generation's garbage, and at the first quiet check six seconds
- * (V8's throughput window) after that one, which gives the young generation back.
- * Steady traffic never pays for one: a check that saw activity collects nothing. The next burst
- * does pay a little: its first seconds ran at about 7-13% more server CPU per request (young
- * generation regrowing, old generation limits set from the small live size), which is why
- * PLINTH_IDLE_COLLECTION_MS is off unless set. What the start-up alone leaves (its garbage and the
- * young generation it grew: about 30 MB) is given back by default (`startUpOnly`,
- * PLINTH_STARTUP_COLLECTION): once, when the server first goes quiet; after that (`grownBy`) only
- * a quiet spell after a burst that left the process well above that idle size is collected, so a
- * burst of hostile input does not leave its garbage for hours, and ordinary bursts pay nothing.
- */
 /** The event loop's busy and idle time so far (ms), as performance.eventLoopUtilization() gives it, the time in progress included. */
 export interface LoopTimes {
   active: number;
@@ -65,8 +47,8 @@ export interface IdleCollectorOptions {
   /**
    * With grownBy: a process past this multiple of its idle size collects even while busy, at most
    * once every PRESSURE_COLLECTION_MS. Under sustained load V8 lets its heap grow to several times
-   * the live data before it collects (a 10-minute fuzz run: 3.3 times the idle size, with a third
-   * of the heap live); a full collection now and then caps that, for a pause of tens of milliseconds.
+   * the live data before it collects; a full collection now and then caps that, for a pause of tens
+   * of milliseconds.
    */
   pressureBy?: number;
   residentBytes?: () => number;
@@ -78,6 +60,14 @@ export interface IdleCollectorOptions {
 /** Where the current quiet spell is: no collection yet, the first done (at this loop time, ms), or both done. */
 type Spell = { collected: 'none' } | { collected: 'first'; at: number } | { collected: 'both' };
 
+/**
+ * Gives memory back once the process goes quiet: V8 collects only when allocation fills its
+ * spaces, so a burst's garbage and grown young generation would stay until the next burst. After
+ * activity, a quiet spell gets two full collections: at its first quiet check (the old generation's
+ * garbage) and at the first one YOUNG_GENERATION_QUIET_MS after it (the young generation). The next
+ * burst's first seconds then cost more CPU, hence the options: only the start-up's spell
+ * (`startUpOnly`), then only spells after a burst that left the process larger (`grownBy`).
+ */
 export class IdleCollector {
   private timer?: NodeJS.Timeout;
   private readonly startUpOnly: boolean;
@@ -146,8 +136,7 @@ export class IdleCollector {
     const now = this.loopTimes();
     if (this.collectedLastCheck) {
       // The collection's own time and what it set off: a window that would count as activity and
-      // start the spell over, one collection after another (seen: eight in 25 s after 10,000
-      // WebSocket connections closed, up to 750 ms each).
+      // start the spell over, one collection after another.
       this.collectedLastCheck = false;
       this.last = now;
       // The start-up's spell is over: what the process holds now is its idle size.

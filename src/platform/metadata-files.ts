@@ -18,7 +18,7 @@ import { DEFAULT_SOURCE, emptyMetadata, type HasuraMetadata, type MetadataFiles,
 
 export const INCLUDE_PREFIX = '!include ';
 
-/** The yaml package (9 MB resident), loaded when metadata files are first read or written, not at every start-up. */
+/** The yaml package (megabytes resident), loaded when metadata files are first read or written, not at every start-up. */
 let yamlModule: typeof YAMLModule | undefined;
 export function yaml(): typeof YAMLModule {
   return (yamlModule ??= require('yaml') as typeof YAMLModule);

@@ -16,7 +16,7 @@ import type { JobDefinition } from './jobs';
 import type { MetadataFiles, ModuleMetadata } from './metadata';
 import type { RecurringTask } from './recurring';
 
-/** The shared mechanisms every module builds its services from (ARCHITECTURE.md: src/platform/). */
+/** The shared mechanisms (src/platform/) every module builds its services from. */
 export interface Platform {
   config: Config;
   dataSource: DataSource;
@@ -46,7 +46,7 @@ export interface Platform {
 export type ResolverClass<Services> = new (services: Services) => object;
 
 /**
- * One area of the product (ARCHITECTURE.md: the module contract). `src/modules/index.ts` lists
+ * One area of the product: the module contract. `src/modules/index.ts` lists
  * the modules; start-up and the schema builder iterate over that list and name none of them.
  */
 export interface PlinthModule<Services = unknown> {

@@ -102,7 +102,7 @@ function codeOf(error: unknown): OutboundHttpErrorCode {
  * redirects followed. It logs nothing, so no header or body of a call reaches a log.
  */
 export function createOutboundHttp(settings: OutboundHttpSettings): OutboundHttp {
-  // undici (6 MB of heap) is required by the first call, not at start: many servers make none.
+  // undici (megabytes of heap) is required by the first call, not at start: many servers make none.
   const undici = () => require('undici') as typeof import('undici');
   // One pool set per connect timeout: undici fixes that timeout per dispatcher.
   const agents = new Map<number, Agent>();

@@ -151,8 +151,8 @@ const VERIFIED_TOKEN_CACHE_BYTES = 4 * 1024 * 1024;
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /**
  * What a kept token takes, per character of the token: the token itself, its payload, and the
- * sessions made of it (up to SESSIONS_PER_TOKEN), measured at 3 to 8 bytes per character for
- * tokens of 400 to 6,000 characters, plus a fixed part.
+ * sessions made of it (up to SESSIONS_PER_TOKEN), plus a fixed part: the top of what was measured
+ * (docs/decisions.md, "Memory under hostile input").
  */
 const verifiedTokenBytes = (token: string) => 1024 + 8 * token.length;
 
@@ -192,7 +192,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
       sizeCalculation: (_entry, token) => verifiedTokenBytes(token),
     });
     verify = (token) => {
-      // Keyed by the token itself: hashing it cost more than the lookup (3% of a request's CPU).
+      // Keyed by the token itself: hashing it would cost more than the lookup.
       const now = Date.now();
       const hit = verified.get(token);
       if (hit && now >= hit.notBefore && now < hit.expiresAt) return hit;
@@ -214,8 +214,8 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
 
 /**
  * The session of a bearer token under the role asked for. Made once per verified token and role
- * and shared by the requests that present them (frozen: nothing may change it): reading the
- * claims again cost every request about 0.9 µs.
+ * and shared by the requests that present them (frozen: nothing may change it), rather than every
+ * request reading the claims again.
  */
 function tokenSession(token: string, requestedRole: string | undefined, secret: JwtSecretConfig): Session {
   const verified = verifiedToken(token, secret);

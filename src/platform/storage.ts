@@ -24,8 +24,8 @@ export interface PutOptions {
 }
 
 /**
- * Where the bytes of files and reports are kept (ARCHITECTURE.md: src/platform/). Keys are
- * made by the modules: letters, digits, `/`, `-`, `_` and `.`, never `..`.
+ * Where the bytes of files and reports are kept. Keys are made by the modules: letters, digits,
+ * `/`, `-`, `_` and `.`, never `..`.
  */
 export interface ObjectStorage {
   readonly driver: 'postgres' | 'local';

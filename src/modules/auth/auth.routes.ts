@@ -34,7 +34,7 @@ export function authRoutes(app: FastifyInstance, services: AuthServices): void {
         (body as string).trim() === '' ? done(null, {}) : parseJson(request, body as string, done),
       );
       // Apple returns from sign-in by a form POST (response_mode=form_post): the provider
-      // callback takes a form; every other auth route answers 415 to one, as before.
+      // callback takes a form; every other auth route answers 415 to one.
       scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
         if (request.routeOptions.url !== `${AUTH_PREFIX}/signin/provider/:provider/callback`) {
           return done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE('application/x-www-form-urlencoded'), undefined);

@@ -69,8 +69,8 @@ const rotateFrom = (presented: string) => `WITH presented AS (${presented}), old
 
 /**
  * A batch of one (every refresh at low load) has a statement of its own: the planner cannot size
- * an array parameter in a generic plan, so it planned the array form afresh on each execution,
- * which doubled PostgreSQL's CPU for a lone refresh.
+ * an array parameter in a generic plan, so the array form would be planned afresh on each
+ * execution.
  */
 const ROTATE_ONE = rotateFrom('SELECT $1::bytea AS token_hash, $2::bytea AS next_hash');
 const ROTATE_MANY = rotateFrom('SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS p (token_hash, next_hash)');

@@ -60,7 +60,7 @@ export class TotpFactor {
       const totpSecret = otplib().generateSecret({ length: SECRET_BYTES });
       await manager.query('UPDATE users SET totp_secret_sealed = $2, totp_last_step = NULL WHERE id = $1', [userId, box.seal(totpSecret, userId)]);
       const uri = otplib().generateURI({ issuer: this.settings.totpIssuer, label: user.email ?? userId, secret: totpSecret, period: PERIOD_SECONDS });
-      // Loaded on the first enrolment, not at start-up (9 MB resident with its PNG encoder).
+      // Loaded on the first enrolment, not at start-up (megabytes resident with its PNG encoder).
       const qrCodeDataUrl = await (require('qrcode') as typeof import('qrcode')).toDataURL(uri);
       return { totpSecret, qrCodeDataUrl, imageUrl: qrCodeDataUrl };
     });

@@ -113,7 +113,7 @@ function frameOf(value: unknown, path: string): StoredFrame {
   // dependency's or the runtime's.
   const ownCode = typeof inApp === 'boolean' ? inApp : !(filename && (/[/\\]node_modules[/\\]/.test(filename) || /^(node|internal)[:/]/.test(filename)));
   // Source lines are kept for the application's own frames only, which is where people read
-  // them (Sentry folds library frames away): it halves what an event stores.
+  // them (Sentry folds library frames away): the others' would be much of what an event stores.
   let source: string | null = null;
   if (ownCode) {
     source = optionalString(value, 'source', `${path}.`, MAX_SOURCE);

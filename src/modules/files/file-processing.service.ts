@@ -18,8 +18,8 @@ function storable(text: string, max = 200): string {
 }
 
 /**
- * sharp with libvips (19 MB resident) is loaded by the first image processed, in the worker that
- * runs the job, not by every process at start-up.
+ * sharp with libvips (megabytes resident) is loaded by the first image processed, in the worker
+ * that runs the job, not by every process at start-up.
  */
 let sharpModule: typeof sharp | undefined;
 function loadSharp(): typeof sharp {

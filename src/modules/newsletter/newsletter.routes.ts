@@ -5,12 +5,6 @@ import { sendError } from '../../http/errors';
 import type { ConfirmOutcome } from './newsletter.model';
 import type { NewsletterServices } from './newsletter.services';
 
-/**
- * The newsletter's REST routes (spec 3 §4.2): subscribe (JSON or a form), the web front-end's
- * form proxy, confirm and unsubscribe. People get small HTML pages; clients that ask for JSON
- * (Accept, or a JSON body) get JSON.
- */
-
 interface SubscribeBody {
   email?: string;
   name?: string;
@@ -143,6 +137,11 @@ const CONFIRM_ANSWERS: Record<ConfirmOutcome, { status: number; code: string; ti
   },
 };
 
+/**
+ * The newsletter's REST routes (spec 3 §4.2): subscribe (JSON or a form), the web front-end's
+ * form proxy, confirm and unsubscribe. People get small HTML pages; clients that ask for JSON
+ * (Accept, or a JSON body) get JSON.
+ */
 export function newsletterRoutes(app: FastifyInstance, services: NewsletterServices): void {
   void app.register(async (scope) => {
     // HTML forms post url-encoded; RFC 8058 one-click POSTs may be multipart, whose body says nothing we need.

@@ -59,7 +59,7 @@ export function statusOfIntent(status: string): PaymentStatus {
 const NOT_CONFIGURED = { code: 'PROVIDER_NOT_CONFIGURED', message: 'The primary payment provider is not configured (PRIMARY_PROVIDER_API_KEY)' };
 
 /**
- * The SDK (17 MB resident) is loaded when the first call needs it, not by every process at
+ * The SDK (megabytes resident) is loaded when the first call needs it, not by every process at
  * start-up; its errors are only met after a call, so they come from the loaded module too.
  */
 let stripeModule: typeof Stripe | undefined;

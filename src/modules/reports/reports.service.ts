@@ -17,8 +17,8 @@ import { UUID } from '../../common/ids';
 export const REPORT_JOB_UPDATED = 'REPORT_JOB_UPDATED';
 export const REPORT_QUEUE = 'report-generation';
 /**
- * Rows a report writes per second, for estimated_duration: measured by `npm run bench:report`
- * (about 45,000 a second on the 2 shared cores of the development machine, loaded).
+ * Rows a report writes per second, for estimated_duration: what `npm run bench:report` measures
+ * (docs/decisions.md, "generateReport: the estimate").
  */
 export const ROWS_PER_SECOND = 40_000;
 

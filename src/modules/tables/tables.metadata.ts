@@ -37,7 +37,7 @@ export interface SelectPermission {
   allow_aggregations?: boolean;
   /** Left out: every root field (select_aggregate with allow_aggregations). */
   query_root_fields?: (typeof QUERY_ROOT_FIELDS)[number][];
-  /** Kept for part 2 (subscriptions), which serves them. */
+  /** Kept as given: no subscription root field is served yet. */
   subscription_root_fields?: string[];
 }
 
@@ -111,7 +111,7 @@ export function configurationAt(value: unknown, path: string): TableConfiguratio
     for (const [key, name] of Object.entries(roots)) {
       if (name === null) continue;
       if (key !== 'select' && key !== 'select_by_pk' && key !== 'select_aggregate') {
-        // Mutation and subscription root fields come with part 2 of the generated API.
+        // No mutation or subscription root field is served yet.
         fail(
           'not-supported',
           `the custom root field "${key}" is not supported yet (select, select_by_pk, select_aggregate are)`,

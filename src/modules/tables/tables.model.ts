@@ -92,7 +92,7 @@ export const UNORDERED_SCALARS = new Set(['json', 'jsonb', 'Boolean']);
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
 
 function scalarOf(typeName: string): string {
-  // An array's element type name begins with an underscore: the array is shown as its JSON (a later increment types it).
+  // An array's element type name begins with an underscore: the array is shown as its JSON.
   if (typeName.startsWith('_')) return 'json';
   return SCALARS[typeName] ?? (GRAPHQL_NAME.test(typeName) ? typeName : 'String');
 }

@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 export type ResponseObserver = (request: FastifyRequest, reply: FastifyReply, route: FastifyRequest['routeOptions']) => void;
 
 /**
- * One onResponse hook for every observer (metrics, request outcomes): each hook of its own cost
- * every request a call through Fastify's hook runner and a read of `request.routeOptions`,
+ * One onResponse hook for every observer (metrics, request outcomes): each hook of its own would
+ * cost every request a call through Fastify's hook runner and a read of `request.routeOptions`,
  * which Fastify builds anew on each read.
  */
 export function observeResponses(app: FastifyInstance, observers: readonly ResponseObserver[]): void {

@@ -48,7 +48,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 const LOOSE_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/;
 
-/** The text part's and the subject's converters, made when the first template compiles (html-to-text is 1 MB of heap). */
+/** The text part's and the subject's converters, made when the first template compiles (html-to-text is not loaded at start). */
 let textConverters: { toText: (html: string) => string; titleToText: (html: string) => string } | undefined;
 function makeTextConverters(): NonNullable<typeof textConverters> {
   const { compile } = require('html-to-text') as typeof import('html-to-text');
@@ -70,7 +70,7 @@ function makeTextConverters(): NonNullable<typeof textConverters> {
   };
 }
 
-// MJML takes half a second and 50 MB to load: it is required when the first template compiles,
+// MJML is slow to load and large: it is required when the first template compiles,
 // not by every `plinth` command and server start. (A dynamic import() would break under jest.)
 let mjml2html: typeof import('mjml') | undefined;
 

@@ -57,7 +57,7 @@ export function mailDeliveryProblem(config: Pick<Config, 'env' | 'mail'>): strin
 /** The domain of the sender's address, for Message-IDs. */
 const senderDomain = (address: string) => address.slice(address.lastIndexOf('@') + 1);
 
-/** nodemailer (2.5 MB of heap) is required when the first mail is sent, not at start. */
+/** nodemailer (megabytes of heap) is required when the first mail is sent, not at start. */
 const nodemailer = () => require('nodemailer') as typeof import('nodemailer');
 
 /** A header value: one line whatever it was given. */
@@ -89,7 +89,7 @@ export function createMailTransport(config: Pick<Config, 'env' | 'mail' | 'datab
       headers: mail.headers && Object.fromEntries(Object.entries(mail.headers).map(([name, value]) => [name, oneLine(value)])),
       messageId: mail.idempotencyKey && `<${mail.idempotencyKey.replace(/[^A-Za-z0-9._-]/g, '.')}@${senderDomain(sender.address)}>`,
       // What nodemailer picks for our mostly-ASCII templates anyway; choosing it by scanning each
-      // body cost a third of the CPU of building a 15 kB mail (1.9 ms against 1.2 ms).
+      // body would cost a large share of the CPU of building a mail.
       textEncoding: 'quoted-printable' as const,
       disableFileAccess: true,
       disableUrlAccess: true,
@@ -192,9 +192,8 @@ type SocketCallback = (error: Error | null, socket?: { connection: net.Socket })
 
 /**
  * nodemailer leaves Nagle's algorithm on, so the end of each message waits for the server's
- * delayed ACK: up to 40 ms per mail (docs/decisions.md, mail delivery). So SMTP sockets are
- * opened here, without delay, within
- * SMTP_CONNECTION_TIMEOUT_MS; nodemailer does the rest (TLS, STARTTLS, greeting, login).
+ * delayed ACK (docs/decisions.md, "SMTP defaults"). So SMTP sockets are opened here, without
+ * delay, within SMTP_CONNECTION_TIMEOUT_MS; nodemailer does the rest (TLS, STARTTLS, greeting, login).
  */
 export function connectSmtpSocket(smtp: Pick<SmtpSettings, 'host' | 'port' | 'connectionTimeoutMs'>, callback: SocketCallback): void {
   const socket = net.connect({ host: smtp.host, port: smtp.port });
