@@ -16,7 +16,7 @@ import { serverEnvironment, signUserToken } from './shared';
  *
  *   npm run bench:actions        (BENCH_CALLS, default 2000; BENCH_DATABASE_URL or DATABASE_URL)
  *
- * Target (issue 7): under 2 ms added at p50.
+ * Target: under 2 ms added at p50.
  */
 
 const USER_ID = '5d3b8f2a-9c1e-4f7a-b6d2-0e4c8a1f3b57';

@@ -134,7 +134,7 @@ async function runServer(): Promise<void> {
     AUTH_EMAIL_SIGNIN_EMAIL_VERIFIED_REQUIRED: 'false',
     AUTH_GRAVATAR_ENABLED: 'false',
     // The CPU at rest, measured right after start, is taken off every measure: the start-up's two full
-    // collections would fall in it (32 ms a second at rest instead of 6).
+    // collections would fall in it and count as the rest's.
     PLINTH_STARTUP_COLLECTION: 'false',
     ...AUTH_LIMITS_LIFTED,
   });
@@ -216,8 +216,8 @@ async function during(seconds: number, concurrency: number, step: (loop: number)
 
 /**
  * One POST through undici's dispatch, the answer's body collected as text. The client shares the
- * server's two cores: undici's request(), with its body stream and promise chain, cost the client
- * about 0.18 ms of CPU a refresh, a fifth of what server and PostgreSQL spend on it.
+ * server's two cores: undici's request(), with its body stream and promise chain, would take a
+ * good share of the CPU that server and PostgreSQL spend on a refresh.
  */
 function dispatchPost(
   agent: Dispatcher,
@@ -273,11 +273,10 @@ function postgresMicrosBetween(before: ServerUsage, after: ServerUsage): number 
 /**
  * Signs in `count` times, `concurrency` at a time, with accounts whose stored hash is argon2id at
  * its lowest cost. V8 optimises a function only after thousands of calls and compiles it on
- * threads of the server's process, so at the few dozen sign-ins a second the real hash allows,
- * BENCH_WARMUP's second left sign-in's code unoptimised through every round: its compilations took
- * 0.2-0.6 ms of the server's CPU a sign-in, counted beyond the hash, and the code ran slower until
- * they were done. The same code with a cheap hash gets there in seconds; the measured sign-ins use
- * accounts with the real hash.
+ * threads of the server's process, so at the few dozen sign-ins a second the real hash allows, a
+ * warm-up of seconds would leave sign-in's code unoptimised through every round: slower, and its
+ * compilations counted beyond the hash. The same code with a cheap hash gets there in seconds; the
+ * measured sign-ins use accounts with the real hash.
  */
 async function warmUpSignIn(databaseUrl: string, emails: string[], count: number, signIn: (email: string) => Promise<void>): Promise<void> {
   const cheapHash = await argon2Hash(PASSWORD, { algorithm: Algorithm.Argon2id, memoryCost: 8, timeCost: 1 });

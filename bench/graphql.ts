@@ -29,10 +29,10 @@ import { median } from './statistics';
  * (b) stock Apollo Server 5 on Express 5, (c) the fastest Node GraphQL server we know, Fastify 5
  * with mercurius and graphql-jit (`jit: 1`), and, as a ceiling without a target, (a') the bare
  * server with documents parsed and validated once (as Apollo caches them); all on the same
- * schema and the same JWT session resolution. Two queries (issue 16 point 2): the session of a
- * user's token (the request envelope), and a page of 50 grouped errors with their project, frames
- * and stack trace over real rows (seeded through Plinth's ingestion route, read by every server
- * from the same database with the same services and DataLoaders), as the administrator. Besides
+ * schema and the same JWT session resolution. Two queries: the session of a user's token (the
+ * request envelope), and a page of 50 grouped errors with their project, frames and stack trace
+ * over real rows (seeded through Plinth's ingestion route, read by every server from the same
+ * database with the same services and DataLoaders), as the administrator. Besides
  * req/s, latency and server CPU per request, it prints each server's resident memory right after
  * start, BENCH_QUIET seconds after the start-ups without requests (start quiet: what a server that
  * started and served nothing keeps), after the warm-up (idle), BENCH_QUIET seconds after the
@@ -63,7 +63,7 @@ const RESULTS_FILE = path.join(RESULTS_DIR, 'graphql-latest.json');
 const RSS_SAMPLE_INTERVAL_MS = 500;
 const MIB = 1024 * 1024;
 
-/** Targets of the comparison on requests per second: full / (b), full / (a), full / (c) (issue 16); (a') has none. */
+/** Targets of the comparison on requests per second: full / (b), full / (a), full / (c); (a') has none. */
 const RATIO_TARGETS = [
   { name: 'full/(b)', baseline: 'apollo-express', minimum: 1.2 },
   { name: 'full/(a)', baseline: 'graphql-js', minimum: 0.6 },
@@ -285,9 +285,9 @@ interface Slice {
 /**
  * Measures `request` on every server for `durationSeconds` each, in `slices` turns: each turn
  * gives each server an equal share of the time, the order shifting by one server every turn. On
- * this machine, whose speed moves by tens of percent within a minute, one server's ten seconds
- * after another's compared two machines (one round's ratio moved from 0.63x to 1.16x between runs
- * of the same builds); taking turns every two seconds puts both under the same conditions.
+ * a machine whose speed moves by tens of percent within a minute, one server's ten seconds after
+ * another's would compare two machines; taking turns every two seconds puts both under the same
+ * conditions.
  */
 async function runTurns(servers: ServerProcess[], request: BenchRequest, settings: BenchSettings): Promise<Map<Target, LoadResult>> {
   const slices = new Map<Target, Slice[]>(servers.map((server) => [server.target, []]));

@@ -113,7 +113,7 @@ async function main(): Promise<void> {
     },
     // The durable commit a recorded payment needs at least, alone on the same database: a
     // transactional WAL message is flushed at commit like any write, and no table is touched (an
-    // UPDATE of the provider switch, as before, left dead versions of the row processPayment reads).
+    // UPDATE of the provider switch would leave dead versions of the row processPayment reads).
     'reference: one durable commit': async () => {
       await references.query("SELECT pg_logical_emit_message(true, 'plinth-bench', '')");
     },

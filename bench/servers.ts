@@ -237,7 +237,7 @@ const DOCUMENT_CACHE_LIMIT = 1000;
 
 /**
  * Parse and validate once per query text, as Apollo's document cache does; without it the
- * baseline would spend a fifth of its time re-validating and stop being the upper bound.
+ * baseline would spend much of its time re-validating and stop being the upper bound.
  */
 function documentPreparer(schema: GraphQLSchema): (query: string) => PreparedDocument {
   const prepared = new Map<string, PreparedDocument>();

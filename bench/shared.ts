@@ -20,9 +20,9 @@ export const GRAPHQL_PATH = '/v1/graphql';
 
 /**
  * The queries measured: the request envelope around one tiny field (a user's session), and a
- * realistic read (issue 16 point 2) of a page of 50 grouped errors with nested objects and
- * lists over real rows (each error's project and its latest event's frames, through the
- * per-request DataLoaders, and the stack trace printed from them), as the administrator.
+ * realistic read of a page of 50 grouped errors with nested objects and lists over real rows
+ * (each error's project and its latest event's frames, through the per-request DataLoaders, and
+ * the stack trace printed from them), as the administrator.
  */
 export const QUERIES = ['session', 'errors'] as const;
 export type QueryName = (typeof QUERIES)[number];

@@ -19,10 +19,10 @@ import { positiveInteger } from './settings';
 import { ADMIN_SECRET } from './shared';
 
 /**
- * Subscription fan-out (issue 16 point 5): BENCH_SUBSCRIBERS graphql-ws subscribers to
- * userRegistered on one Plinth instance, each on its own connection, opened by client processes
- * other than the server's; events are published through the PubSub (as registerUser publishes
- * them, without the registration's own cost). The same run measures three servers (sides):
+ * Subscription fan-out: BENCH_SUBSCRIBERS graphql-ws subscribers to userRegistered on one Plinth
+ * instance, each on its own connection, opened by client processes other than the server's;
+ * events are published through the PubSub (as registerUser publishes them, without the
+ * registration's own cost). The same run measures three servers (sides):
  *
  * - `ws`: the floor, a bare `ws` server that only relays each event (see startBareWs);
  * - `off`: Plinth with subscription multiplexing off (every subscriber's own execution and message);
@@ -287,7 +287,7 @@ function percentile(sorted: number[], fraction: number): number {
 
 /**
  * A loopback address per side and client process: the ports the side before left in TIME_WAIT
- * would otherwise slow every connect() of the next (about 10 s more for 10,000 sockets).
+ * would otherwise slow every connect() of the next.
  */
 function localAddress(side: Side, clientIndex: number): string {
   return `127.0.${SIDES.indexOf(side) + 1}.${clientIndex + 2}`;
@@ -318,8 +318,7 @@ async function measureSide(side: Side, clients: ClientProcess[], pubSub: Postgre
       BENCH_LOG_LEVEL: settings.logLevel,
       GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: String(side === 'on'),
       // The server's CPU with everyone connected is measured and subtracted from the events' CPU: the
-      // start-up's two full collections (about 100 ms each with 10,000 connections) would fall in
-      // that window and count as idle cost (one run: 32 ms per event instead of about 130).
+      // start-up's two full collections would fall in that window and count as idle cost.
       PLINTH_STARTUP_COLLECTION: 'false',
     },
     logFile: path.join(RESULTS_DIR, `subscriptions-${side}.log`),

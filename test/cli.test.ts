@@ -101,7 +101,7 @@ describe('plinth', () => {
   describe('migrate', () => {
     const env = () => testEnvironment(database.url);
 
-    // One CLI process per migration reverted, 2 to 3 s each on a loaded machine: past the default 60 s.
+    // One CLI process per migration reverted, seconds each on a loaded machine: past the default 60 s.
     it("applies the migrations, reports an up-to-date database, reverts each one after the invitations' and re-applies", async () => {
       const first = await runCli(['migrate'], env());
       expect(first.code).toBe(0);

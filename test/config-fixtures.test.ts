@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../src/config';
 /**
  * The configuration's output pinned: the Config of representative environments (the defaults,
  * production, every variable set) and the problems of an invalid value of each variable and of
- * each rule between variables, recorded before the configuration was split by area.
+ * each rule between variables: any change to them must be deliberate.
  */
 const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures', 'config');
 
@@ -37,7 +37,7 @@ describe('the configuration of representative environments', () => {
 describe('the problems of invalid settings', () => {
   const refusals: { env: Record<string, string>; problems: string[] }[] = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'refusals.json'), 'utf8'));
   it.each(refusals.map((refusal) => [Object.keys(refusal.env).join(' '), refusal] as const))('%s', (_name, { env, problems }) => {
-    // Several problems come area by area (before the split: in the order of one long list), so their order is not pinned.
+    // Several problems come area by area, so their order is not pinned.
     const found = problemsOf(env);
     expect(problems.length > 1 ? found?.sort() : found).toEqual(problems.length > 1 ? [...problems].sort() : problems);
   });

@@ -444,7 +444,7 @@ describe('loadConfig', () => {
     );
     expect(problems[0]).not.toContain(short);
     expect(() => loadConfig({ ...PRODUCTION, ...extra, [variable]: `${short}x` })).not.toThrow();
-    // Outside production the earlier minimums stay (so development set-ups keep working).
+    // Outside production the lower minimums stay (so development set-ups keep working).
     expect(() => loadConfig({ ...PRODUCTION, ...extra, NODE_ENV: 'development', [variable]: short })).not.toThrow();
   });
 

@@ -3,10 +3,10 @@ import { graphql } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 
 /**
- * One engine, many users (issue 29, point 18). Every call here comes from one address, the test's
- * (127.0.0.1), as every call from an engine does. With the admin secret the engine names the end
- * user's address in X-Gql-Client-Address and each user has the limits to itself; an engine that
- * names no one counts in the engine budget; anyone else's X-Gql-Client-Address is ignored.
+ * One engine, many users. Every call here comes from one address, the test's (127.0.0.1), as
+ * every call from an engine does. With the admin secret the engine names the end user's address
+ * in X-Gql-Client-Address and each user has the limits to itself; an engine that names no one
+ * counts in the engine budget; anyone else's X-Gql-Client-Address is ignored.
  */
 
 /** Spec 1 §8's numbers and the auth service's, the documented defaults (the test environment raises them). */

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import { SCAFFOLD_FIXTURE, scaffoldEveryTemplate } from '../support/scaffold-cases';
 
-// The fixture is what the templates wrote when they were template strings in templates.ts; a
-// deliberate change of a template updates it in the same commit (write scaffoldEveryTemplate()'s answer).
+// The fixture pins what the templates write, byte for byte; a deliberate change of a template
+// updates it in the same commit (write scaffoldEveryTemplate()'s answer).
 const expected = JSON.parse(fs.readFileSync(SCAFFOLD_FIXTURE, 'utf8')) as Record<string, Record<string, Record<string, string>>>;
 let actual: Record<string, Record<string, Record<string, string>>>;
 

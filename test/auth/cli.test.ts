@@ -8,8 +8,8 @@ import { startSmtpReceiver, type SmtpReceiver, smtpSettings } from '../support/s
 import { runCli } from '../support/spawn';
 
 const STACK_TRACE = /\n\s+at \S+/;
-// Each test runs several `plinth auth` processes, 3 to 10 s each on a loaded machine (the role
-// test nine): past Jest's default 60 s.
+// Each test runs several `plinth auth` processes, seconds each on a loaded machine: past Jest's
+// default 60 s.
 jest.setTimeout(180_000);
 const AUTH_URL = 'https://auth.plinth.test';
 

@@ -62,8 +62,6 @@ function expectAuthError(response: { status: number; body: unknown }, code: keyo
   });
 }
 
-/** The mail sent to `address` next (others are skipped). */
-
 /** Follows a link of a mail (under AUTH_SERVER_URL) against the test server, without following its redirect. */
 async function follow(link: string): Promise<{ status: number; location: URL | null; body: unknown }> {
   const response = await fetch(link.replace(AUTH_URL, `${server.url}/auth`), { redirect: 'manual' });
@@ -321,7 +319,7 @@ describe('sign-in', () => {
     const session = await verifiedAccount();
     const hashOf = async () =>
       (await server.database.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [session.user.id]))[0]!.password_hash;
-    // OWASP's minimum, the default before AUTH_PASSWORD_HASH_* existed.
+    // A hash at another cost: OWASP's minimum.
     const earlier = await new PasswordHasher({ memoryKib: 19_456, iterations: 2, parallelism: 1 }).hash(PASSWORD);
     await server.database.query('UPDATE users SET password_hash = $2 WHERE id = $1', [session.user.id, earlier]);
 

@@ -23,8 +23,8 @@ const eventCount = async (projectId: number) =>
 
 it("answers 413 to a body far past the limit while the caller is still sending it: declared or chunked, ERRORS_MAX_EVENT_BYTES or Fastify's own limit", async () => {
   const { projectId, dsnKey } = await projectWithKey(`${server.url}/v1/graphql`, 'huge');
-  // Fastify closed such a connection at once: the rest of the body met a reset, and the caller's
-  // write failed (EPIPE) before it read the answer (the fuzz test's case, 2,000,000 bytes).
+  // Closed at once, such a connection would reset the rest of the body, and the caller's write
+  // would fail (EPIPE) before it read the answer.
   for (const bytes of [2_000_000, 8_000_000]) {
     const declared = await sendEvent(server.url, dsnKey, 'x'.repeat(bytes));
     expect(declared.status).toBe(413);
@@ -45,7 +45,7 @@ it("answers 413 to a body far past the limit while the caller is still sending i
   } as RequestInit);
   expect(chunked.status).toBe(413);
   expect(await eventCount(projectId)).toBe(0);
-  // Fastify's own body limit on another route (the fuzz test's second case).
+  // Fastify's own body limit on another route.
   const metadata = await fetch(`${server.url}/v1/metadata`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...ADMIN },

@@ -60,7 +60,7 @@ type FuzzCase = GraphQLCase | RestCase | WebSocketCase;
 
 const GRAPHQL_PATH = '/v1/graphql';
 const REQUEST_TIMEOUT_MS = 10_000;
-/** Resident memory may grow to this multiple of its warmed-up size during the run (issue 29 point 13)... */
+/** Resident memory may grow to this multiple of its warmed-up size during the run... */
 const MEMORY_BOUND = 2;
 /** ...and must be back within this multiple of it within SETTLE_SECONDS of the run's end. */
 const SETTLED_BOUND = 1.5;
@@ -115,10 +115,10 @@ const CREDENTIALS = fc.constantFrom(
   'basic',
 );
 
-/** What is wrong with an HTTP answer, or undefined when it is a proper answer. */
 /**
- * What is wrong with an answer. The only HTML the server sends is its vendored pages (the API
- * reference, GraphiQL), whose scripts mention stacks and error codes: only their status counts.
+ * What is wrong with an HTTP answer, or undefined when it is a proper answer. The only HTML the
+ * server sends is its vendored pages (the API reference, GraphiQL), whose scripts mention stacks
+ * and error codes: only their status counts.
  */
 function httpProblem(status: number, text: string, contentType: string | null): string | undefined {
   if (status >= 500) return `answered ${status}: ${text.slice(0, 300)}`;

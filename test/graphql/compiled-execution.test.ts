@@ -20,10 +20,10 @@ import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/serve
 import { bearer, signToken } from '../support/tokens';
 
 /**
- * Same answers from both executors (issue 16, point 6): every operation of test/operations/ goes
- * over HTTP to a server with compiled execution (graphql-jit) and to one without (graphql-js), on
- * the same database, and the status codes, content types and bodies must be equal byte for byte,
- * errors included. The compiled server gets each query twice: the first time Apollo's pipeline
+ * Same answers from both executors: every operation of test/operations/ goes over HTTP to a
+ * server with compiled execution (graphql-jit) and to one without (graphql-js), on the same
+ * database, and the status codes, content types and bodies must be equal byte for byte, errors
+ * included. The compiled server gets each query twice: the first time Apollo's pipeline
  * answers it, the second the accepted-query lane (src/graphql/accepted-queries.ts).
  */
 

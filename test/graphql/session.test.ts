@@ -211,7 +211,7 @@ describe('JWT settings beyond the defaults', () => {
   it('keeps verified tokens within a budget in bytes, however long the tokens (issue 29 point 13)', async () => {
     // A secret of its own: a cache of its own. 6,000 distinct valid tokens of 6 KB each, as
     // someone holding a token-issuing key (or a flood of anonymous sign-ins with large claims)
-    // sends them; an entry count of 10,000 kept them all (about 100 MB).
+    // sends them; an entry count of 10,000 would keep them all.
     const settings = { ...base, jwtSecret: { ...base.jwtSecret } };
     const padding = 'p'.repeat(4000);
     const left = await heapLeftBehind(() => {

@@ -95,7 +95,7 @@ describe('memory under a stream of huge documents', () => {
   it('stays under twice its warmed-up size, and the server keeps answering', async () => {
     const pid = spawned.child.pid!;
     const url = `${spawned.url}/v1/graphql`;
-    // The documents of the fuzz finding: about 500 KB, 10,000 fields or aliases, repeated fields.
+    // Hostile documents: about 500 KB, 10,000 fields or aliases, repeated fields.
     const huge = [
       `{ ${Array.from({ length: 10_000 }, (_, i) => `a${i}: session { role }`).join(' ')} }`,
       `{ session { ${Array(10_000).fill('role').join(' ')} } }`,

@@ -9,7 +9,7 @@ const ADMIN = { 'x-gql-admin-secret': ADMIN_SECRET };
 
 /** JSON text of an object exactly `depth` deep: {} is 1, {"a":{}} is 2. */
 const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
-/** The issue's request: about 30 KB of nesting, far past any limit. */
+/** A hostile request: about 30 KB of nesting, far past any limit. */
 const DEEP = nested(6000);
 
 const lines: string[] = [];

@@ -227,7 +227,7 @@ describe('a body answered before it was read, on a kept-alive connection', () =>
       });
       expect(refused.status).toBe(status);
       await refused.text();
-      // The fuzz test's case: the next request waited behind a body the server had stopped reading.
+      // The next request must not wait behind a body the server stopped reading.
       const next = await fetch(`${server.url}/healthz`, { dispatcher: oneConnection, signal: AbortSignal.timeout(5_000) });
       expect(next.status).toBe(200);
     } finally {

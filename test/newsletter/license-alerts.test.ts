@@ -12,7 +12,7 @@ import { startTestServer, testEnvironment, type TestServer } from '../support/se
 import { startSmtpReceiver, type SmtpReceiver } from '../support/smtp';
 
 /**
- * T3-license-alert (issue 14 point 6): the newsletter's scheduler sends it to each license holder
+ * T3-license-alert: the newsletter's scheduler sends it to each license holder
  * NEWSLETTER_LICENSE_ALERT_DAYS (7) days before renewal, once per license and renewal date,
  * reading the licenses through the payments module's services. A day lasts one second here
  * (NEWSLETTER_DAY_SECONDS), so a notice is due 7 s before a renewal; two servers share the
@@ -72,7 +72,7 @@ describe('T3-license-alert', () => {
   it('goes to each holder 7 days before renewal, once, from one of two workers; not to an unsubscribed address, nor for a canceled license', async () => {
     soon = await license(holders.ada, 'pro', 4);
     // Read before the insert: the row's renewal is PostgreSQL's now() + 12 s, no earlier than this
-    // (taken after it, the insert's latency on a loaded machine, 0.9 s once, moved the bound late).
+    // (taken after it, the insert's latency on a loaded machine would move the bound late).
     const laterRenewal = Date.now() + 12_000;
     const later = await license(holders.bob, 'team', 12);
     const unsubscribed = await license(holders.cy, 'pro', 4);

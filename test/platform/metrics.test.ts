@@ -13,11 +13,11 @@ const servers: TestServer[] = [];
 beforeAll(async () => {
   database = await createTestDatabase();
 });
-// Every test reads each answer's body to its end. Once (CI, stop 24) a server of this file did not
-// close within its shutdown timeout ("http server"); unread /metrics answers, which leave their
-// connections holding a response the client never took, are the suspected cause.
+// Every test reads each answer's body to its end: an unread /metrics answer leaves its connection
+// holding a response the client never took, which may keep a server from closing within its
+// shutdown timeout.
 afterAll(async () => {
-  // Together: one after the other, four servers' shutdowns came to over a minute under CI's load.
+  // Together: one after the other, the servers' shutdowns add up on a loaded machine.
   await Promise.all(servers.map((server) => server.close()));
   await database.drop();
 });

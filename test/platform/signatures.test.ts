@@ -57,7 +57,7 @@ describe('a webhook route over HTTP', () => {
     app = Fastify({ logger: false });
     installErrorHandling(app);
     keepRawBodies(app);
-    // What a webhook route of a later issue looks like: the signature is checked before anything reads the body.
+    // What a webhook route looks like: the signature is checked before anything reads the body.
     app.post('/webhook', {
       config: { rawBody: true },
       preValidation: async (request, reply) => {

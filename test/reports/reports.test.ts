@@ -135,7 +135,7 @@ describe('generateReport', () => {
     expect((await fetch(path, { headers: USER })).status).toBe(200);
     expect((await fetch(path, { headers: STRANGER })).status).toBe(404);
     expect((await fetch(path)).status).toBe(401);
-    // Its first character changed to another (an 'A' left as it was made this test pass the signature 1 time in 64).
+    // Its first character changed to another (an 'A' left as it was would pass the signature 1 time in 64).
     const tampered = local(job.result_url!).replace(/signature=(.)/, (_match, first: string) => `signature=${first === 'A' ? 'B' : 'A'}`);
     expect(tampered).not.toBe(local(job.result_url!));
     const refused = await fetch(tampered);

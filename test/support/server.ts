@@ -13,9 +13,10 @@ export const STORAGE_URL_SIGNING_SECRET = 'test-storage-url-signing-secret-01234
 /** What a test server needs besides testEnvironment to run as in production (the key of signed links). */
 export const PRODUCTION = { NODE_ENV: 'production', STORAGE_URL_SIGNING_SECRET };
 /**
- * argon2id's cost in test servers: the cheapest OWASP accepts (7 MiB, 5 passes), about 8 ms a
- * hash where the default (64 MiB, 2 passes) takes 170 ms on a loaded 2-core machine, and the suite
- * hashes thousands of passwords. The default and the rehash to the configured cost have tests.
+ * argon2id's cost in test servers: the cheapest OWASP accepts (7 MiB, 5 passes), a small fraction
+ * of the default's time (64 MiB, 2 passes), and the suite hashes thousands of passwords
+ * (docs/decisions.md, "A fast, steady test suite"). The default and the rehash to the configured
+ * cost have tests.
  */
 export const TEST_PASSWORD_HASH = { AUTH_PASSWORD_HASH_MEMORY_KIB: '7168', AUTH_PASSWORD_HASH_ITERATIONS: '5' };
 
@@ -38,8 +39,8 @@ export function testEnvironment(databaseUrl: string, overrides: Record<string, s
     ...TEST_PASSWORD_HASH,
     // The suite runs with compiled execution on (the default) and, in a second run, off.
     GQL_GRAPHQL_COMPILED_EXECUTION: compiledExecutionEnabled() ? 'true' : 'false',
-    // A full collection of a Jest worker's heap (its servers and every test's objects) paused the
-    // tests' timings by up to a second on a loaded machine; test/startup-memory.test.ts tests it.
+    // A full collection of a Jest worker's heap (its servers and every test's objects) would pause
+    // the tests' timings on a loaded machine; test/startup-memory.test.ts tests it.
     PLINTH_STARTUP_COLLECTION: 'false',
     ...overrides,
   };

@@ -8,8 +8,8 @@ import { nextMailTo, smtpSettings, startSmtpReceiver, type SmtpReceiver } from '
 import { bearer, signToken } from '../support/tokens';
 
 /**
- * registerUser is a sign-up like the auth service's (issue 29, point 2): AUTH_DISABLE_SIGNUP, the
- * breached-password check and the sign-up limit apply to it as to every other way in.
+ * registerUser is a sign-up like the auth service's: AUTH_DISABLE_SIGNUP, the breached-password
+ * check and the sign-up limit apply to it as to every other way in.
  */
 
 const ADMIN = { 'x-gql-admin-secret': ADMIN_SECRET };
