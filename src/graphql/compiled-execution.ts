@@ -12,6 +12,7 @@ import {
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import { documentHeapBytes } from './document-heap';
+import { hasRecursiveInputVariable } from './recursive-inputs';
 
 export interface CompiledExecutionSettings {
   /** Off: every operation runs through graphql-js's execute. */
@@ -193,6 +194,7 @@ const WITH_GENERATED_CODE = { debug: true } as Parameters<typeof compileQuery>[3
 
 function compile(request: ExecutionRequest): RunOperation {
   const operation = request.operation!;
+  if (hasRecursiveInputVariable(request.schema, operation)) return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
   try {
     const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined, WITH_GENERATED_CODE);
     if (!isCompiledQuery(compiled)) return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
