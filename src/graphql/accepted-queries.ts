@@ -5,6 +5,7 @@ import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
 import { ServedSchema } from '../platform/served-schema';
+import { executionKey, schemaServedTo } from './role-views';
 
 /**
  * On a context whose query this lane ran and that answered with errors (or threw): Apollo's
@@ -53,24 +54,26 @@ export class AcceptedQueryLane {
     if (variables !== undefined && variables !== null && !isPlainObject(variables)) return undefined;
     const mediaType = chooseGraphQLMediaType(accept);
     if (mediaType === null) return undefined;
-    const schema = this.schema instanceof ServedSchema ? this.schema.current : this.schema;
-    const accepted = this.executor.accepted(query, operationName, schema);
-    if (!accepted || accepted.operation.operation !== 'query') return undefined;
-    const name = accepted.operation.name?.value ?? null;
-    const variableValues = variables ?? undefined;
-    if (this.limits.complexityError(accepted.document, name, variableValues, schema)) return undefined;
     let contextValue: LaneContext;
     try {
       contextValue = context();
     } catch {
       return undefined;
     }
+    // The session's view, where Apollo accepted the query for it (apollo.ts, servingGateway).
+    const schema = schemaServedTo(this.schema, this.schema instanceof ServedSchema ? this.schema.current : this.schema, contextValue.session);
+    const source = executionKey(this.schema, schema, query);
+    const accepted = this.executor.accepted(source, operationName, schema);
+    if (!accepted || accepted.operation.operation !== 'query') return undefined;
+    const name = accepted.operation.name?.value ?? null;
+    const variableValues = variables ?? undefined;
+    if (this.limits.complexityError(accepted.document, name, variableValues, schema)) return undefined;
     let result: ExecutionResult;
     try {
       result = await this.executor.execute({
         schema,
         document: accepted.document,
-        source: query,
+        source,
         operation: accepted.operation,
         operationName: operationName ?? undefined,
         variables: variableValues,

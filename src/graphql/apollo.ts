@@ -19,6 +19,7 @@ import { OperationExecutor, type CompiledExecutionSettings } from './compiled-ex
 import { ServedSchema } from '../platform/served-schema';
 import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
+import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
 
 export interface ApolloSettings {
   introspection: boolean;
@@ -73,7 +74,8 @@ export function createApolloServer(
  * Apollo's way to serve a schema that changes and to run operations its own way (a "gateway"):
  * each request is parsed, validated and executed against the schema current when it started,
  * and a new one replaces it for the requests after (with its own document cache keys). The
- * executor runs what Apollo has parsed, validated and resolved, with Apollo's context.
+ * executor runs what Apollo has parsed, validated and resolved, with Apollo's context, on the
+ * session's view of the schema when it has one (validated there first).
  */
 function servingGateway(schema: GraphQLSchema | ServedSchema, executor: OperationExecutor): ApolloServerOptionsWithGateway<GraphQLContext>['gateway'] {
   let stop: (() => void) | undefined;
@@ -91,12 +93,18 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
       executor: (request) => {
         const executed = (request.context as LaneContext)[EXECUTED_OUTCOME];
         if (executed) return 'thrown' in executed ? Promise.reject(executed.thrown) : Promise.resolve(executed.result);
+        // Apollo validated the document on the whole schema; a session served a view runs it there, if it is valid there too.
+        const operationSchema = schemaServedTo(schema, request.schema, request.context.session);
+        if (operationSchema !== request.schema) {
+          const refused = viewValidationErrors(operationSchema, request.document);
+          if (refused.length > 0) return Promise.resolve({ errors: refused.map(asValidationFailure) });
+        }
         const execute = () =>
           Promise.resolve(
             executor.execute({
-              schema: request.schema,
+              schema: operationSchema,
               document: request.document,
-              source: request.source,
+              source: executionKey(schema, operationSchema, request.source),
               operation: request.operation,
               operationName: request.request.operationName ?? undefined,
               variables: request.request.variables,
@@ -112,6 +120,16 @@ function servingGateway(schema: GraphQLSchema | ServedSchema, executor: Operatio
     }),
     stop: async () => stop?.(),
   };
+}
+
+/** A validation error on a session's view, answered as Apollo answers its own (code and HTTP status). */
+function asValidationFailure(error: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+  });
 }
 
 /**

@@ -28,6 +28,8 @@ import { OperationExecutor, type CompiledExecutionSettings } from './compiled-ex
 import { documentSizeError, type QueryLimits } from './limits';
 import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
 import { serveGraphQLWs, type SocketExtra } from './ws-server';
+import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
+import { ServedSchema } from '../platform/served-schema';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
 
@@ -83,6 +85,7 @@ interface PreparedDocument {
 /** What a subscribe message adds to its execution arguments, for the group it joins. */
 interface Subscriber {
   id: string;
+  /** The query text, qualified by the session's view (executionKey). */
   source: string;
   socket: WebSocket;
 }
@@ -95,7 +98,7 @@ interface Subscriber {
  */
 export function attachSubscriptions(
   server: Server,
-  served: GraphQLSchema | (() => GraphQLSchema),
+  served: GraphQLSchema | ServedSchema,
   settings: SubscriptionSettings,
   limits: QueryLimits,
   logger: FastifyBaseLogger,
@@ -103,7 +106,7 @@ export function attachSubscriptions(
 ): { close(): Promise<void>; groups(): SubscriptionGroupStats } {
   const wss = new WebSocketServer({ server, path: SUBSCRIPTIONS_PATH, maxPayload: settings.maxPayload });
   // An operation runs to its end on the schema current when it was subscribed.
-  const currentSchema = typeof served === 'function' ? served : () => served;
+  const currentSchema = served instanceof ServedSchema ? () => served.current : () => served;
   const states = new WeakMap<object, ConnectionState>();
   const documents = new LRUCache<string, PreparedDocument>({
     maxSize: PREPARED_DOCUMENT_BYTES,
@@ -161,13 +164,19 @@ export function attachSubscriptions(
       connectionInitWaitTimeout: settings.initTimeoutMs,
       // Parse and validate here, with the limits HTTP applies and the codes HTTP gives.
       onSubscribe: (ctx, id, payload) => {
-        const schema = currentSchema();
+        const whole = currentSchema();
         const cached = documents.get(payload.query);
-        let document = cached?.schema === schema ? cached.document : undefined;
+        let document = cached?.schema === whole ? cached.document : undefined;
         if (!document) {
-          const prepared = prepareDocument(payload.query, schema, limits);
+          const prepared = prepareDocument(payload.query, whole, limits);
           if (!('kind' in prepared)) return [...prepared];
-          documents.set(payload.query, { schema, document: (document = prepared) });
+          documents.set(payload.query, { schema: whole, document: (document = prepared) });
+        }
+        // Valid on the whole schema; a session served a view runs it there, if it is valid there too.
+        const schema = schemaServedTo(served, whole, stateOf(ctx.extra).session!);
+        if (schema !== whole) {
+          const refused = viewValidationErrors(schema, document);
+          if (refused.length > 0) return refused.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
         }
         if (!getOperationAST(document, payload.operationName ?? undefined)) {
           const name = payload.operationName ? `named "${payload.operationName}"` : 'to run (name one with operationName)';
@@ -179,7 +188,7 @@ export function attachSubscriptions(
         const refused = holdSubscription(ctx, id, payload);
         if (refused) return [refused];
         const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: payload.variables };
-        subscribers.set(args, { id, source: payload.query, socket: ctx.extra.socket });
+        subscribers.set(args, { id, source: executionKey(served, schema, payload.query), socket: ctx.extra.socket });
         return args;
       },
       onComplete: (ctx, id, payload) => {

@@ -190,7 +190,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(
     fp(
       async (root) => {
-        const ws = attachSubscriptions(root.server, () => options.schema.current, sessionSettings, limits, logger, {
+        const ws = attachSubscriptions(root.server, options.schema, sessionSettings, limits, logger, {
           clientIp: (request) => clientAddress(request, trust),
           rateLimits,
         });
