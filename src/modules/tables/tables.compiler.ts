@@ -16,7 +16,6 @@ import { escapeIdentifier } from 'pg';
 import { tableKey } from './tables.catalog';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-import { hiddenField } from './tables.schema';
 
 /** One statement: its text (identifiers quoted, values as $n only) and its bound values (SessionValue for a session's). */
 export interface CompiledStatement {
@@ -83,6 +82,15 @@ const JSONB_OPERATORS: Record<string, [string, string]> = {
   _has_keys_all: ['?&', 'text[]'],
 };
 
+/**
+ * A table, column, root field or aggregate the reader's permission does not open. The reader's
+ * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
+ * it: meeting one here is a fault, and nothing is read.
+ */
+function notPermitted(what: string): Error {
+  return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
+}
+
 /** A refusal of the caller's arguments (an operator misused, an unknown session variable). */
 function badInput(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
@@ -125,8 +133,8 @@ export class StatementCompiler {
   compile(table: TableModel, kind: RootKind, args: Record<string, unknown>): CompiledStatement {
     const node = this.operation.fieldNodes[0];
     const rootName = node.name.value;
-    const permission = this.permission(table, `field "${rootName}" not found in type: 'query_root'`);
-    if (permission && !permission.rootFields.has(kind)) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+    const permission = this.permission(table);
+    if (permission && !permission.rootFields.has(kind)) throw notPermitted(`the root field ${rootName}`);
     const field = this.operation.parentType.getFields()[rootName];
     const selections = this.fieldsOf(
       this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet),
@@ -134,8 +142,7 @@ export class StatementCompiler {
     );
     let text: string;
     if (kind === 'selectByPk') {
-      if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name)))
-        throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+      if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name))) throw notPermitted(`the root field ${rootName}`);
       const alias = this.alias();
       const conditions = table.primaryKey.map((column) => `${alias}.${quote(column.name)} = ${this.bind(args[column.field], column.sqlType)}`);
       conditions.push(this.permissionFilter(table, alias, permission));
@@ -144,7 +151,7 @@ export class StatementCompiler {
     } else if (kind === 'select') {
       text = this.listQuery(table, args as ListArguments, selections, [], permission);
     } else {
-      if (!this.reader.admin && !permission!.allowAggregations) throw hiddenField(`field "${rootName}" not found in type: 'query_root'`);
+      if (permission && !permission.allowAggregations) throw notPermitted(`the root field ${rootName}`);
       text = this.aggregateQuery(table, args as ListArguments, selections, [], permission);
     }
     return { text, parameters: this.parameters };
@@ -159,11 +166,11 @@ export class StatementCompiler {
     return `$${this.parameters.length}${cast ? `::${cast}` : ''}`;
   }
 
-  /** The reader's permission on `table` (undefined for the admin); hidden when there is none. */
-  private permission(table: TableModel, hidden: string): PermissionModel | undefined {
+  /** The reader's permission on `table` (undefined for the admin). */
+  private permission(table: TableModel): PermissionModel | undefined {
     if (this.reader.admin) return undefined;
     const permission = table.permissions.get(this.reader.role);
-    if (!permission) throw hiddenField(hidden);
+    if (!permission) throw notPermitted(`the table ${tableText(table.table)}`);
     return permission;
   }
 
@@ -171,9 +178,9 @@ export class StatementCompiler {
     return permission ? this.boolExp(permission.filter, table, alias, 'permission') : 'true';
   }
 
-  private visibleColumn(table: TableModel, field: string, permission: PermissionModel | undefined, where = ''): ColumnModel {
+  private visibleColumn(table: TableModel, field: string, permission: PermissionModel | undefined): ColumnModel {
     const column = table.columnsByField.get(field);
-    if (!column || (permission && !permission.columns.has(column.name))) throw hiddenField(`field "${field}" not found in type: '${table.typeName}${where}'`);
+    if (!column || (permission && !permission.columns.has(column.name))) throw notPermitted(`the field ${field} of ${table.typeName}`);
     return column;
   }
 
@@ -241,7 +248,7 @@ export class StatementCompiler {
         table.relationships.get(name) ?? (name.endsWith('_aggregate') ? table.relationships.get(name.slice(0, -'_aggregate'.length)) : undefined);
       if (relationship && (name === relationship.name || relationship.kind === 'array')) {
         const target = relationship.target;
-        const targetPermission = this.permission(target, `field "${name}" not found in type: '${table.typeName}'`);
+        const targetPermission = this.permission(target);
         const joined = this.alias();
         const inner = this.alias();
         const mapping = this.mappingConditions(relationship, alias, inner);
@@ -254,7 +261,7 @@ export class StatementCompiler {
         } else if (name === relationship.name) {
           query = this.listQuery(target, this.argumentsOf(type, node) as ListArguments, selected, mapping, targetPermission, inner);
         } else {
-          if (targetPermission && !targetPermission.allowAggregations) throw hiddenField(`field "${name}" not found in type: '${table.typeName}'`);
+          if (targetPermission && !targetPermission.allowAggregations) throw notPermitted(`the field ${name} of ${table.typeName}`);
           query = this.aggregateQuery(target, this.argumentsOf(type, node) as ListArguments, selected, mapping, targetPermission, inner);
         }
         joins += ` LEFT JOIN LATERAL (${query}) AS ${joined} ON true`;
@@ -399,7 +406,7 @@ export class StatementCompiler {
       const relationship = table.relationships.get(field);
       if (relationship && relationship.kind === 'object' && isObject(value)) {
         const target = relationship.target;
-        const targetPermission = this.permission(target, `field "${field}" not found in type: '${table.typeName}_order_by'`);
+        const targetPermission = this.permission(target);
         for (const nested of this.orderExpressions(target, '"_r"', value, targetPermission)) {
           const inner = this.alias();
           const expression = nested.expression.split('"_r".').join(`${inner}.`);
@@ -416,7 +423,7 @@ export class StatementCompiler {
         items.push(...this.aggregateOrder(table, alias, field, aggregated, value));
         continue;
       }
-      const column = this.visibleColumn(table, field, permission, '_order_by');
+      const column = this.visibleColumn(table, field, permission);
       const direction = DIRECTIONS[String(value)];
       if (!direction) throw badInput(`unknown ordering ${JSON.stringify(value)}`);
       items.push({ expression: `${alias}.${quote(column.name)}`, direction });
@@ -433,8 +440,8 @@ export class StatementCompiler {
     value: Record<string, unknown>,
   ): { expression: string; direction: string }[] {
     const target = relationship.target;
-    const permission = this.permission(target, `field "${field}" not found in type: '${table.typeName}_order_by'`);
-    if (permission && !permission.allowAggregations) throw hiddenField(`field "${field}" not found in type: '${table.typeName}_order_by'`);
+    const permission = this.permission(target);
+    if (permission && !permission.allowAggregations) throw notPermitted(`the field ${field} of ${table.typeName}_order_by`);
     const items: { expression: string; direction: string }[] = [];
     const aggregate = (call: (inner: string) => string, direction: unknown) => {
       const sqlDirection = DIRECTIONS[String(direction)];
@@ -452,7 +459,7 @@ export class StatementCompiler {
       if (!AGGREGATES[function_] || !isObject(order)) throw badInput(`unknown aggregate ordering "${function_}"`);
       for (const [columnField, direction] of Object.entries(order)) {
         if (direction === null || direction === undefined) continue;
-        const column = this.visibleColumn(target, columnField, permission, `_${function_}_order_by`);
+        const column = this.visibleColumn(target, columnField, permission);
         aggregate((inner) => `${AGGREGATES[function_]}(${inner}.${quote(column.name)})`, direction);
       }
     }
@@ -489,14 +496,13 @@ export class StatementCompiler {
         const target = relationship.target;
         const inner = this.alias();
         const conditions = [...this.mappingConditions(relationship, alias, inner), this.boolExp(value, target, inner, mode)];
-        if (mode === 'query')
-          conditions.push(this.permissionFilter(target, inner, this.permission(target, `field "${field}" not found in type: '${table.typeName}_bool_exp'`)));
+        if (mode === 'query') conditions.push(this.permissionFilter(target, inner, this.permission(target)));
         parts.push(`EXISTS (SELECT 1 FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')})`);
       } else {
         const column =
           mode === 'permission'
             ? (table.columns.find((candidate) => candidate.name === field) ?? table.columnsByField.get(field))
-            : this.visibleColumn(table, field, this.reader.admin ? undefined : table.permissions.get(this.reader.role), '_bool_exp');
+            : this.visibleColumn(table, field, this.reader.admin ? undefined : table.permissions.get(this.reader.role));
         if (!column) throw badInput(`no column "${field}" in ${tableText(table.table)}`);
         parts.push(this.comparison(column, `${alias}.${quote(column.name)}`, value, mode));
       }

@@ -1,7 +1,17 @@
-import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import { extendSchema, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { tableText } from './tables.metadata';
-import { GRAPHQL_BUILT_IN_SCALARS, NUMERIC_SCALARS, TEXT_SCALARS, UNORDERED_SCALARS, type Inconsistency, type RootKind, type TableModel } from './tables.model';
+import {
+  GRAPHQL_BUILT_IN_SCALARS,
+  NUMERIC_SCALARS,
+  TEXT_SCALARS,
+  UNORDERED_SCALARS,
+  type ColumnModel,
+  type Inconsistency,
+  type RootKind,
+  type TableModel,
+} from './tables.model';
+import { wholeView, type TableView } from './tables.views';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
@@ -71,50 +81,59 @@ const AGGREGATE_FUNCTIONS = ['sum', 'avg', 'max', 'min'] as const;
 const listArguments = (typeName: string) =>
   `distinct_on: [${typeName}_select_column!], limit: Int, offset: Int, order_by: [${typeName}_order_by!], where: ${typeName}_bool_exp`;
 
-function tableSdl(table: TableModel): string[] {
+function tableSdl(view: TableView): string[] {
+  const { table, columns } = view;
   const name = table.typeName;
   const described = `table ${tableText(table.table)}`;
-  const fields = table.columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
+  const fields = columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
   const boolFields = [
     `  _and: [${name}_bool_exp!]`,
     `  _or: [${name}_bool_exp!]`,
     `  _not: ${name}_bool_exp`,
-    ...table.columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`),
+    ...columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`),
   ];
-  const orderFields = table.columns.map((column) => `  ${column.field}: order_by`);
-  for (const relationship of table.relationships.values()) {
+  const orderFields = columns.map((column) => `  ${column.field}: order_by`);
+  for (const { relationship, aggregate } of view.relationships) {
     const target = relationship.target.typeName;
     if (relationship.kind === 'object') {
       fields.push(`  ${relationship.name}: ${target}`);
       orderFields.push(`  ${relationship.name}: ${target}_order_by`);
     } else {
       fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
-      fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
-      orderFields.push(`  ${relationship.name}_aggregate: ${target}_aggregate_order_by`);
+      if (aggregate) {
+        fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
+        orderFields.push(`  ${relationship.name}_aggregate: ${target}_aggregate_order_by`);
+      }
     }
     boolFields.push(`  ${relationship.name}: ${target}_bool_exp`);
   }
-  const numeric = table.columns.filter((column) => NUMERIC_SCALARS.has(column.scalar));
-  const ordered = table.columns.filter((column) => !UNORDERED_SCALARS.has(column.scalar));
   const parts = [
     `"""columns and relationships of ${JSON.stringify(tableText(table.table)).slice(1, -1)}"""\ntype ${name} {\n${fields.join('\n')}\n}`,
-    `"""aggregated selection of ${described}"""\ntype ${name}_aggregate {\n  aggregate: ${name}_aggregate_fields\n  nodes: [${name}!]!\n}`,
     `"""Boolean expression to filter rows from the ${described}. All fields are combined with a logical 'AND'."""\ninput ${name}_bool_exp {\n${boolFields.join('\n')}\n}`,
     `"""Ordering options when selecting data from ${described}."""\ninput ${name}_order_by {\n${orderFields.join('\n')}\n}`,
-    `"""select columns of ${described}"""\nenum ${name}_select_column {\n${table.columns.map((column) => `  ${column.field}`).join('\n')}\n}`,
+    `"""select columns of ${described}"""\nenum ${name}_select_column {\n${columns.map((column) => `  ${column.field}`).join('\n')}\n}`,
   ];
+  if (view.aggregates) parts.push(...aggregateSdl(table, columns));
+  return parts;
+}
+
+/** The `<table>_aggregate` type and what it is made of, over `columns`. */
+function aggregateSdl(table: TableModel, columns: readonly ColumnModel[]): string[] {
+  const name = table.typeName;
+  const described = `table ${tableText(table.table)}`;
+  const parts = [`"""aggregated selection of ${described}"""\ntype ${name}_aggregate {\n  aggregate: ${name}_aggregate_fields\n  nodes: [${name}!]!\n}`];
   const aggregateFields = [`  count(columns: [${name}_select_column!], distinct: Boolean): Int!`];
   const aggregateOrder = ['  count: order_by'];
-  const subtype = (suffix: (typeof AGGREGATE_FUNCTIONS)[number], columns: typeof table.columns, scalar: (column: (typeof table.columns)[number]) => string) => {
-    if (columns.length === 0) return;
+  const subtype = (suffix: (typeof AGGREGATE_FUNCTIONS)[number], of: readonly ColumnModel[], scalar: (column: ColumnModel) => string) => {
+    if (of.length === 0) return;
     aggregateFields.push(`  ${suffix}: ${name}_${suffix}_fields`);
     aggregateOrder.push(`  ${suffix}: ${name}_${suffix}_order_by`);
-    parts.push(`type ${name}_${suffix}_fields {\n${columns.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
-    parts.push(`input ${name}_${suffix}_order_by {\n${columns.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
+    parts.push(`type ${name}_${suffix}_fields {\n${of.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
+    parts.push(`input ${name}_${suffix}_order_by {\n${of.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
   };
-  subtype('sum', numeric, (column) =>
-    column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar === 'Float' ? 'Float' : column.scalar,
-  );
+  const numeric = columns.filter((column) => NUMERIC_SCALARS.has(column.scalar));
+  const ordered = columns.filter((column) => !UNORDERED_SCALARS.has(column.scalar));
+  subtype('sum', numeric, sumScalar);
   subtype('avg', numeric, () => 'Float');
   subtype('max', ordered, (column) => column.scalar);
   subtype('min', ordered, (column) => column.scalar);
@@ -123,14 +142,21 @@ function tableSdl(table: TableModel): string[] {
   return parts;
 }
 
-function rootFieldsSdl(table: TableModel): string[] {
+/** The scalar of a column's sum: integers widen to bigint, as in PostgreSQL. */
+function sumScalar(column: ColumnModel): string {
+  return column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar;
+}
+
+function rootFieldsSdl(view: TableView): string[] {
+  const { table } = view;
   const name = table.typeName;
   const described = `from the table ${tableText(table.table)}`;
-  const roots = [
-    `  """fetch data ${described}"""\n  ${table.roots.select}(${listArguments(name)}): [${name}!]!`,
-    `  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`,
-  ];
-  if (table.primaryKey.length > 0) {
+  const roots: string[] = [];
+  if (view.roots.has('select')) roots.push(`  """fetch data ${described}"""\n  ${table.roots.select}(${listArguments(name)}): [${name}!]!`);
+  if (view.roots.has('selectAggregate')) {
+    roots.push(`  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`);
+  }
+  if (view.roots.has('selectByPk')) {
     const keys = table.primaryKey.map((column) => `${column.field}: ${column.scalar}!`).join(', ');
     roots.push(`  """fetch data ${described} using primary key columns"""\n  ${table.roots.selectByPk}(${keys}): ${name}`);
   }
@@ -183,6 +209,14 @@ export function extendWithTables(
   runner?: TableRunner,
   inconsistencies: Inconsistency[] = [],
 ): GraphQLSchema {
+  return withTableViews(base, fittingTables(base, tables, inconsistencies).map(wholeView), runner);
+}
+
+/**
+ * The tables that can join `base`: those whose names clash are left out and reported in
+ * `inconsistencies`, and so are the relationships to them.
+ */
+export function fittingTables(base: GraphQLSchema, tables: readonly TableModel[], inconsistencies: Inconsistency[]): TableModel[] {
   const served: TableModel[] = [];
   for (const table of tables) {
     const clash = nameClash(base, table, served);
@@ -204,25 +238,31 @@ export function extendWithTables(
       }
     }
   }
-  if (served.length === 0) return base;
-  const scalars = new Set(served.flatMap((table) => table.columns.map((column) => column.scalar)));
-  for (const table of served) for (const column of table.columns) if (column.scalar === 'Int' || column.scalar === 'smallint') scalars.add('bigint');
-  scalars.add('Float');
+  return served;
+}
+
+/** `base` with the generated API of `views` (tables that fit it: fittingTables), each table showing what its view shows. */
+export function withTableViews(base: GraphQLSchema, views: readonly TableView[], runner?: TableRunner): GraphQLSchema {
+  if (views.length === 0) return base;
+  const columns = views.flatMap((view) => view.columns);
+  const scalars = new Set(columns.map((column) => column.scalar));
+  for (const view of views) if (view.aggregates) for (const column of view.columns) scalars.add(sumScalar(column));
   const parts: string[] = [];
   for (const scalar of scalars) {
     if (!GRAPHQL_BUILT_IN_SCALARS.has(scalar) && !base.getType(scalar)) parts.push(`scalar ${scalar}`);
   }
-  for (const scalar of new Set(served.flatMap((table) => table.columns.map((column) => column.scalar)))) {
+  for (const scalar of new Set(columns.map((column) => column.scalar))) {
     if (!base.getType(`${scalar}_comparison_exp`)) parts.push(comparisonType(scalar));
   }
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
-  for (const table of served) parts.push(...tableSdl(table));
-  const queryRoot = base.getQueryType();
-  const roots = served.flatMap(rootFieldsSdl).join('\n');
-  parts.push(queryRoot ? `extend type ${queryRoot.name} {\n${roots}\n}` : `type Query {\n${roots}\n}\n\nextend schema {\n  query: Query\n}`);
-
+  for (const view of views) parts.push(...tableSdl(view));
+  const roots = views.flatMap(rootFieldsSdl).join('\n');
+  if (roots) {
+    const queryRoot = base.getQueryType();
+    parts.push(queryRoot ? `extend type ${queryRoot.name} {\n${roots}\n}` : `type Query {\n${roots}\n}\n\nextend schema {\n  query: Query\n}`);
+  }
   const schema = extendSchema(base, parse(parts.join('\n\n')));
-  if (runner) attachResolvers(schema, served, runner);
+  if (runner) attachResolvers(schema, views, runner);
   return schema;
 }
 
@@ -230,10 +270,10 @@ export function extendWithTables(
  * Root fields call the runner; every field of the generated object types reads its answer by
  * response key, since the statement builds its JSON under the document's aliases.
  */
-function attachResolvers(schema: GraphQLSchema, tables: readonly TableModel[], runner: TableRunner): void {
+function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], runner: TableRunner): void {
   const query = schema.getQueryType()!.getFields();
   const byResponseKey: GraphQLFieldResolver<Record<string, unknown>, unknown> = (source, _args, _context, info) => source[info.path.key as string];
-  for (const table of tables) {
+  for (const { table } of views) {
     for (const [kind, field] of [
       ['select', table.roots.select],
       ['selectAggregate', table.roots.selectAggregate],
@@ -249,9 +289,4 @@ function attachResolvers(schema: GraphQLSchema, tables: readonly TableModel[], r
       for (const field of Object.values(type.getFields())) field.resolve = byResponseKey as GraphQLFieldResolver<unknown, unknown>;
     }
   }
-}
-
-/** A refusal of a document the role may not run (a hidden table, column or aggregate). */
-export function hiddenField(message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
 }

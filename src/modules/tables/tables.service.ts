@@ -6,6 +6,7 @@ import { one, poolOf, type Queryable } from '../../db/sql';
 import type { GraphQLContext } from '../../graphql/context';
 import type { PostgresPubSub } from '../../platform/pubsub';
 import type { ServedSchema } from '../../platform/served-schema';
+import type { Session } from '../../platform/session';
 import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
@@ -31,11 +32,14 @@ import {
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
 import { catalogChanged, identities, renamesSince, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
-import { extendWithTables, generatedNames, nameClash, type TableRunner } from './tables.schema';
+import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
+import { roleViews, seesEverything, wholeView } from './tables.views';
 
 /** Published (through PostgreSQL, to every instance) when the tables metadata changed. */
 const CHANGED_TOPIC = 'plinth:tables-metadata';
 const SUCCESS = { message: 'success' } as const;
+/** The view of a role no permission names: none of the tables (a role is never empty). */
+const WITHOUT_TABLES = '';
 
 export interface TablesDependencies {
   dataSource: DataSource;
@@ -65,6 +69,10 @@ export class TablesService implements TableRunner {
   private readonly pool: pg.Pool;
   /** What the last schema build could not serve (a clash with an action's type). */
   private servingProblems: Inconsistency[] = [];
+  /** The tracked tables the served schema has. */
+  private inSchema: TableModel[] = [];
+  /** By role named in their permissions: the view it is served (undefined: the whole schema). */
+  private roleViews = new Map<string, string | undefined>();
 
   constructor(private readonly deps: TablesDependencies) {
     this.pool = poolOf(deps.dataSource);
@@ -73,7 +81,10 @@ export class TablesService implements TableRunner {
   /** Reads the metadata and extends the served schema with it. */
   async load(): Promise<void> {
     await this.reload(this.deps.dataSource.manager);
-    this.deps.schema.addExtension((base) => this.extension(base));
+    this.deps.schema.addExtension((base) => this.extension(base), {
+      viewOf: (session) => this.viewOf(session),
+      extendFor: (base, view) => this.extensionFor(base, view),
+    });
   }
 
   /** Follows changes made by any instance (the module's work). */
@@ -88,16 +99,41 @@ export class TablesService implements TableRunner {
   private extension(base: GraphQLSchema): GraphQLSchema {
     const inconsistencies: Inconsistency[] = [];
     try {
-      const schema = extendWithTables(base, this.served.tables, this, inconsistencies);
+      const tables = fittingTables(base, this.served.tables, inconsistencies);
+      const schema = withTableViews(base, tables.map(wholeView), this);
       for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'a tracked table is not served');
       this.servingProblems = inconsistencies;
+      this.serving(tables);
       return schema;
     } catch (error) {
       const reason = `the tracked tables do not fit the schema: ${(error as Error).message}`;
       this.deps.logger.error({ reason }, 'the tracked tables are not served');
       this.servingProblems = [{ type: 'table', name: 'all tracked tables', reason, definition: null }];
+      this.serving([]);
       return base;
     }
+  }
+
+  /** Keeps `tables` as those the served schema has, and the view each role their permissions name is served. */
+  private serving(tables: TableModel[]): void {
+    this.inSchema = tables;
+    const roles = new Set(tables.flatMap((table) => [...table.permissions.keys()]));
+    this.roleViews = new Map([...roles].map((role) => [role, seesEverything(tables, role) ? undefined : role]));
+  }
+
+  /**
+   * The view of the generated API `session` is served (ServedSchema.viewFor): none (the whole
+   * schema) for the admin and for a role every table opens entirely to; its role's for a role
+   * some permission names; and for any other role the view without tables.
+   */
+  private viewOf(session: Session): string | undefined {
+    if (this.inSchema.length === 0 || isAdmin(session)) return undefined;
+    return this.roleViews.has(session.role) ? this.roleViews.get(session.role) : WITHOUT_TABLES;
+  }
+
+  /** The served schema's extension for a role's view: what the role's permissions open of the tables served. */
+  private extensionFor(base: GraphQLSchema, view: string): GraphQLSchema {
+    return view === WITHOUT_TABLES ? base : withTableViews(base, roleViews(this.inSchema, view), this);
   }
 
   private async reload(manager: EntityManager, force = false): Promise<void> {
@@ -422,7 +458,7 @@ export class TablesService implements TableRunner {
    */
   compile(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
     const { session } = context;
-    const admin = session.viaAdminSecret && session.role === ADMIN_ROLE;
+    const admin = isAdmin(session);
     const compileNow = () => new StatementCompiler({ role: session.role, admin }, this.served.byKey, info).compile(table, kind, args);
     const node = info.fieldNodes[0];
     let plans = this.plans.get(node);
@@ -439,6 +475,11 @@ export class TablesService implements TableRunner {
     plans.set(role, { table, statement });
     return statement;
   }
+}
+
+/** The unrestricted admin: the admin secret, as role admin (a token's role admin is an ordinary role). */
+function isAdmin(session: Session): boolean {
+  return session.viaAdminSecret && session.role === ADMIN_ROLE;
 }
 
 /** Whether the fields (with the fragments they spread) refer to a variable anywhere. */
