@@ -8,9 +8,8 @@ import type { Logger } from 'pino';
 import { PLINTH_VERSION } from '../common/package-version';
 import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
-import type { ApiReference } from '../http/app';
+import type { ApiReference, DocumentedSchema } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
-import type { ServedSchema } from '../platform/served-schema';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
 import { OPENAPI_PATH, openApiDocument } from './openapi';
@@ -145,7 +144,7 @@ const notModified = { description: 'Not Modified: the copy named in If-None-Matc
 export async function installApiReference(
   app: FastifyInstance,
   options: ApiReferenceOptions,
-  context: { schema: ServedSchema; actions: readonly ActionRoute[]; logger: Logger },
+  context: { schema: DocumentedSchema; actions: readonly ActionRoute[]; logger: Logger },
 ): Promise<void> {
   const { settings } = options;
   // Routes name the security schemes they accept; @fastify/swagger needs to know them.
@@ -183,8 +182,9 @@ export async function installApiReference(
   };
   app.decorate('apiReference', { generate });
 
-  // The files plinth build wrote describe Plinth's own schema; once metadata extends the served
-  // one (actions, tracked tables), the reference is generated from it, again after each change.
+  // The files plinth build wrote describe Plinth's own schema; once metadata extends what is
+  // documented (actions, tables open to anonymous callers), the reference is generated from it,
+  // again after each change.
   let generated: { schema: GraphQLSchema; files: Promise<ReferenceFiles> } | undefined;
   const files = (): Promise<ReferenceFiles> | ReferenceFiles => {
     const schema = context.schema.current;

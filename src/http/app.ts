@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { TrustProxy } from '../config';
@@ -15,6 +16,7 @@ import type { Metrics, MetricsAccess } from '../platform/metrics';
 import type { RateLimits } from '../platform/rate-limits';
 import { requestOutcomesObserver, type RequestOutcomes } from '../platform/request-outcomes';
 import type { ServedSchema } from '../platform/served-schema';
+import { resolveSession } from '../platform/session';
 import { keepRawBodies } from '../platform/signatures';
 import { actionUrl, registerActionRoute } from './actions';
 import { CorsPolicy } from './cors';
@@ -71,6 +73,16 @@ export interface HttpAppOptions {
 }
 
 /**
+ * The schema the public API reference documents: Plinth's own (`base`) and, as served `current`ly,
+ * what a caller without credentials may use (the unauthorised role's view of the tracked tables),
+ * so that the reference shows no table or column a reader could not query.
+ */
+export interface DocumentedSchema {
+  readonly base: GraphQLSchema;
+  readonly current: GraphQLSchema;
+}
+
+/**
  * The API reference as this layer serves it; src/apidocs builds it (apiReference), above the
  * http layer, since it documents the whole application.
  */
@@ -78,7 +90,7 @@ export interface ApiReference {
   /** Paths any origin may read (CORS): the OpenAPI document. */
   openPaths: string[];
   /** Registers the reference's routes; called first, so that it documents the routes registered after it. */
-  install(app: FastifyInstance, context: { schema: ServedSchema; actions: readonly { name: string; path: string }[]; logger: Logger }): Promise<void>;
+  install(app: FastifyInstance, context: { schema: DocumentedSchema; actions: readonly { name: string; path: string }[]; logger: Logger }): Promise<void>;
   /** GraphiQL, for a browser asking the GraphQL endpoint for HTML. */
   graphiql(request: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
@@ -141,7 +153,17 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   await app.register(requestChecks, { maxJsonDepth: options.maxJsonDepth, session: sessionSettings });
   if (apiDocs) {
     const actions = options.actions.map((action) => ({ name: action.name, path: actionUrl(options.actionsRoute, action.name) }));
-    await app.register(fp(async (root) => apiDocs.install(root, { schema: options.schema, actions, logger }), { name: 'plinth-api-reference' }));
+    const anonymous = resolveSession({}, sessionSettings);
+    const served = options.schema;
+    const schema: DocumentedSchema = {
+      get base() {
+        return served.base;
+      },
+      get current() {
+        return served.viewFor(served.current, anonymous);
+      },
+    };
+    await app.register(fp(async (root) => apiDocs.install(root, { schema, actions, logger }), { name: 'plinth-api-reference' }));
   }
   await app.register(
     fp(

@@ -110,23 +110,32 @@ describe('plinth build', () => {
       expect(await (await fetch(`${server.url}/docs`)).text()).toMatch(/<!-- built -->\n$/);
       expect(lines.some((line) => line.includes('serving the API reference plinth build wrote'))).toBe(true);
 
-      // Tracking a table extends the served schema: the reference is generated from it from then on.
-      await database.query('CREATE TABLE IF NOT EXISTS shelves (id int PRIMARY KEY, label text)');
-      const metadata = (type: string) =>
+      // A tracked table is documented once callers without credentials may query it.
+      await database.query('CREATE TABLE IF NOT EXISTS shelves (id int PRIMARY KEY, label text, shelf_owner_note text)');
+      const metadata = (type: string, args: Record<string, unknown> = {}) =>
         fetch(`${server.url}/v1/metadata`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-          body: JSON.stringify({ type, args: { table: 'shelves' } }),
+          body: JSON.stringify({ type, args: { table: 'shelves', ...args } }),
         });
       expect((await metadata('pg_track_table')).status).toBe(200);
       try {
-        const spec = (await (await fetch(`${server.url}/api-docs`)).json()) as OpenApiDocument;
+        const specNow = async () => (await (await fetch(`${server.url}/api-docs`)).json()) as OpenApiDocument;
+        expect((await specNow()).info.title).toBe('From the build');
+        const opened = await metadata('pg_create_select_permission', { role: 'anonymous', permission: { columns: ['id', 'label'], filter: {} } });
+        expect(opened.status).toBe(200);
+        const spec = await specNow();
         expect(spec.info.title).not.toBe('From the build');
         const examples = (spec.paths['/v1/graphql'].post.requestBody as { content: Record<string, { examples: Record<string, unknown> }> }).content[
           'application/json'
         ].examples;
-        expect(Object.keys(examples)).toEqual(expect.arrayContaining(['shelves', 'shelves_by_pk', 'shelves_aggregate', 'session']));
-        expect(spec.tags!.find((tag) => tag.name === 'graphql')!.description).toContain('### shelves_by_pk');
+        expect(Object.keys(examples)).toEqual(expect.arrayContaining(['shelves', 'shelves_by_pk', 'session']));
+        const graphqlSection = spec.tags!.find((tag) => tag.name === 'graphql')!.description!;
+        expect(graphqlSection).toContain('### shelves_by_pk');
+        // The anonymous role's view: no aggregate (not allowed), no column it may not select.
+        expect(Object.keys(examples)).not.toContain('shelves_aggregate');
+        expect(graphqlSection).not.toContain('shelf_owner_note');
+        expect(graphqlSection).toContain('label');
         expect((await validateOpenApi(spec)).valid).toBe(true);
         expect(await (await fetch(`${server.url}/docs`)).text()).not.toMatch(/<!-- built -->\n$/);
       } finally {
