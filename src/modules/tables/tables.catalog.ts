@@ -7,7 +7,11 @@ export interface CatalogColumn {
   name: string;
   /** The type's name in pg_type (`int4`, `timestamptz`, `_text` for an array of text). */
   typeName: string;
-  /** The type as SQL writes it, without modifiers (`integer`, `character varying`): the cast of a bound value. */
+  /**
+   * The type as SQL writes it, without modifiers (`integer`, `character varying`): the cast of a
+   * bound value. `character` and `bit` without a length mean one character or bit, so a value cast
+   * to them is cut short: theirs are the unbounded `bpchar` and `bit varying`, which compare alike.
+   */
   sqlType: string;
   nullable: boolean;
 }
@@ -39,7 +43,8 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   const columns = await rows<{ schema: string; table: string; name: string; type_name: string; sql_type: string; nullable: boolean }>(
     db,
     `SELECT n.nspname AS schema, c.relname AS table, a.attname AS name, t.typname AS type_name,
-            format_type(a.atttypid, NULL) AS sql_type, NOT a.attnotnull AS nullable
+            CASE t.typname WHEN 'bpchar' THEN 'bpchar' WHEN 'bit' THEN 'bit varying' ELSE format_type(a.atttypid, NULL) END AS sql_type,
+            NOT a.attnotnull AS nullable
        FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
        JOIN pg_namespace n ON n.nspname = wanted.schema
        JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
