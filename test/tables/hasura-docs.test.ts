@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { metadataRequest } from '../events/support';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 
@@ -1729,12 +1730,7 @@ beforeAll(async () => {
   server = await startTestServer();
   await server.database.query(SCHEMA);
   await server.database.query(SEED);
-  const tracked = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...asAdmin },
-    body: JSON.stringify({ type: 'bulk', args: TRACKING }),
-  });
-  expect({ status: tracked.status, body: await tracked.json() }).toEqual({ status: 200, body: TRACKING.map(() => ({ message: 'success' })) });
+  expect(await metadataRequest(server.url, { type: 'bulk', args: TRACKING })).toEqual({ status: 200, body: TRACKING.map(() => ({ message: 'success' })) });
   oracle = new pg.Client({ connectionString: server.database.url });
   await oracle.connect();
 });

@@ -1,6 +1,8 @@
 import pg from 'pg';
+import { metadataRequest } from '../events/support';
 import { postGraphQL } from '../support/graphql';
-import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+import { generator, type Random } from '../support/random';
+import { startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 
 /*
@@ -15,26 +17,6 @@ import { bearer, signToken } from '../support/tokens';
 let server: TestServer;
 /** One connection for the expected answers. */
 let oracle: pg.Client;
-
-/** A small deterministic generator (mulberry32), so that a failure names a seed that reproduces it. */
-function generator(seed: number) {
-  let state = seed;
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
-  const chance = (p: number) => next() < p;
-  const some = <T>(items: readonly T[], most: number): T[] => {
-    const count = 1 + Math.floor(next() * Math.min(most, items.length));
-    const left = [...items];
-    return Array.from({ length: count }, () => left.splice(Math.floor(next() * left.length), 1)[0]);
-  };
-  return { pick, chance, some };
-}
-type Random = ReturnType<typeof generator>;
 
 /** The users whose rows the tables hold, and one who owns nothing. */
 const USERS = ['6f1c1d1e-0000-4000-8000-000000000001', '6f1c1d1e-0000-4000-8000-000000000002', '6f1c1d1e-0000-4000-8000-000000000003'];
@@ -570,12 +552,7 @@ beforeAll(async () => {
       })),
     ),
   ];
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-    body: JSON.stringify({ type: 'bulk', args: requests }),
-  });
-  expect({ status: response.status, body: await response.json() }).toEqual({ status: 200, body: requests.map(() => ({ message: 'success' })) });
+  expect(await metadataRequest(server.url, { type: 'bulk', args: requests })).toEqual({ status: 200, body: requests.map(() => ({ message: 'success' })) });
   oracle = new pg.Client({ connectionString: server.database.url });
   await oracle.connect();
 });

@@ -7,6 +7,7 @@ import { extendWithTables } from '../../src/modules/tables/tables.schema';
 import type { TrackedTableEntry } from '../../src/modules/tables/tables.metadata';
 import { metadataFromFiles, metadataToFiles } from '../../src/platform/metadata-files';
 import { postGraphQL } from '../support/graphql';
+import { generator } from '../support/random';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { SPEC_PERMISSIONS, TEST_RELATIONSHIPS } from '../support/tables';
 import { signToken } from '../support/tokens';
@@ -325,18 +326,6 @@ describe('generated root fields (admin)', () => {
 });
 
 describe('differential: generated queries against hand-written SQL', () => {
-  /** A small deterministic generator (mulberry32), so a failure names a seed that reproduces it. */
-  function generator(seed: number) {
-    let state = seed;
-    const next = () => {
-      state = (state + 0x6d2b79f5) | 0;
-      let t = Math.imul(state ^ (state >>> 15), 1 | state);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    return { pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)], chance: (p: number) => next() < p };
-  }
-
   /** One condition as GraphQL (a where object's text) and as SQL over `a` (articles) and `w` (its author). */
   type Condition = { graphql: string; sql: string; parameters: unknown[] };
   function condition(random: ReturnType<typeof generator>, depth: number): Condition {
