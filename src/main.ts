@@ -16,6 +16,7 @@ import { buildProbeApp } from './http/health';
 import { MODULES } from './modules';
 import { JobQueue } from './platform/job-queue';
 import { IdleCollector } from './platform/idle-collection';
+import { textCacheEntriesTakenIn } from './platform/text-caches';
 import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, resolverClasses, type AnyModule, type Platform } from './platform/module';
@@ -51,8 +52,19 @@ const STARTUP_COLLECTION_CHECK_MS = 1_000;
  * seconds of it ending, ordinary traffic is left alone.
  */
 const GROWN_BY = 1.25;
-/** Past this multiple of that idle size, a busy process collects too, every 10 s at most. */
+/**
+ * Past this multiple of that idle size, a busy process collects too, every 10 s at most, when the
+ * caches keyed by the client's text took in at least PRESSURE_CHURN new entries since its last
+ * busy collection: input new at every request, not ordinary load.
+ */
 const PRESSURE_BY = 1.75;
+const PRESSURE_CHURN = 100;
+/**
+ * How long a quiet spell after the start-up's must last before it is collected: longer than the
+ * gaps between the bursts of ordinary traffic (and of a benchmark's turns), short enough that a
+ * hostile burst's memory is back within a minute of its end.
+ */
+const LATER_SPELL_QUIET_MS = 15_000;
 
 /**
  * The process logger. No secret may reach a log line: request lines carry the path without its
@@ -225,7 +237,14 @@ export async function startServer(
       const idleCollector =
         config.idleCollectionMs > 0
           ? new IdleCollector(config.idleCollectionMs)
-          : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, { startUpOnly: true, grownBy: GROWN_BY, pressureBy: PRESSURE_BY });
+          : new IdleCollector(STARTUP_COLLECTION_CHECK_MS, {
+              startUpOnly: true,
+              grownBy: GROWN_BY,
+              pressureBy: PRESSURE_BY,
+              pressureChurn: PRESSURE_CHURN,
+              churn: textCacheEntriesTakenIn,
+              laterSpellQuietMs: LATER_SPELL_QUIET_MS,
+            });
       idleCollector.start();
       cleanup.push({ step: 'idle collection', run: async () => idleCollector.stop() });
     }

@@ -14,7 +14,7 @@ export const memoryVariables = {
   PLINTH_STARTUP_COLLECTION: boolean
     .default(true)
     .describe(
-      "when `PLINTH_IDLE_COLLECTION_MS` is `0`: once, when the server first goes quiet after start-up (checked every second), two full collections six seconds apart give back the start-up's garbage and grown young generation (about 30 MiB: 146 -> 115 MiB resident, about 8 s after a quiet start), after which a quiet spell gets the same two collections only when resident memory is more than 1.25 times what the start-up's left (a burst of hostile input or a load test: its garbage is given back within seconds of the quiet; ordinary traffic's quiet spells pay nothing), and a busy process past 1.75 times that size collects every 10 s at most (a pause of tens of milliseconds, only while memory is that high)",
+      "when `PLINTH_IDLE_COLLECTION_MS` is `0`: once, when the server first goes quiet after start-up (checked every second), two full collections six seconds apart give back the start-up's garbage and grown young generation (about 30 MiB: 146 -> 115 MiB resident, about 8 s after a quiet start), after which a quiet spell of 15 s or more gets the same two collections only when resident memory is more than 1.25 times what the start-up's left (a burst of hostile input or a load test: its garbage is given back within half a minute of the quiet; ordinary traffic, and the short gaps between its bursts, pay nothing), and a busy process past 1.75 times that size collects every 10 s at most while its caches keyed by the client's text keep taking in new texts (hostile input; ordinary load, which repeats its texts, never pays these collections)",
     ),
 };
 

@@ -17,6 +17,7 @@ import { APPLICATION_JSON, chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from 
 import { EXECUTED_OUTCOME, type LaneContext } from './accepted-queries';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { ServedSchema } from '../platform/served-schema';
+import { countTakenIn } from '../platform/text-caches';
 import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
@@ -51,7 +52,9 @@ export function createApolloServer(
     // Apollo's own store is bounded at 30 MiB by the length of each document's JSON, a quarter
     // of what the document takes in memory; ours is a setting, counted in heap bytes.
     documentStore:
-      settings.documentCacheBytes > 0 ? new InMemoryLRUCache<DocumentNode>({ maxSize: settings.documentCacheBytes, sizeCalculation: documentHeapBytes }) : null,
+      settings.documentCacheBytes > 0
+        ? new InMemoryLRUCache<DocumentNode>({ maxSize: settings.documentCacheBytes, sizeCalculation: countTakenIn(documentHeapBytes) })
+        : null,
     logger: logger.child({ component: 'apollo' }),
     formatError: (formatted, error) => maskUnexpected(formatted, error, settings.devMode),
     plugins: [

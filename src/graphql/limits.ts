@@ -14,6 +14,7 @@ import {
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { LRUCache } from 'lru-cache';
 import { jsonDeeperThan } from '../common/json-depth';
+import { countTakenIn } from '../platform/text-caches';
 
 export interface QueryLimitSettings {
   maxDepth: number;
@@ -82,7 +83,10 @@ export function createQueryLimits(schema: GraphQLSchema, settings: QueryLimitSet
   const estimators = [introspectionEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
   const documentNumbers = new WeakMap<DocumentNode, number>();
   let documentsNumbered = 0;
-  const costs = new LRUCache<string, number>({ maxSize: COST_CACHE_BYTES, sizeCalculation: (_cost, key) => COST_CACHE_ENTRY_BYTES + 2 * key.length });
+  const costs = new LRUCache<string, number>({
+    maxSize: COST_CACHE_BYTES,
+    sizeCalculation: countTakenIn((_cost, key) => COST_CACHE_ENTRY_BYTES + 2 * key.length),
+  });
   const cost = (document: DocumentNode, operationName: string, variables: Record<string, unknown> | undefined, operationSchema: GraphQLSchema) => {
     const variablesText = variables && Object.keys(variables).length > 0 ? JSON.stringify(variables) : '';
     const cacheable = variablesText.length <= COST_CACHE_MAX_VARIABLES_LENGTH;

@@ -22,6 +22,7 @@ import { resolveSession, type Session, type SessionSettings } from '../platform/
 import type { WebSocketLimits } from '../config';
 import { ConcurrentCounts } from '../platform/quotas';
 import type { RateLimits } from '../platform/rate-limits';
+import { countTakenIn } from '../platform/text-caches';
 import type { GraphQLContext } from './context';
 import { documentHeapBytes } from './document-heap';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
@@ -110,7 +111,7 @@ export function attachSubscriptions(
   const states = new WeakMap<object, ConnectionState>();
   const documents = new LRUCache<string, PreparedDocument>({
     maxSize: PREPARED_DOCUMENT_BYTES,
-    sizeCalculation: (entry) => documentHeapBytes(entry.document),
+    sizeCalculation: countTakenIn((entry) => documentHeapBytes(entry.document)),
   });
   const subscribers = new WeakMap<ExecutionArgs, Subscriber>();
   const masked = (result: ExecutionResult, context: GraphQLContext) => maskedResult(result, context, logger);

@@ -45,20 +45,36 @@ export interface IdleCollectorOptions {
    */
   grownBy?: number;
   /**
-   * With grownBy: a process past this multiple of its idle size collects even while busy, at most
-   * once every PRESSURE_COLLECTION_MS. Under sustained load V8 lets its heap grow to several times
-   * the live data before it collects; a full collection now and then caps that, for a pause of tens
-   * of milliseconds.
+   * With grownBy: a busy process past this multiple of its idle size collects anyway, at most once
+   * every PRESSURE_COLLECTION_MS, when its caches keyed by the client's text have taken in
+   * `pressureChurn` new entries since its last busy collection (or since its idle size was taken).
+   * Under input that is new at every request (hostile, or texts that inline their values), V8
+   * lets its heap grow to several times the live data, the evicted entries among it, before it
+   * collects. Ordinary load repeats its texts: it grows the heap too, but V8's own collections
+   * bound it, and a busy collection costs the requests that follow (see laterSpellQuietMs).
    */
   pressureBy?: number;
+  pressureChurn?: number;
+  /** A count that grows by one with each entry the caches keyed by the client's text take in. */
+  churn?: () => number;
+  /**
+   * With grownBy: how long a later quiet spell must last before its collections. A full
+   * collection costs the next requests far more than its own pause (V8 drops the optimised code
+   * that held objects it freed, and compiles it again), so the short gaps of steady or bursty
+   * traffic must not count as quiet; the start-up's spell collects at its first quiet check.
+   */
+  laterSpellQuietMs?: number;
   residentBytes?: () => number;
   collect?: () => void;
   youngGenerationQuietMs?: number;
   loopTimes?: () => LoopTimes;
 }
 
-/** Where the current quiet spell is: no collection yet, the first done (at this loop time, ms), or both done. */
-type Spell = { collected: 'none' } | { collected: 'first'; at: number } | { collected: 'both' };
+/**
+ * Where the current quiet spell is: no collection yet (quiet since this loop time, ms), the first
+ * done (at this loop time), or both done.
+ */
+type Spell = { collected: 'none'; since: number } | { collected: 'first'; at: number } | { collected: 'both' };
 
 /**
  * Gives memory back once the process goes quiet: V8 collects only when allocation fills its
@@ -66,7 +82,9 @@ type Spell = { collected: 'none' } | { collected: 'first'; at: number } | { coll
  * activity, a quiet spell gets two full collections: at its first quiet check (the old generation's
  * garbage) and at the first one YOUNG_GENERATION_QUIET_MS after it (the young generation). The next
  * burst's first seconds then cost more CPU, hence the options: only the start-up's spell
- * (`startUpOnly`), then only spells after a burst that left the process larger (`grownBy`).
+ * (`startUpOnly`), then only long quiet spells after a burst that left the process larger
+ * (`grownBy`, `laterSpellQuietMs`), and under load only while input new at every request fills the
+ * caches keyed by the client's text (`pressureBy`, `pressureChurn`).
  */
 export class IdleCollector {
   private timer?: NodeJS.Timeout;
@@ -76,14 +94,19 @@ export class IdleCollector {
   private readonly loopTimes: () => LoopTimes;
   private readonly grownBy: number | undefined;
   private readonly pressureBy: number | undefined;
+  private readonly laterSpellQuietMs: number;
   /** Loop time (ms) of the last collection under pressure. */
   private pressureCollectedAt = -Infinity;
   private readonly residentBytes: () => number;
+  private readonly churn: () => number;
+  private readonly pressureChurn: number;
   /** Resident bytes once the start-up's collections were done (grownBy only). */
   private idleBytes: number | undefined;
+  /** The churn count at the last busy collection, or when the idle size was taken. */
+  private churnCounted = 0;
   private last: LoopTimes;
   /** The start-up counts as activity: its garbage and grown young generation go in the first quiet spell. */
-  private spell: Spell = { collected: 'none' };
+  private spell: Spell = { collected: 'none', since: 0 };
   /** A start-up-only collector whose collections are done. */
   private finished = false;
   /** Whether the last check collected: the next check's window holds its aftermath (weak callbacks, finalisers), not activity. */
@@ -98,13 +121,19 @@ export class IdleCollector {
       loopTimes = () => performance.eventLoopUtilization(),
       grownBy,
       pressureBy,
+      laterSpellQuietMs = 0,
+      pressureChurn = 0,
+      churn = () => 0,
       residentBytes = () => process.memoryUsage.rss(),
     }: IdleCollectorOptions = {},
   ) {
     this.startUpOnly = startUpOnly;
     this.grownBy = grownBy;
     this.pressureBy = pressureBy;
+    this.laterSpellQuietMs = laterSpellQuietMs;
     this.residentBytes = residentBytes;
+    this.churn = churn;
+    this.pressureChurn = pressureChurn;
     this.collect = collect;
     this.youngGenerationQuietMs = youngGenerationQuietMs;
     this.loopTimes = loopTimes;
@@ -123,7 +152,7 @@ export class IdleCollector {
 
   private underPressure(elapsed: number): boolean {
     if (this.pressureBy === undefined || this.idleBytes === undefined || elapsed - this.pressureCollectedAt < PRESSURE_COLLECTION_MS) return false;
-    return this.residentBytes() > this.pressureBy * this.idleBytes;
+    return this.churn() - this.churnCounted >= this.pressureChurn && this.residentBytes() > this.pressureBy * this.idleBytes;
   }
 
   /**
@@ -140,7 +169,10 @@ export class IdleCollector {
       this.collectedLastCheck = false;
       this.last = now;
       // The start-up's spell is over: what the process holds now is its idle size.
-      if (this.grownBy !== undefined && this.idleBytes === undefined && this.spell.collected === 'both') this.idleBytes = this.residentBytes();
+      if (this.grownBy !== undefined && this.idleBytes === undefined && this.spell.collected === 'both') {
+        this.idleBytes = this.residentBytes();
+        this.churnCounted = this.churn();
+      }
       return;
     }
     const active = now.active - this.last.active;
@@ -152,9 +184,10 @@ export class IdleCollector {
     const inStartUp = this.startUpOnly && this.idleBytes === undefined;
     const elapsed = now.active + now.idle;
     if (utilization >= QUIET_UTILIZATION) {
-      if (!(inStartUp && this.spell.collected === 'first')) this.spell = { collected: 'none' };
+      if (!(inStartUp && this.spell.collected === 'first')) this.spell = { collected: 'none', since: elapsed };
       if (this.underPressure(elapsed)) {
         this.pressureCollectedAt = elapsed;
+        this.churnCounted = this.churn();
         this.collect();
         this.collectedLastCheck = true;
       }
@@ -162,9 +195,12 @@ export class IdleCollector {
     }
     if (this.spell.collected === 'both') return;
     if (this.spell.collected === 'first' && elapsed - this.spell.at < this.youngGenerationQuietMs) return;
-    if (this.spell.collected === 'none' && this.idleBytes !== undefined && this.residentBytes() <= this.grownBy! * this.idleBytes) {
-      this.spell = { collected: 'both' };
-      return;
+    if (this.spell.collected === 'none' && this.idleBytes !== undefined) {
+      if (elapsed - this.spell.since < this.laterSpellQuietMs) return;
+      if (this.residentBytes() <= this.grownBy! * this.idleBytes) {
+        this.spell = { collected: 'both' };
+        return;
+      }
     }
     this.collect();
     this.collectedLastCheck = true;

@@ -4,6 +4,7 @@ import type { JwtSecretConfig } from '../config';
 import { Refusal } from '../common/refusal';
 import { ADMIN_ROLE, EVERY_ROLE } from '../common/roles';
 import { secretsEqual } from '../common/secrets';
+import { countTakenIn } from './text-caches';
 
 /** Who is calling: the role the request runs as and the session variables (x-gql-* names). */
 export interface Session {
@@ -189,7 +190,7 @@ function verifierFor(secret: JwtSecretConfig): (token: string) => VerifiedToken 
     const skewMs = secret.allowed_skew * 1000;
     const verified = new LRUCache<string, VerifiedToken>({
       maxSize: VERIFIED_TOKEN_CACHE_BYTES,
-      sizeCalculation: (_entry, token) => verifiedTokenBytes(token),
+      sizeCalculation: countTakenIn((_entry, token) => verifiedTokenBytes(token)),
     });
     verify = (token) => {
       // Keyed by the token itself: hashing it would cost more than the lookup.

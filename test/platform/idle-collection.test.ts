@@ -24,7 +24,7 @@ class LoopClock {
 function collectorOn(
   loop: LoopClock,
   collect: () => void = () => undefined,
-  options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'pressureBy' | 'residentBytes'> = {},
+  options: Pick<IdleCollectorOptions, 'startUpOnly' | 'grownBy' | 'pressureBy' | 'pressureChurn' | 'churn' | 'laterSpellQuietMs' | 'residentBytes'> = {},
 ) {
   const counted = { collections: 0 };
   const collector = new IdleCollector(CHECK_MS, {
@@ -106,22 +106,74 @@ describe('IdleCollector', () => {
     expect(counted.collections).toBe(2 * PER_SPELL);
   });
 
-  it('under pressure: a busy process past pressureBy times its idle size collects, every 10 s at most (issue 29 point 13)', () => {
+  it('start-up, then when grown: a later spell collects only once it has been quiet for laterSpellQuietMs (bursts with short gaps pay nothing)', () => {
     let resident = 100;
-    const { counted, checks } = collectorOn(new LoopClock(), undefined, { startUpOnly: true, grownBy: 1.25, pressureBy: 1.75, residentBytes: () => resident });
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, {
+      startUpOnly: true,
+      grownBy: 1.25,
+      laterSpellQuietMs: 6 * CHECK_MS,
+      residentBytes: () => resident,
+    });
+    // The start-up's spell does not wait: its first quiet check collects.
+    checks(1, 0);
+    expect(counted.collections).toBe(1);
+    checks(8, 0);
+    expect(counted.collections).toBe(PER_SPELL);
+    // Load in turns (a benchmark's, or bursty traffic) that leaves the process 50% larger: gaps of
+    // five quiet checks between the bursts are not a quiet spell.
+    resident = 150;
+    for (let burst = 0; burst < 10; burst++) {
+      checks(2, 0.5);
+      checks(5, 0);
+    }
+    expect(counted.collections).toBe(PER_SPELL);
+    // Quiet on: the sixth quiet check collects, the young generation's quiet time later the second.
+    checks(1, 0);
+    expect(counted.collections).toBe(PER_SPELL + 1);
+    checks(3, 0);
+    expect(counted.collections).toBe(2 * PER_SPELL);
+    checks(20, 0);
+    expect(counted.collections).toBe(2 * PER_SPELL);
+  });
+
+  it('under pressure: a busy process past pressureBy times its idle size collects, every 10 s at most, while its text-keyed caches take in new entries (issue 29 point 13)', () => {
+    let resident = 100;
+    let takenIn = 0;
+    const { counted, checks } = collectorOn(new LoopClock(), undefined, {
+      startUpOnly: true,
+      grownBy: 1.25,
+      pressureBy: 1.75,
+      pressureChurn: 100,
+      churn: () => takenIn,
+      residentBytes: () => resident,
+    });
     checks(8, 0);
     expect(counted.collections).toBe(PER_SPELL);
     // Busy at 1.5 times: nothing while the load lasts.
     resident = 150;
     checks(80, 0.5);
     expect(counted.collections).toBe(PER_SPELL);
-    // Busy at twice: one collection, then one per 10 s of loop time (40 checks of 250 ms).
+    // Busy at twice, on texts it has mostly seen (ordinary load, which V8's own collections bound): nothing.
     resident = 200;
+    for (let check = 0; check < 99; check++) {
+      takenIn += 1;
+      checks(1, 0.5);
+    }
+    expect(counted.collections).toBe(PER_SPELL);
+    // The caches take in new texts (hostile input): one collection, then, while they go on taking
+    // them in, one per 10 s of loop time (40 checks of 250 ms).
+    takenIn += 1;
     checks(1, 0.5);
     expect(counted.collections).toBe(PER_SPELL + 1);
-    checks(38, 0.5);
+    for (let check = 0; check < 38; check++) {
+      takenIn += 10;
+      checks(1, 0.5);
+    }
     expect(counted.collections).toBe(PER_SPELL + 1);
     checks(2, 0.5);
+    expect(counted.collections).toBe(PER_SPELL + 2);
+    // The new texts stop: so do the collections.
+    checks(200, 0.5);
     expect(counted.collections).toBe(PER_SPELL + 2);
   });
 
