@@ -59,12 +59,12 @@ export const graphqlVariables = {
   GQL_GRAPHQL_COMPILED_EXECUTION: boolean
     .default(true)
     .describe(
-      'run queries and mutations as graphql-jit compiles them, and answer a query Apollo has accepted before without its request pipeline (`false`: Apollo and graphql-js run every operation)',
+      'run queries and mutations as graphql-jit compiles them from their second run on (the first goes through graphql-js), and answer a query Apollo has accepted before without its request pipeline (`false`: Apollo and graphql-js run every operation)',
     ),
   GQL_GRAPHQL_COMPILED_CACHE_BYTES: integer(1024 * 1024, 1024 * 1024 * 1024)
     .default(16 * 1024 * 1024)
     .describe(
-      'heap bytes of compiled operations (and their documents) kept for repeated queries, per executor, least recently used going first, counted from the code graphql-jit generates (a typical operation of 20 fields takes about 0.5 MiB); one query text taking more than a quarter of it is compiled each time',
+      'heap bytes of compiled operations (and their documents) kept for repeated queries, per executor, least recently used going first, counted from the code graphql-jit generates (a typical operation of 20 fields takes about 0.5 MiB); an operation whose compiled form would take more than a quarter of it runs through graphql-js',
     ),
   // A count of entries bounds no memory (a short hostile text can compile to huge code): refused,
   // so that a deployment still setting it learns of its replacement.

@@ -19,7 +19,8 @@ export interface CompiledExecutionSettings {
   enabled: boolean;
   /**
    * Bytes of heap the kept documents and compiled operations may take (least recently used go
-   * first); one query text's entry larger than a quarter of it is compiled each time, not kept.
+   * first); an operation whose compiled form would take its text's entry past a quarter of it is
+   * run by graphql-js instead.
    */
   cacheBytes: number;
 }
@@ -49,9 +50,12 @@ interface CompiledOperation {
 /** An operation this executor has run: Apollo had parsed, validated and resolved it. */
 interface RunOperation {
   operation: OperationDefinitionNode;
-  /** Null: graphql-js runs it. */
-  compiled: CompiledOperation | null;
-  /** What the compiled operation takes on the heap (estimated from its generated code). */
+  /**
+   * Undefined: run once, through graphql-js, and compiled if it runs again; null: graphql-js runs
+   * it (graphql-jit cannot compile it, or its compiled form is too big to keep).
+   */
+  compiled: CompiledOperation | null | undefined;
+  /** What the operation takes on the heap (a compiled one: estimated from its generated code). */
   bytes: number;
 }
 
@@ -72,7 +76,10 @@ export interface AcceptedOperation {
 
 /**
  * Runs queries and mutations, and subscriptions' events, as graphql-jit compiled them, once per
- * query text and operation, and anything graphql-jit cannot compile through graphql-js. Answers are the same as
+ * query text and operation, and anything graphql-jit cannot compile through graphql-js. An
+ * operation's first run goes through graphql-js, and it is compiled when it runs again: compiling
+ * generates code (heap, and the compiler's native memory) that only a repeated operation pays
+ * back, and texts sent once are what a hostile or generated client sends. Answers are the same as
  * graphql-js's: variables are coerced by graphql-js first, so a bad variable gets graphql-js's
  * error, and a test runs every operation of the suite through both (test/graphql/compiled-execution.test.ts).
  */
@@ -163,15 +170,31 @@ export class OperationExecutor {
     }
     // Apollo found no operation for an empty name; the name is never '' here.
     const key = request.operationName ?? '';
-    let run = entry.operations.get(key);
+    const run = entry.operations.get(key);
     if (run === undefined) {
-      run = compile(request);
-      entry.operations.set(key, run);
-      entry.bytes += run.bytes;
-      // Set again so that the cache counts the entry's new size (an entry past maxEntrySize is not kept).
-      this.cache.set(request.source, entry);
+      // First sight: remembered (the accepted-query lane knows it from then on), run by graphql-js.
+      entry.operations.set(key, { operation: request.operation, compiled: undefined, bytes: INTERPRETED_OPERATION_BYTES });
+      entry.bytes += INTERPRETED_OPERATION_BYTES;
+      this.keep(request.source, entry);
+      return undefined;
     }
-    return run.compiled ?? undefined;
+    if (run.compiled !== undefined) return run.compiled ?? undefined;
+    const compiled = compile(request);
+    // Too big to keep beside the rest: run this once, then graphql-js runs it rather than compiling it again each time.
+    const kept = entry.bytes - run.bytes + compiled.bytes <= this.cache.maxEntrySize ? compiled : INTERPRETED;
+    entry.bytes += kept.bytes - run.bytes;
+    run.compiled = kept.compiled;
+    run.bytes = kept.bytes;
+    this.keep(request.source, entry);
+    return compiled.compiled ?? undefined;
+  }
+
+  /**
+   * Sets the entry again so that the cache counts its new size (one past maxEntrySize is dropped):
+   * as another object, since the cache recounts only a value that changed.
+   */
+  private keep(source: string, entry: CacheEntry): void {
+    this.cache!.set(source, { ...entry });
   }
 }
 
@@ -192,22 +215,23 @@ const INTERPRETED_OPERATION_BYTES = 200;
 const GENERATED_CODE = '__DO_NOT_USE_THIS_OR_YOU_WILL_BE_FIRED_compilation';
 const WITH_GENERATED_CODE = { debug: true } as Parameters<typeof compileQuery>[3];
 
-function compile(request: ExecutionRequest): RunOperation {
-  const operation = request.operation!;
-  if (hasRecursiveInputVariable(request.schema, operation)) return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
+/** An operation graphql-js runs from now on. */
+const INTERPRETED = { compiled: null, bytes: INTERPRETED_OPERATION_BYTES } as const;
+
+function compile(request: ExecutionRequest): Pick<RunOperation, 'compiled' | 'bytes'> {
+  if (hasRecursiveInputVariable(request.schema, request.operation!)) return INTERPRETED;
   try {
     const compiled = compileQuery(request.schema, request.document, request.operationName ?? undefined, WITH_GENERATED_CODE);
-    if (!isCompiledQuery(compiled)) return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
+    if (!isCompiledQuery(compiled)) return INTERPRETED;
     const code = (compiled as unknown as Record<string, unknown>)[GENERATED_CODE];
     delete (compiled as unknown as Record<string, unknown>)[GENERATED_CODE];
     const codeLength = typeof code === 'string' ? code.length : 0;
     return {
-      operation,
-      compiled: { query: compiled, fieldVariables: fieldVariables(request.document, operation) },
+      compiled: { query: compiled, fieldVariables: fieldVariables(request.document, request.operation!) },
       bytes: INTERPRETED_OPERATION_BYTES + codeLength * HEAP_BYTES_PER_GENERATED_CHARACTER,
     };
   } catch {
-    return { operation, compiled: null, bytes: INTERPRETED_OPERATION_BYTES };
+    return INTERPRETED;
   }
 }
 

@@ -27,6 +27,11 @@ export interface FuzzOptions {
   seconds: number;
   /** fast-check's path of a failing case, to replay it alone. */
   path?: string;
+  /**
+   * Stop after this many cases (or `seconds`, whichever comes first): with the same seed, the
+   * same requests whatever the machine's speed, to compare two builds on a busy machine.
+   */
+  cases?: number;
   /** How long to watch resident memory settle after the run (default SETTLE_SECONDS). */
   settleSeconds?: number;
   /**
@@ -50,10 +55,20 @@ export interface FuzzReport {
    * after the run.
    */
   rss: { warm: number; peak: number; after: number; settled: number; settledSeconds: number };
-  /** The server's own account at the end (its /metrics), to tell heap growth from other memory. */
-  heap: { used: number; total: number; external: number };
+  /**
+   * The server's own account (its /metrics), warmed up and right after the run, with resident
+   * memory at the same moment: to tell V8's heap from native memory (resident minus the heap's total).
+   */
+  heap: { warm: HeapAccount; after: HeapAccount };
   slowest: { ms: number; case: string };
   failure?: { message: string; counterexample: string; path: string };
+}
+
+export interface HeapAccount {
+  used: number;
+  total: number;
+  external: number;
+  resident: number;
 }
 
 type FuzzCase = GraphQLCase | RestCase | WebSocketCase;
@@ -291,7 +306,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     statuses: {},
     webSocketCloses: {},
     rss: { warm: 0, peak: 0, after: 0, settled: 0, settledSeconds: 0 },
-    heap: { used: 0, total: 0, external: 0 },
+    heap: { warm: { used: 0, total: 0, external: 0, resident: 0 }, after: { used: 0, total: 0, external: 0, resident: 0 } },
     slowest: { ms: 0, case: '' },
   };
   const snapshot = async (name: string) => {
@@ -311,6 +326,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   // Idle, as a quiet server is: the start-up collection's two collections (1 and 7 s into the first quiet spell) are done.
   await sleep(WARM_IDLE_MS);
   report.rss.warm = report.rss.peak = target.residentBytes();
+  report.heap.warm = await heapAccount(target);
   // Writing a snapshot takes memory of its own: a run that writes them measures for finding, not for judging.
   await snapshot('warm');
   const peakSampler = setInterval(() => (report.rss.peak = Math.max(report.rss.peak, target.residentBytes())), RSS_SAMPLE_MS);
@@ -355,7 +371,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
       {
         seed: options.seed,
         path: options.path,
-        numRuns: options.path ? 1 : 100_000_000,
+        numRuns: options.path ? 1 : (options.cases ?? 100_000_000),
         interruptAfterTimeLimit: options.seconds * 1000,
         markInterruptAsFailure: false,
         endOnFailure: true,
@@ -364,12 +380,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     .finally(() => clearInterval(peakSampler));
   report.rss.after = target.residentBytes();
   report.rss.peak = Math.max(report.rss.peak, report.rss.after);
-  const metrics = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
-  report.heap = {
-    used: sampleValue(metrics, 'nodejs_heap_size_used_bytes') ?? 0,
-    total: sampleValue(metrics, 'nodejs_heap_size_total_bytes') ?? 0,
-    external: sampleValue(metrics, 'nodejs_external_memory_bytes') ?? 0,
-  };
+  report.heap.after = await heapAccount(target);
   await snapshot('after');
   await settle(target, report, options);
   await snapshot('settled');
@@ -398,6 +409,16 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+async function heapAccount(target: FuzzTarget): Promise<HeapAccount> {
+  const metrics = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
+  return {
+    used: sampleValue(metrics, 'nodejs_heap_size_used_bytes') ?? 0,
+    total: sampleValue(metrics, 'nodejs_heap_size_total_bytes') ?? 0,
+    external: sampleValue(metrics, 'nodejs_external_memory_bytes') ?? 0,
+    resident: target.residentBytes(),
+  };
+}
+
 /**
  * Watches the idle server's resident memory after the run, for settleSeconds: the memory a run
  * leaves behind must be given back (caches bounded, garbage collected) without further requests.
@@ -424,7 +445,10 @@ export function describeReport(report: FuzzReport): string {
     `  statuses: ${JSON.stringify(report.statuses)}`,
     `  WebSocket closes: ${JSON.stringify(report.webSocketCloses)}`,
     `  resident memory: ${mb(warm)} warm (idle), ${mb(peak)} peak (${times(peak)}), ${mb(after)} right after (${times(after)}), ${mb(settled)} ${settledSeconds} s after (${times(settled)})`,
-    `  server heap at the end: ${mb(report.heap.used)} used of ${mb(report.heap.total)}, ${mb(report.heap.external)} external`,
+    ...(['warm', 'after'] as const).map((when) => {
+      const { used, total, external, resident } = report.heap[when];
+      return `  server heap ${when === 'warm' ? 'warm' : 'right after'}: ${mb(used)} used of ${mb(total)}, ${mb(external)} external, ${mb(resident - total)} resident outside the heap`;
+    }),
     `  slowest case: ${report.slowest.ms.toFixed(0)} ms: ${report.slowest.case}`,
   ];
   if (report.failure) {

@@ -16,10 +16,11 @@ const options = new Command()
   .option('--seconds <n>', 'how long to run', whole, 60)
   .option('--seed <n>', 'seed of the random cases (printed; the same seed replays the same cases)', whole, Date.now() % 2 ** 31)
   .option('--path <path>', "fast-check's path of a failing case, to replay only it")
+  .option('--cases <n>', 'stop after this many cases if --seconds has not passed (the same seed: the same requests on a slow or busy machine)', whole)
   .option('--settle-seconds <n>', 'how long to watch the idle server give memory back after the run (the value at the end is checked)', whole, 60)
   .option('--heap-snapshots <dir>', "write the server's heap snapshots (warmed up, right after, settled) to this folder")
   .parse()
-  .opts<{ seconds: number; seed: number; path?: string; settleSeconds: number; heapSnapshots?: string }>();
+  .opts<{ seconds: number; seed: number; path?: string; cases?: number; settleSeconds: number; heapSnapshots?: string }>();
 
 async function main(): Promise<number> {
   // The test set-up: DATABASE_URL when set, otherwise an embedded PostgreSQL under .data-test/.

@@ -23,8 +23,9 @@ import { bearer, signToken } from '../support/tokens';
  * Same answers from both executors: every operation of test/operations/ goes over HTTP to a
  * server with compiled execution (graphql-jit) and to one without (graphql-js), on the same
  * database, and the status codes, content types and bodies must be equal byte for byte, errors
- * included. The compiled server gets each query twice: the first time Apollo's pipeline
- * answers it, the second the accepted-query lane (src/graphql/accepted-queries.ts).
+ * included. The compiled server gets each query twice: the first time Apollo's pipeline answers it
+ * (graphql-js runs an operation's first sight), the second the accepted-query lane
+ * (src/graphql/accepted-queries.ts) with the compiled operation; a mutation's second run is compiled.
  */
 
 let compiled: TestServer;
@@ -169,12 +170,19 @@ describe('the executor', () => {
     };
   };
 
-  it('compiles each query text once, and none when off', async () => {
+  it('compiles a query text on its second run, once, and none when off', async () => {
     const executor = new OperationExecutor({ enabled: true, cacheBytes: 4 * 1024 * 1024 });
-    for (const source of ['{ a: hello(name: "a") }', '{ a: hello(name: "a") }', '{ b: hello(name: "b") }']) {
+    const compiledAfter = async (source: string) => {
       expect(await executor.execute(request(source))).toEqual({ data: { [source[2]]: null } });
-    }
-    expect(executor.compiledOperations).toBe(2);
+      return executor.compiledOperations;
+    };
+    // The first run goes through graphql-js, and the operation is known from then on (the accepted-query lane's test).
+    expect(await compiledAfter('{ a: hello(name: "a") }')).toBe(0);
+    expect(executor.accepted('{ a: hello(name: "a") }', undefined, executorSchema)?.operation.operation).toBe('query');
+    expect(await compiledAfter('{ a: hello(name: "a") }')).toBe(1);
+    expect(await compiledAfter('{ a: hello(name: "a") }')).toBe(1);
+    expect(await compiledAfter('{ b: hello(name: "b") }')).toBe(1);
+    expect(await compiledAfter('{ b: hello(name: "b") }')).toBe(2);
     const off = new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 });
     await off.execute(request('{ a: hello(name: "a") }'));
     expect(off.compiledOperations).toBe(0);
@@ -185,10 +193,22 @@ describe('the executor', () => {
   const wide = (i: number) =>
     `query Q${i} { ...F } fragment F on Query { ${Array.from({ length: 50 }, (_, k) => `f${i}_${k}: hello(name: "${k}")`).join(' ')} }`;
 
+  it('compiles nothing for texts run once, and keeps what it knows of them within its budget', async () => {
+    const budget = 4 * 1024 * 1024;
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: budget });
+    for (let i = 0; i < 100; i++) expect((await executor.execute(request(wide(i)))).errors).toBeUndefined();
+    expect(executor.compiledOperations).toBe(0);
+    expect(executor.cachedBytes).toBeLessThanOrEqual(budget);
+    // Each text's document is counted: 100 of them would not fit.
+    expect(executor.accepted(wide(0), undefined, executorSchema)).toBeUndefined();
+    expect(executor.accepted(wide(99), undefined, executorSchema)).toBeDefined();
+  });
+
   it('keeps compiled operations within its budget in bytes, whatever the number of texts (issue 29 point 13)', async () => {
     const budget = 8 * 1024 * 1024;
     const executor = new OperationExecutor({ enabled: true, cacheBytes: budget });
-    for (let i = 0; i < 100; i++) await executor.execute(request(wide(i)));
+    // Twice each: the second run compiles.
+    for (let i = 0; i < 100; i++) for (let run = 0; run < 2; run++) await executor.execute(request(wide(i)));
     expect(executor.cachedBytes).toBeLessThanOrEqual(budget);
     expect(executor.cachedBytes).toBeGreaterThan(budget / 2);
     expect(executor.compiledOperations).toBeGreaterThan(0);
@@ -202,7 +222,7 @@ describe('the executor', () => {
   it('counts a compiled operation at no less than it takes on the heap', async () => {
     const executor = new OperationExecutor({ enabled: true, cacheBytes: 1024 * 1024 * 1024 });
     const taken = await heapLeftBehind(async () => {
-      for (let i = 0; i < 100; i++) await executor.execute(request(wide(i)));
+      for (let i = 0; i < 100; i++) for (let run = 0; run < 2; run++) await executor.execute(request(wide(i)));
     });
     expect(executor.compiledOperations).toBe(100);
     expect(taken).toBeGreaterThan(0);
@@ -211,9 +231,24 @@ describe('the executor', () => {
     expect(executor.cachedBytes).toBeLessThan(4 * taken);
   });
 
+  it('runs through graphql-js an operation whose compiled form is too big to keep', async () => {
+    // A quarter of 1 MiB is less than a text of 50 fields takes compiled.
+    const executor = new OperationExecutor({ enabled: true, cacheBytes: 1024 * 1024 });
+    for (let run = 0; run < 3; run++) {
+      expect((await executor.execute(request(wide(1)))).data).toEqual(Object.fromEntries(Array.from({ length: 50 }, (_, k) => [`f1_${k}`, null])));
+    }
+    expect(executor.compiledOperations).toBe(0);
+    // Still known, at the size of its document.
+    expect(executor.accepted(wide(1), undefined, executorSchema)).toBeDefined();
+    expect(executor.cachedBytes).toBeLessThan(256 * 1024);
+  });
+
   it("refuses bad variables with graphql-js's error, before the compiled operation runs", async () => {
     const executor = new OperationExecutor({ enabled: true, cacheBytes: 4 * 1024 * 1024 });
-    const result = await executor.execute(request('query ($name: String!) { hello(name: $name) }', { name: 3 }));
+    const source = 'query ($name: String!) { hello(name: $name) }';
+    await executor.execute(request(source, { name: 'compiled from now on' }));
+    const result = await executor.execute(request(source, { name: 3 }));
+    expect(executor.compiledOperations).toBe(1);
     expect(JSON.stringify(result)).toBe(
       JSON.stringify(
         await new OperationExecutor({ enabled: false, cacheBytes: 4 * 1024 * 1024 }).execute(
@@ -233,9 +268,10 @@ describe('defaults of variables, arguments and input fields', () => {
     type Query { echo(name: String = "world", options: Options = { times: 3 }): String }
   `);
   defaultsSchema.getQueryType()!.getFields().echo.resolve = (_root, args) => JSON.stringify(args);
-  const run = (enabled: boolean, source: string, variables: Record<string, unknown> | undefined) => {
+  const run = async (enabled: boolean, source: string, variables: Record<string, unknown> | undefined) => {
     const document = parse(source);
-    return new OperationExecutor({ enabled, cacheBytes: 4 * 1024 * 1024 }).execute({
+    const executor = new OperationExecutor({ enabled, cacheBytes: 4 * 1024 * 1024 });
+    const request = {
       schema: defaultsSchema,
       document,
       source,
@@ -243,7 +279,12 @@ describe('defaults of variables, arguments and input fields', () => {
       operationName: undefined,
       variables,
       contextValue: {},
-    });
+    };
+    // The first run goes through graphql-js; the second runs the compiled operation.
+    if (enabled) await executor.execute(request);
+    const result = await executor.execute(request);
+    expect(executor.compiledOperations).toBe(enabled ? 1 : 0);
+    return result;
   };
 
   it.each([
