@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
-import { forkServer, runServerRole, type ServerProcess } from './servers';
+import { forkServer, type ServerProcess } from './processes';
+import { runServerRole } from './servers';
 import {
   ADMIN_SECRET,
   ERROR_PAGE_QUERY,
@@ -105,7 +106,7 @@ function readSettings(): BenchSettings {
 }
 
 /** Forks this script as `serve <target>` and waits until the server listens. */
-function startServerProcess(target: Target, settings: BenchSettings, databaseUrl: string): Promise<ServerProcess> {
+function startServerProcess(target: Target, settings: BenchSettings, databaseUrl: string): Promise<ServerProcess<Target>> {
   const profileArgs = settings.profiled.includes(target)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS_DIR, 'profiles')}`, `--cpu-prof-name=${target}-${Date.now()}.cpuprofile`]
     : [];
@@ -162,7 +163,7 @@ function errorPageRequest(projectId: number): QueryRequest {
  * SEEDED_ERRORS events of distinct types (so as many grouped errors), each with three frames.
  * The database keeps earlier runs' projects; the query names this run's.
  */
-async function seedErrors(plinth: ServerProcess): Promise<number> {
+async function seedErrors(plinth: ServerProcess<Target>): Promise<number> {
   const admin = async <T>(query: string, variables: Record<string, unknown>): Promise<T> => {
     const response = await fetch(plinth.url, {
       method: 'POST',
@@ -230,7 +231,7 @@ async function runBenchmark(): Promise<void> {
 
   // Plinth first: it migrates the database and seeds the errors the other servers read.
   const targets = [...settings.targets].sort((a, b) => Number(b === 'plinth') - Number(a === 'plinth'));
-  const servers: ServerProcess[] = [];
+  const servers: ServerProcess<Target>[] = [];
   const requests: QueryRequest[] = [];
   const runs = new Map<QueryName, Map<Target, LoadResult[]>>(settings.queries.map((query) => [query, new Map(targets.map((target) => [target, []]))]));
   try {

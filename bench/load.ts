@@ -1,4 +1,4 @@
-import type { ServerProcess } from './servers';
+import type { ServerProcess } from './processes';
 import { median, percentile } from './statistics';
 
 /**
