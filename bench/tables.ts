@@ -136,7 +136,7 @@ async function seed(databaseUrl: string, owners: string[]): Promise<void> {
     await client.query(`
       INSERT INTO shop_order_items (order_id, sku, quantity, price_cents)
         SELECT o, 'SKU-' || (o * ${ITEMS_PER_ORDER} + i) % 1000, 1 + i, 250 + (o + i) * 13 % 5000
-          FROM generate_series(1, ${ORDERS}) AS o, generate_series(1, ${ITEMS_PER_ORDER}) AS i;
+          FROM generate_series(1, ${ORDERS}) AS o, generate_series(1, ${ITEMS_PER_ORDER}) AS i ORDER BY o, i;
       ANALYZE shop_customers, shop_orders, shop_order_items;
     `);
   } finally {
@@ -198,8 +198,8 @@ async function compiledStatement(databaseUrl: string, reader: Reader, variables:
     const byKey = new Map(tables.map((table) => [tableKey(table.table), table]));
     let statement: CompiledStatement | undefined;
     const schema = extendWithTables(buildSchema('type Query { ping: Int }'), tables, {
-      select: async (table, kind, args, info) => {
-        statement = new StatementCompiler(reader, byKey, info).compile(table, kind, args);
+      select: async (table, kind, _args, info) => {
+        statement = new StatementCompiler(reader, byKey, info).compile(table, kind);
         return [];
       },
     });
