@@ -205,7 +205,7 @@ async function compiledStatement(databaseUrl: string, reader: Reader, variables:
     });
     const result = await execute({ schema, document: parse(DOCUMENT), variableValues: VARIABLES });
     if (result.errors || !statement) throw new Error(`the compiler refused the document: ${JSON.stringify(result.errors)}`);
-    return { text: statement.text, values: boundValues(statement, variables) };
+    return { text: statement.text, values: boundValues(statement, variables, VARIABLES) };
   } finally {
     await dataSource.destroy();
   }
