@@ -21,18 +21,7 @@ import {
   type QueryName,
   type Target,
 } from './shared';
-import {
-  printReport,
-  ratios,
-  runSlice,
-  runTurns,
-  summarise,
-  verifyAnswer,
-  type BenchRequest,
-  type LoadResult,
-  type LoadSettings,
-  type RatioTarget,
-} from './load';
+import { reportRuns, runSlice, runTurns, verifyAnswer, type BenchRequest, type LoadResult, type LoadSettings, type RatioTarget } from './load';
 import { nameList, positiveInteger } from './settings';
 
 /**
@@ -277,32 +266,19 @@ async function runBenchmark(): Promise<void> {
     await Promise.all(servers.map((server) => server.stop()));
   }
 
-  const report = {
-    finishedAt: new Date().toISOString(),
-    queries: Object.fromEntries(requests.map((request) => [request.query, JSON.parse(request.body) as unknown])),
-    settings: { ...settings, pipelining: 1 },
-    machine: {
-      node: process.version,
-      cpus: os.cpus().length,
-      loadAverageBefore,
-      loadAverageAfter: os.loadavg(),
+  reportRuns({
+    runs,
+    subject: 'plinth',
+    labels: TARGET_LABELS,
+    ratioTargets: RATIO_TARGETS,
+    settings,
+    loadAverageBefore,
+    recorded: {
+      queries: Object.fromEntries(requests.map((request) => [request.query, JSON.parse(request.body) as unknown])),
+      settings: { ...settings, pipelining: 1 },
     },
-    results: {} as Record<string, unknown>,
-  };
-  for (const [query, byTarget] of runs) {
-    const summaries = new Map([...byTarget].map(([target, results]) => [target, summarise(results)]));
-    const ratioReports = ratios(byTarget, settings.rounds, 'plinth', RATIO_TARGETS);
-    printReport(query, summaries, TARGET_LABELS, ratioReports, settings);
-    report.results[query] = {
-      servers: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: byTarget.get(target) }])),
-      ratios: ratioReports,
-    };
-  }
-  console.log(
-    `\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`,
-  );
-  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\nresults written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
+    file: RESULTS_FILE,
+  });
 }
 
 function main(): Promise<void> {

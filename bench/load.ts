@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { ServerProcess } from './processes';
 import { median, percentile } from './statistics';
 
@@ -183,7 +186,7 @@ function runAutocannon<Name extends string>(
   });
 }
 
-export function summarise(runs: LoadResult[]): LoadResult {
+function summarise(runs: LoadResult[]): LoadResult {
   return {
     requestsPerSecond: median(runs.map((run) => run.requestsPerSecond)),
     p50Ms: median(runs.map((run) => run.p50Ms)),
@@ -200,7 +203,7 @@ export function summarise(runs: LoadResult[]): LoadResult {
   };
 }
 
-export interface RatioReport {
+interface RatioReport {
   name: string;
   /** Median over rounds of the ratio within each round (rounds pair up under the same load). */
   value: number;
@@ -223,12 +226,7 @@ export interface RatioTarget<Name extends string> {
 }
 
 /** The ratios of `subject`'s runs to each baseline's, round by round. */
-export function ratios<Name extends string>(
-  runs: Map<Name, LoadResult[]>,
-  rounds: number,
-  subject: Name,
-  targets: readonly RatioTarget<Name>[],
-): RatioReport[] {
+function ratios<Name extends string>(runs: Map<Name, LoadResult[]>, rounds: number, subject: Name, targets: readonly RatioTarget<Name>[]): RatioReport[] {
   const full = runs.get(subject);
   if (!full) return [];
   return targets.flatMap((target) => {
@@ -244,7 +242,7 @@ export function ratios<Name extends string>(
 }
 
 /** The table of `summaries` (each server under its label) for one query, and the ratios under it. */
-export function printReport<Name extends string>(
+function printReport<Name extends string>(
   query: string,
   summaries: Map<Name, LoadResult>,
   labels: Record<Name, string>,
@@ -293,4 +291,36 @@ export function printReport<Name extends string>(
         `   (by server CPU per request: ${ratio.byServerCpu.toFixed(2)}x)${rounds}`,
     );
   }
+}
+
+/**
+ * Prints each query's table and the ratios of `subject` to the baselines, and the load average
+ * since `loadAverageBefore`; writes `recorded` with the machine and every round's figures to `file`.
+ */
+export function reportRuns<Name extends string>(options: {
+  runs: Map<string, Map<Name, LoadResult[]>>;
+  subject: Name;
+  labels: Record<Name, string>;
+  ratioTargets: readonly RatioTarget<Name>[];
+  settings: LoadSettings;
+  loadAverageBefore: number[];
+  recorded: Record<string, unknown>;
+  file: string;
+}): void {
+  const { runs, subject, labels, ratioTargets, settings, loadAverageBefore, file } = options;
+  const machine = { node: process.version, cpus: os.cpus().length, loadAverageBefore, loadAverageAfter: os.loadavg() };
+  const results: Record<string, unknown> = {};
+  for (const [query, byTarget] of runs) {
+    const summaries = new Map([...byTarget].map(([target, rounds]) => [target, summarise(rounds)]));
+    const ratioReports = ratios(byTarget, settings.rounds, subject, ratioTargets);
+    printReport(query, summaries, labels, ratioReports, settings);
+    results[query] = {
+      servers: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: byTarget.get(target) }])),
+      ratios: ratioReports,
+    };
+  }
+  const loads = (values: number[]) => values.map((value) => value.toFixed(2)).join(' ');
+  console.log(`\nload average before ${loads(loadAverageBefore)}, after ${loads(machine.loadAverageAfter)}`);
+  fs.writeFileSync(file, `${JSON.stringify({ finishedAt: new Date().toISOString(), ...options.recorded, machine, results }, null, 2)}\n`);
+  console.log(`\nresults written to ${path.relative(process.cwd(), file) || file}`);
 }

@@ -13,18 +13,7 @@ import type { TrackedTableEntry } from '../src/modules/tables/tables.metadata';
 import { resolveTables } from '../src/modules/tables/tables.model';
 import { extendWithTables } from '../src/modules/tables/tables.schema';
 import { prepareDatabase } from './database';
-import {
-  printReport,
-  ratios,
-  runSlice,
-  runTurns,
-  summarise,
-  verifyAnswer,
-  type BenchRequest,
-  type LoadResult,
-  type LoadSettings,
-  type RatioTarget,
-} from './load';
+import { reportRuns, runSlice, runTurns, verifyAnswer, type BenchRequest, type LoadResult, type LoadSettings, type RatioTarget } from './load';
 import { forkServer, serveInChild, type ServerProcess } from './processes';
 import { ADMIN_SECRET, baselineConfig, signUserToken } from './shared';
 import { nameList, positiveInteger } from './settings';
@@ -331,29 +320,16 @@ async function runBenchmark(): Promise<void> {
     await Promise.all(servers.map((server) => server.stop()));
   }
 
-  const report = {
-    finishedAt: new Date().toISOString(),
-    document: DOCUMENT,
-    variables: VARIABLES,
-    statements: Object.fromEntries(statements),
+  reportRuns({
+    runs,
+    subject: 'plinth',
+    labels: LABELS,
+    ratioTargets: RATIO_TARGETS,
     settings,
-    machine: { node: process.version, cpus: os.cpus().length, loadAverageBefore, loadAverageAfter: os.loadavg() },
-    results: {} as Record<string, unknown>,
-  };
-  for (const [query, byTarget] of runs) {
-    const summaries = new Map([...byTarget].map(([target, results]) => [target, summarise(results)]));
-    const ratioReports = ratios(byTarget, settings.rounds, 'plinth', RATIO_TARGETS);
-    printReport(query, summaries, LABELS, ratioReports, settings);
-    report.results[query] = {
-      servers: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: byTarget.get(target) }])),
-      ratios: ratioReports,
-    };
-  }
-  console.log(
-    `\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`,
-  );
-  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\nresults written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
+    loadAverageBefore,
+    recorded: { document: DOCUMENT, variables: VARIABLES, statements: Object.fromEntries(statements), settings },
+    file: RESULTS_FILE,
+  });
 }
 
 /** The server of `target`, in this child process. */
