@@ -31,6 +31,7 @@ const BENCHES = new Set([
   'bulk-users',
   'newsletter',
   'apidocs',
+  'tables',
 ]);
 
 function databaseOf(build: 'this' | 'other'): string {

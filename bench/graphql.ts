@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_DATABASE_URL, prepareDatabase } from './database';
-import { forkServer, runServerRole, type ServerProcess } from './servers';
+import { forkServer, type ServerProcess } from './processes';
+import { runServerRole } from './servers';
 import {
   ADMIN_SECRET,
   ERROR_PAGE_QUERY,
@@ -20,8 +21,8 @@ import {
   type QueryName,
   type Target,
 } from './shared';
-import { positiveInteger } from './settings';
-import { median } from './statistics';
+import { reportRuns, runSlice, runTurns, verifyAnswer, type BenchRequest, type LoadResult, type LoadSettings, type RatioTarget } from './load';
+import { nameList, positiveInteger } from './settings';
 
 /**
  * GraphQL throughput benchmark: the full Plinth stack against (a) a bare graphql-js server on
@@ -60,8 +61,6 @@ import { median } from './statistics';
 const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
 const RESULTS_FILE = path.join(RESULTS_DIR, 'graphql-latest.json');
-const RSS_SAMPLE_INTERVAL_MS = 500;
-const MIB = 1024 * 1024;
 
 /** Targets of the comparison on requests per second: full / (b), full / (a), full / (c); (a') has none. */
 const RATIO_TARGETS = [
@@ -70,52 +69,14 @@ const RATIO_TARGETS = [
   { name: "full/(a')", baseline: 'graphql-js-cached', minimum: null, note: 'no target (ceiling)' },
   { name: 'full/(c)', baseline: 'mercurius-jit', minimum: 0.9 },
   { name: 'full/(o)', baseline: 'plinth-other', minimum: null, note: 'no target (this build / the other)' },
-] as const satisfies readonly { name: string; baseline: Target; minimum: number | null; note?: string }[];
+] as const satisfies readonly RatioTarget<Target>[];
 
-interface BenchSettings {
-  durationSeconds: number;
-  warmupSeconds: number;
+interface BenchSettings extends LoadSettings {
   quietSeconds: number;
-  connections: number;
-  rounds: number;
-  /** Slices a round's measurement of each query takes turns in, server after server. */
-  slices: number;
   targets: Target[];
   queries: QueryName[];
   logLevel: string;
   profiled: Target[];
-}
-
-interface LoadResult {
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  meanMs: number;
-  /**
-   * Server-process CPU time per response. Unlike req/s it hardly depends on what else the
-   * machine runs, so it is the steadier figure when the machine is shared.
-   */
-  serverCpuMicrosPerRequest: number;
-  /** The server's resident memory right after it started (before any request). */
-  startRssBytes: number;
-  /** The resident memory BENCH_QUIET seconds after every server had started, before any load (the first round's runs only). */
-  startQuietRssBytes?: number;
-  /** The server's resident memory before the run (idle, after the warm-up when one came before) and the most seen during it. */
-  idleRssBytes: number;
-  loadedRssBytes: number;
-  /** The resident memory BENCH_QUIET seconds after the warm-up, before this run (the first round's runs only). */
-  quietRssBytes?: number;
-  responses: number;
-  durationSeconds: number;
-}
-
-function nameList<T extends string>(name: string, known: readonly T[], fallback: readonly T[]): T[] {
-  const text = process.env[name];
-  if (text === undefined || text.trim() === '') return [...fallback];
-  const names = text.split(',').map((item) => item.trim());
-  const unknown = names.filter((item) => !(known as readonly string[]).includes(item));
-  if (unknown.length > 0) throw new Error(`${name}: unknown name(s) ${unknown.join(', ')}; use ${known.join(', ')}`);
-  return names as T[];
 }
 
 function readSettings(): BenchSettings {
@@ -134,7 +95,7 @@ function readSettings(): BenchSettings {
 }
 
 /** Forks this script as `serve <target>` and waits until the server listens. */
-function startServerProcess(target: Target, settings: BenchSettings, databaseUrl: string): Promise<ServerProcess> {
+function startServerProcess(target: Target, settings: BenchSettings, databaseUrl: string): Promise<ServerProcess<Target>> {
   const profileArgs = settings.profiled.includes(target)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS_DIR, 'profiles')}`, `--cpu-prof-name=${target}-${Date.now()}.cpuprofile`]
     : [];
@@ -149,17 +110,12 @@ function startServerProcess(target: Target, settings: BenchSettings, databaseUrl
   });
 }
 
-/** One measured request: what is sent, and how to tell a right answer (null) from a wrong one (why). */
-interface BenchRequest {
-  query: QueryName;
-  headers: Record<string, string>;
-  body: string;
-  check(answer: unknown): string | null;
-}
-
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
 
-function sessionRequest(token: string, userId: string): BenchRequest {
+/** A measured request of one of this benchmark's queries. */
+type QueryRequest = BenchRequest & { query: QueryName };
+
+function sessionRequest(token: string, userId: string): QueryRequest {
   return {
     query: 'session',
     headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
@@ -176,7 +132,7 @@ interface ErrorPageAnswer {
   data?: { errors?: { edges: { node: { project?: { id: number }; frames: unknown[]; stackTrace: string | null } }[]; pageInfo: { hasNextPage: boolean } } };
 }
 
-function errorPageRequest(projectId: number): BenchRequest {
+function errorPageRequest(projectId: number): QueryRequest {
   return {
     query: 'errors',
     headers: { ...JSON_HEADERS, 'x-gql-admin-secret': ADMIN_SECRET },
@@ -191,28 +147,12 @@ function errorPageRequest(projectId: number): BenchRequest {
   };
 }
 
-/** One request by hand: the server must answer 200 and rightly before it is measured. */
-async function verifyAnswer(server: ServerProcess, request: BenchRequest): Promise<void> {
-  const response = await fetch(server.url, { method: 'POST', headers: request.headers, body: request.body });
-  const text = await response.text();
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    answer = undefined;
-  }
-  const wrong = response.status !== 200 || answer === undefined ? `HTTP ${response.status}` : request.check(answer);
-  if (wrong !== null) {
-    throw new Error(`${server.target} answered the ${request.query} query wrongly (${wrong}): ${text.slice(0, 500)}`);
-  }
-}
-
 /**
  * Real rows for the errors query, through Plinth's own API: a project, a DSN key, and
  * SEEDED_ERRORS events of distinct types (so as many grouped errors), each with three frames.
  * The database keeps earlier runs' projects; the query names this run's.
  */
-async function seedErrors(plinth: ServerProcess): Promise<number> {
+async function seedErrors(plinth: ServerProcess<Target>): Promise<number> {
   const admin = async <T>(query: string, variables: Record<string, unknown>): Promise<T> => {
     const response = await fetch(plinth.url, {
       method: 'POST',
@@ -265,209 +205,6 @@ async function seedErrors(plinth: ServerProcess): Promise<number> {
   return project.id;
 }
 
-/** The value below which `fraction` of the sorted samples fall (nearest rank). */
-function percentile(sorted: Float64Array, fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)];
-}
-
-/** One stretch of load on one server, before its figures are merged with the server's other slices. */
-interface Slice {
-  responses: number;
-  durationSeconds: number;
-  /** Every response's latency (ms). */
-  latencies: number[];
-  cpuMicros: number;
-  idleRssBytes: number;
-  loadedRssBytes: number;
-}
-
-/**
- * Measures `request` on every server for `durationSeconds` each, in `slices` turns: each turn
- * gives each server an equal share of the time, the order shifting by one server every turn. On
- * a machine whose speed moves by tens of percent within a minute, one server's ten seconds after
- * another's would compare two machines; taking turns every two seconds puts both under the same
- * conditions.
- */
-async function runTurns(servers: ServerProcess[], request: BenchRequest, settings: BenchSettings): Promise<Map<Target, LoadResult>> {
-  const slices = new Map<Target, Slice[]>(servers.map((server) => [server.target, []]));
-  const sliceSeconds = settings.durationSeconds / settings.slices;
-  for (let turn = 0; turn < settings.slices; turn++) {
-    for (let index = 0; index < servers.length; index++) {
-      const server = servers[(index + turn) % servers.length];
-      slices.get(server.target)!.push(await runSlice(server, request, settings.connections, sliceSeconds));
-    }
-  }
-  return new Map(servers.map((server) => [server.target, mergeSlices(server, slices.get(server.target)!)]));
-}
-
-function mergeSlices(server: ServerProcess, slices: Slice[]): LoadResult {
-  const responses = slices.reduce((sum, slice) => sum + slice.responses, 0);
-  const durationSeconds = slices.reduce((sum, slice) => sum + slice.durationSeconds, 0);
-  const sorted = Float64Array.from(slices.flatMap((slice) => slice.latencies)).sort();
-  return {
-    requestsPerSecond: responses / durationSeconds,
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
-    meanMs: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
-    serverCpuMicrosPerRequest: slices.reduce((sum, slice) => sum + slice.cpuMicros, 0) / responses,
-    startRssBytes: server.startRssBytes,
-    idleRssBytes: slices[0].idleRssBytes,
-    loadedRssBytes: Math.max(...slices.map((slice) => slice.loadedRssBytes)),
-    responses,
-    durationSeconds,
-  };
-}
-
-/** Load on one server for `durationSeconds`, with its CPU time and resident memory. */
-async function runSlice(server: ServerProcess, request: BenchRequest, connections: number, durationSeconds: number): Promise<Slice> {
-  const before = await server.usage();
-  let loadedRssBytes = before.rssBytes;
-  // Sampled while the load runs (the server answers between requests, so this is under load).
-  const sampler = setInterval(() => {
-    void server.usage().then(({ rssBytes }) => (loadedRssBytes = Math.max(loadedRssBytes, rssBytes)));
-  }, RSS_SAMPLE_INTERVAL_MS);
-  const result = await runAutocannon(server, request, connections, durationSeconds).finally(() => clearInterval(sampler));
-  const after = await server.usage();
-  return { ...result, cpuMicros: after.micros - before.micros, idleRssBytes: before.rssBytes, loadedRssBytes: Math.max(loadedRssBytes, after.rssBytes) };
-}
-
-/**
- * Runs autocannon against the server. Latencies are taken from the per-response event
- * (fractional ms) because autocannon's own histogram rounds to whole milliseconds, too coarse
- * for a query answered in about one.
- */
-function runAutocannon(
-  server: ServerProcess,
-  request: BenchRequest,
-  connections: number,
-  durationSeconds: number,
-): Promise<Pick<Slice, 'responses' | 'durationSeconds' | 'latencies'>> {
-  // Required here, in the parent only: a server process (this script as `serve`) should not hold it.
-  const autocannon = require('autocannon') as typeof import('autocannon');
-  const latencies: number[] = [];
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: server.url,
-        method: 'POST',
-        headers: request.headers,
-        body: request.body,
-        connections,
-        pipelining: 1,
-        duration: durationSeconds,
-      },
-      (error, result) => {
-        if (error) return reject(error);
-        if (result.non2xx !== 0 || result.errors !== 0 || result.timeouts !== 0 || result['2xx'] === 0) {
-          return reject(
-            new Error(
-              `${server.target} (${request.query}): ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts ` +
-                `(${result['2xx']} 2xx); the measurement is not valid`,
-            ),
-          );
-        }
-        // Completed 2xx over the measured time (autocannon's per-second average drops partial seconds).
-        resolve({ responses: result['2xx'], durationSeconds: result.duration, latencies });
-      },
-    );
-    instance.on('response', (_client, _statusCode, _bytes, responseTime) => {
-      latencies.push(responseTime);
-    });
-  });
-}
-
-function summarise(runs: LoadResult[]): LoadResult {
-  return {
-    requestsPerSecond: median(runs.map((run) => run.requestsPerSecond)),
-    p50Ms: median(runs.map((run) => run.p50Ms)),
-    p99Ms: median(runs.map((run) => run.p99Ms)),
-    meanMs: median(runs.map((run) => run.meanMs)),
-    serverCpuMicrosPerRequest: median(runs.map((run) => run.serverCpuMicrosPerRequest)),
-    startRssBytes: runs[0].startRssBytes,
-    startQuietRssBytes: runs[0].startQuietRssBytes,
-    idleRssBytes: median(runs.map((run) => run.idleRssBytes)),
-    loadedRssBytes: Math.max(...runs.map((run) => run.loadedRssBytes)),
-    quietRssBytes: runs[0].quietRssBytes,
-    responses: runs.reduce((sum, run) => sum + run.responses, 0),
-    durationSeconds: runs.reduce((sum, run) => sum + run.durationSeconds, 0),
-  };
-}
-
-interface RatioReport {
-  name: string;
-  /** Median over rounds of the ratio within each round (rounds pair up under the same load). */
-  value: number;
-  perRound: number[];
-  /** The same ratio from server CPU per request (baseline µs / full µs): throughput if each were CPU-bound. */
-  byServerCpu: number;
-  /** null: shown for information, no target. */
-  minimum: number | null;
-  /** What a ratio without a target shows. */
-  note: string | undefined;
-  met: boolean;
-}
-
-function ratios(runs: Map<Target, LoadResult[]>, rounds: number): RatioReport[] {
-  const full = runs.get('plinth');
-  if (!full) return [];
-  return RATIO_TARGETS.flatMap((target) => {
-    const { name, baseline, minimum } = target;
-    const note = 'note' in target ? target.note : undefined;
-    const base = runs.get(baseline);
-    if (!base) return [];
-    const perRound = Array.from({ length: rounds }, (_, round) => full[round].requestsPerSecond / base[round].requestsPerSecond);
-    const value = median(perRound);
-    const byServerCpu = median(Array.from({ length: rounds }, (_, round) => base[round].serverCpuMicrosPerRequest / full[round].serverCpuMicrosPerRequest));
-    return [{ name, value, perRound, byServerCpu, minimum, note, met: minimum === null || value >= minimum }];
-  });
-}
-
-function printReport(query: QueryName, summaries: Map<Target, LoadResult>, ratioReports: RatioReport[], settings: BenchSettings): void {
-  const fixed = (value: number, digits: number) => value.toFixed(digits);
-  const rows = [...summaries].map(([target, result]) => [
-    TARGET_LABELS[target],
-    fixed(result.requestsPerSecond, 0),
-    fixed(result.p50Ms, 2),
-    fixed(result.p99Ms, 2),
-    fixed(result.serverCpuMicrosPerRequest, 0),
-    fixed(result.startRssBytes / MIB, 0),
-    result.startQuietRssBytes === undefined ? '-' : fixed(result.startQuietRssBytes / MIB, 0),
-    fixed(result.idleRssBytes / MIB, 0),
-    result.quietRssBytes === undefined ? '-' : fixed(result.quietRssBytes / MIB, 0),
-    fixed(result.loadedRssBytes / MIB, 0),
-  ]);
-  const header = [
-    'server',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'server CPU µs/req',
-    'RSS start MiB',
-    'RSS start quiet MiB',
-    'RSS idle MiB',
-    'RSS quiet MiB',
-    'RSS load MiB',
-  ];
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]))).join('   ');
-  const rule = '-'.repeat(line(header).length);
-
-  console.log(
-    `\nquery "${query}": ${settings.connections} connections, pipelining 1, ${settings.warmupSeconds} s warm-up, ` +
-      `${settings.durationSeconds} s measured in ${settings.slices} turns x ${settings.rounds} round(s)${settings.rounds > 1 ? ' (medians)' : ''}`,
-  );
-  console.log([rule, line(header), rule, ...rows.map(line), rule].join('\n'));
-  for (const ratio of ratioReports) {
-    const rounds = ratio.perRound.length > 1 ? `  rounds: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}` : '';
-    console.log(
-      `${ratio.name.padEnd(9)} ${ratio.value.toFixed(2)}x   ` +
-        (ratio.minimum === null ? (ratio.note ?? 'no target').padEnd(26) : `target >= ${ratio.minimum.toFixed(2)}x   ${ratio.met ? 'MET   ' : 'MISSED'}`) +
-        `   (by server CPU per request: ${ratio.byServerCpu.toFixed(2)}x)${rounds}`,
-    );
-  }
-}
-
 async function runBenchmark(): Promise<void> {
   const settings = readSettings();
   if (settings.queries.includes('errors') && !settings.targets.includes('plinth')) {
@@ -483,8 +220,8 @@ async function runBenchmark(): Promise<void> {
 
   // Plinth first: it migrates the database and seeds the errors the other servers read.
   const targets = [...settings.targets].sort((a, b) => Number(b === 'plinth') - Number(a === 'plinth'));
-  const servers: ServerProcess[] = [];
-  const requests: BenchRequest[] = [];
+  const servers: ServerProcess<Target>[] = [];
+  const requests: QueryRequest[] = [];
   const runs = new Map<QueryName, Map<Target, LoadResult[]>>(settings.queries.map((query) => [query, new Map(targets.map((target) => [target, []]))]));
   try {
     for (const target of targets) {
@@ -529,32 +266,19 @@ async function runBenchmark(): Promise<void> {
     await Promise.all(servers.map((server) => server.stop()));
   }
 
-  const report = {
-    finishedAt: new Date().toISOString(),
-    queries: Object.fromEntries(requests.map((request) => [request.query, JSON.parse(request.body) as unknown])),
-    settings: { ...settings, pipelining: 1 },
-    machine: {
-      node: process.version,
-      cpus: os.cpus().length,
-      loadAverageBefore,
-      loadAverageAfter: os.loadavg(),
+  reportRuns({
+    runs,
+    subject: 'plinth',
+    labels: TARGET_LABELS,
+    ratioTargets: RATIO_TARGETS,
+    settings,
+    loadAverageBefore,
+    recorded: {
+      queries: Object.fromEntries(requests.map((request) => [request.query, JSON.parse(request.body) as unknown])),
+      settings: { ...settings, pipelining: 1 },
     },
-    results: {} as Record<string, unknown>,
-  };
-  for (const [query, byTarget] of runs) {
-    const summaries = new Map([...byTarget].map(([target, results]) => [target, summarise(results)]));
-    const ratioReports = ratios(byTarget, settings.rounds);
-    printReport(query, summaries, ratioReports, settings);
-    report.results[query] = {
-      servers: Object.fromEntries([...summaries].map(([target, summary]) => [target, { ...summary, rounds: byTarget.get(target) }])),
-      ratios: ratioReports,
-    };
-  }
-  console.log(
-    `\nload average before ${loadAverageBefore.map((value) => value.toFixed(2)).join(' ')}, after ${report.machine.loadAverageAfter.map((value) => value.toFixed(2)).join(' ')}`,
-  );
-  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\nresults written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
+    file: RESULTS_FILE,
+  });
 }
 
 function main(): Promise<void> {

@@ -1,6 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
@@ -25,94 +23,13 @@ import type { ErrorTrackingServices } from '../src/modules/errortracking/errortr
 import { ErrorsResolver } from '../src/modules/errortracking/errors.resolver';
 import { ErrorsService } from '../src/modules/errortracking/errors.service';
 import { ProjectsService } from '../src/modules/errortracking/projects.service';
-import { GRAPHQL_PATH, serverEnvironment, type ChildMessage, type ParentMessage, type Target } from './shared';
-
-const SERVER_START_TIMEOUT_MS = 120_000;
-const SERVER_STOP_TIMEOUT_MS = 15_000;
-
-/** A server running in a child process (a benchmark script with `serve <target>`), as the parent sees it. */
-export interface ServerProcess<Name extends string = Target> {
-  target: Name;
-  url: string;
-  /** Resident memory when the server reported ready. */
-  startRssBytes: number;
-  /** User + system CPU time the server process has used so far, in microseconds, and its resident memory. */
-  usage(): Promise<{ micros: number; rssBytes: number; heapBytes?: number }>;
-  stop(): Promise<void>;
-}
-
-/**
- * Forks `script` as `serve <served>` (the script calls runServerRole; `served` is `target` unless
- * another build's script serves it under its own name) and waits until the server listens. Its
- * stdout (Plinth's pino logs, if the level lets any through) goes to `logFile`, as it would in
- * production.
- */
-export function forkServer<Name extends string = Target>(
-  script: string,
-  target: Name,
-  options: { served?: string; execArgv: string[]; env: NodeJS.ProcessEnv; logFile: string },
-): Promise<ServerProcess<Name>> {
-  const logFd = fs.openSync(options.logFile, 'w');
-  const child = fork(script, ['serve', options.served ?? target], { execArgv: options.execArgv, env: options.env, stdio: ['ignore', logFd, 'inherit', 'ipc'] });
-  fs.closeSync(logFd);
-
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${target} did not start within ${SERVER_START_TIMEOUT_MS} ms`)), SERVER_START_TIMEOUT_MS);
-    const onExit = (code: number | null) => fail(new Error(`${target} exited (code ${code}) before it was ready`));
-    const onMessage = (message: ChildMessage) => {
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      if (message.type === 'failed') return fail(new Error(`${target} failed to start:\n${message.error}`));
-      if (message.type !== 'ready') return fail(new Error(`${target} sent ${message.type} before it was ready`));
-      const usage = () => queryUsage(child);
-      void usage().then(({ rssBytes }) => resolve({ target, url: message.url, startRssBytes: rssBytes, usage, stop: () => stopChild(child) }));
-    };
-    function fail(error: Error) {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.kill('SIGKILL');
-      reject(error);
-    }
-    child.once('message', onMessage);
-    child.once('exit', onExit);
-  });
-}
-
-function queryUsage(child: ChildProcess): Promise<{ micros: number; rssBytes: number; heapBytes?: number }> {
-  return new Promise((resolve) => {
-    const onMessage = (message: ChildMessage) => {
-      if (message.type !== 'cpu-usage') return;
-      child.off('message', onMessage);
-      resolve({ micros: message.micros, rssBytes: message.rssBytes, heapBytes: message.heapBytes });
-    };
-    child.on('message', onMessage);
-    child.send({ type: 'cpu-usage' } satisfies ParentMessage);
-  });
-}
-
-/** Asks the child to close its server (so a CPU profile gets written); kills it if it hangs. */
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), SERVER_STOP_TIMEOUT_MS);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.send({ type: 'stop' } satisfies ParentMessage);
-  });
-}
+import { listen, serveInChild, type BenchServer } from './processes';
+import { baselineConfig, GRAPHQL_PATH, serverEnvironment, type Target } from './shared';
 
 /*
  * Express, its Apollo integration and mercurius are required by the baseline that serves on them,
  * so that a server process holds only what its target loads (Plinth's resident memory is measured).
  */
-
-/** A started server: its GraphQL endpoint and how to stop it. */
-export interface BenchServer {
-  url: string;
-  close(): Promise<void>;
-}
 
 /** What the baselines share with Plinth: the schema from the same resolvers, and the session settings. */
 interface BaselineParts {
@@ -124,40 +41,9 @@ interface BaselineParts {
   dataSource: DataSource;
 }
 
-/**
- * Child-process side: starts one server, reports its URL to the parent, answers CPU-usage
- * queries, and stops on request (or when the parent goes away). Exiting through process.exit
- * lets --cpu-prof write its profile.
- */
+/** Child-process side: starts one server of the GraphQL benchmark and serves it (serveInChild). */
 export function runServerRole(target: Target): Promise<void> {
   return serveInChild(() => startTarget(target));
-}
-
-/** runServerRole for a server the benchmark script starts itself. */
-export async function serveInChild(start: () => Promise<BenchServer>): Promise<void> {
-  const send = (message: ChildMessage) => process.send?.(message);
-  let server: BenchServer;
-  try {
-    server = await start();
-  } catch (error) {
-    send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    process.exit(1);
-  }
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    // The process ends whether or not the server closed cleanly.
-    void server.close().finally(() => process.exit(0));
-  };
-  process.on('message', (message: ParentMessage) => {
-    if (message.type === 'stop') return stop();
-    const { user, system } = process.cpuUsage();
-    const { rss, heapTotal } = process.memoryUsage();
-    send({ type: 'cpu-usage', micros: user + system, rssBytes: rss, heapBytes: heapTotal });
-  });
-  process.on('disconnect', stop);
-  send({ type: 'ready', url: server.url });
 }
 
 async function startTarget(target: Target): Promise<BenchServer> {
@@ -183,7 +69,7 @@ function startBaseline(target: Exclude<Target, 'plinth' | 'plinth-other'>, parts
 }
 
 /** The real server, exactly as the CLI composes it (database, migrations, PubSub, Fastify, Apollo). */
-async function startPlinth(logLevel: string): Promise<BenchServer> {
+export async function startPlinth(logLevel: string): Promise<BenchServer> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
   if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the plinth server');
   const running = await startServer(loadConfig(serverEnvironment(logLevel, databaseUrl)));
@@ -209,22 +95,14 @@ async function schemaFromPlinthResolvers(dataSource: DataSource, publicUrl: stri
   return buildPlinthSchema({ resolvers: resolverClasses(MODULES), container, pubSub });
 }
 
-/** Same configuration path as Plinth (loadConfig of the same environment), so JWT checks are identical. */
 async function baselineParts(logLevel: string): Promise<BaselineParts> {
-  const databaseUrl = process.env.BENCH_DATABASE_URL;
-  if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the baseline server');
-  const config = loadConfig(serverEnvironment(logLevel, databaseUrl));
-  const settings = config.graphql;
+  const { databaseUrl, config, sessionSettings } = baselineConfig(logLevel);
   const logger = pino({ level: logLevel });
   const dataSource = await createDataSource(databaseUrl, config.database.poolSize).initialize();
   return {
     dataSource,
     schema: await schemaFromPlinthResolvers(dataSource, config.publicUrl),
-    sessionSettings: {
-      adminSecret: settings.adminSecret!,
-      jwtSecret: settings.jwtSecret!,
-      unauthorizedRole: settings.unauthorizedRole,
-    },
+    sessionSettings,
     logger: logger as FastifyBaseLogger,
     rateLimits: new RateLimits({ kind: 'memory' }, rateLimitRules(config), logger),
   };
@@ -374,21 +252,4 @@ async function startMercuriusJit({ schema, sessionSettings, logger, rateLimits }
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}${GRAPHQL_PATH}`, close: () => app.close() };
-}
-
-export function listen(server: http.Server): Promise<BenchServer> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}${GRAPHQL_PATH}`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            server.closeAllConnections();
-          }),
-      });
-    });
-  });
 }

@@ -1,4 +1,6 @@
 import jwt from 'jsonwebtoken';
+import { loadConfig, type Config } from '../src/config';
+import type { SessionSettings } from '../src/platform/session';
 
 /** What both sides of the benchmark agree on: targets, the query, the credentials, the messages. */
 
@@ -73,6 +75,18 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     ...(process.env.PLINTH_STARTUP_COLLECTION ? { PLINTH_STARTUP_COLLECTION: process.env.PLINTH_STARTUP_COLLECTION } : {}),
     ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING } : {}),
   };
+}
+
+/**
+ * A baseline's configuration, by the same path as Plinth's (loadConfig of the same environment),
+ * so JWT checks are identical: the database, the configuration and the session settings.
+ */
+export function baselineConfig(logLevel: string): { databaseUrl: string; config: Config; sessionSettings: SessionSettings } {
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set for the baseline server');
+  const config = loadConfig(serverEnvironment(logLevel, databaseUrl));
+  const { adminSecret, jwtSecret, unauthorizedRole } = config.graphql;
+  return { databaseUrl, config, sessionSettings: { adminSecret: adminSecret!, jwtSecret: jwtSecret!, unauthorizedRole } };
 }
 
 /** The auth service's per-address limits lifted, for benchmarks that send every request from one address. */

@@ -14,3 +14,9 @@ export function medianIndex(values: readonly number[]): number {
   });
   return nearest;
 }
+
+/** The value below which `fraction` of the sorted samples fall (nearest rank). */
+export function percentile(sorted: Float64Array, fraction: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)];
+}

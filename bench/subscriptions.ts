@@ -14,7 +14,8 @@ import { SUBSCRIPTIONS_PATH } from '../src/graphql/subscriptions';
 import { USER_REGISTERED } from '../src/modules/users/users.service';
 import { DEFAULT_SOURCE_ACCOUNT } from '../src/platform/row-filter';
 import { prepareDatabase } from './database';
-import { forkServer, listen, runServerRole, serveInChild, type BenchServer, type ServerProcess } from './servers';
+import { forkServer, listen, serveInChild, type BenchServer, type ServerProcess } from './processes';
+import { runServerRole } from './servers';
 import { positiveInteger } from './settings';
 import { ADMIN_SECRET } from './shared';
 

@@ -433,6 +433,67 @@ describe('select permissions and the spec row filters', () => {
     expect(await data(withVariable, asAdmin, { n: 2 })).toEqual({ articles: [{ id: 1 }, { id: 2 }] });
   });
 
+  it('compiles a query with variables once, binding the values its text does not depend on when it runs', async () => {
+    const document = 'query ($title: String!, $n: Int, $dir: order_by!) { articles(where: {title: {_neq: $title}}, order_by: {id: $dir}, limit: $n) { id } }';
+    const ids = (...list: number[]) => ({ articles: list.map((id) => ({ id })) });
+    const compile = jest.spyOn(StatementCompiler.prototype, 'compile');
+    try {
+      expect(await data(document, asAdmin, { title: 'Of numbers', n: 2, dir: 'asc' })).toEqual(ids(1, 3));
+      expect(await data(document, asAdmin, { title: 'Notes on engines', n: 3, dir: 'asc' })).toEqual(ids(2, 3, 4));
+      expect(compile).toHaveBeenCalledTimes(1);
+      // The ordering is in the text: another direction is a statement of its own, kept beside the first.
+      expect(await data(document, asAdmin, { title: 'Unowned', n: 2, dir: 'desc' })).toEqual(ids(4, 3));
+      expect(await data(document, asAdmin, { title: 'x', n: 1, dir: 'desc' })).toEqual(ids(5));
+      expect(await data(document, asAdmin, { title: 'x', n: 1, dir: 'asc' })).toEqual(ids(1));
+      expect(compile).toHaveBeenCalledTimes(2);
+      // A null limit is no LIMIT at all: compiled again.
+      expect(await data(document, asAdmin, { title: 'Unowned', n: null, dir: 'asc' })).toEqual(ids(1, 2, 3, 4));
+      expect(compile).toHaveBeenCalledTimes(3);
+      // Another role gets its own statement (its filter and limit inside), shared by its sessions.
+      const user = (userId: string) => bearer(signToken({ roles: ['user'], userId }));
+      expect(await data(document, user(alice), { title: 'x', n: 5, dir: 'desc' })).toEqual(ids(2, 1));
+      expect(await data(document, user(bob), { title: 'x', n: 5, dir: 'desc' })).toEqual(ids(4, 3));
+      expect(compile).toHaveBeenCalledTimes(4);
+    } finally {
+      compile.mockRestore();
+    }
+  });
+
+  it('binds variables of every kind of operand, and reads those the text depends on', async () => {
+    const document = `query ($ids: [Int!], $bio: jsonb, $key: String!, $missing: Boolean!, $full: Boolean!, $columns: [articles_select_column!], $offset: Int) {
+      authors(where: {id: {_in: $ids}, bio: {_contains: $bio, _has_key: $key}, rating: {_is_null: $missing}}, order_by: {id: asc}, offset: $offset) {
+        name
+        rating @include(if: $full)
+        articles_aggregate { aggregate { count(columns: $columns, distinct: true) } }
+      }
+    }`;
+    const variables = { ids: [1, 2, 3], bio: { lang: 'en' }, key: 'tags', missing: false, full: true, columns: ['author_id'], offset: 0 };
+    const compile = jest.spyOn(StatementCompiler.prototype, 'compile');
+    try {
+      expect(await data(document, asAdmin, variables)).toEqual({ authors: [{ name: 'Ada', rating: 5, articles_aggregate: { aggregate: { count: 1 } } }] });
+      // _is_null and @include are read: other values, another statement.
+      expect(await data(document, asAdmin, { ...variables, bio: { lang: 'fr' }, key: 'lang', missing: true, full: false })).toEqual({
+        authors: [{ name: 'Cleo', articles_aggregate: { aggregate: { count: 1 } } }],
+      });
+      expect(compile).toHaveBeenCalledTimes(2);
+      // The list, the jsonb value, the key and the offset are bound: the first statement serves them.
+      expect(await data(document, asAdmin, { ...variables, ids: [1, 3], bio: {}, key: 'lang', offset: 1 })).toEqual({ authors: [] });
+      expect(await data(document, asAdmin, { ...variables, ids: [1, 3], bio: {}, key: 'lang', offset: 0 })).toEqual({
+        authors: [{ name: 'Ada', rating: 5, articles_aggregate: { aggregate: { count: 1 } } }],
+      });
+      // A variable inside a jsonb literal is read into it.
+      const inLiteral = 'query ($lang: String) { authors(where: {bio: {_contains: {lang: $lang}}}) { name } }';
+      expect(await data(inLiteral, asAdmin, { lang: 'fr' })).toEqual({ authors: [{ name: 'Cleo' }] });
+      expect(await data(inLiteral, asAdmin, { lang: 'en' })).toEqual({ authors: [{ name: 'Ada' }] });
+      const negative = await query(document, asAdmin, { ...variables, offset: -1 });
+      expect(negative.body.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+      expect(negative.body.errors?.[0].message).toContain('OFFSET must not be negative');
+      expect(compile).toHaveBeenCalledTimes(4);
+    } finally {
+      compile.mockRestore();
+    }
+  });
+
   it('role me sees its own user row (id = X-Gql-User-Id)', async () => {
     const token = signToken({ roles: ['me'], userId: bob });
     expect(await data('{ users { id email } }', bearer(token))).toEqual({ users: [{ id: bob, email: 'bob@example.com' }] });
@@ -557,8 +618,8 @@ describe('the emitted statement', () => {
     const byKey = new Map(tables.map((table) => [tableKey(table.table), table]));
     let statement: CompiledStatement | undefined;
     const schema = extendWithTables(buildSchema('type Query { ping: Int }'), tables, {
-      select: async (table, kind: RootKind, args, info: GraphQLResolveInfo) => {
-        statement = new StatementCompiler(reader, byKey, info).compile(table, kind, args);
+      select: async (table, kind: RootKind, _args, info: GraphQLResolveInfo) => {
+        statement = new StatementCompiler(reader, byKey, info).compile(table, kind);
         return kind === 'selectByPk' ? null : kind === 'select' ? [] : { nodes: [] };
       },
     });
@@ -579,7 +640,7 @@ describe('the emitted statement', () => {
     expect(statement.text).not.toContain("'--");
     expect(statement.text).not.toContain("a'b");
     expect(statement.text).not.toContain(alice);
-    expect(boundValues(statement, session)).toEqual(expect.arrayContaining([attack, "%'--", ["a'b"], `${alice}'; --`, 3, 1]));
+    expect(boundValues(statement, session, { t: attack })).toEqual(expect.arrayContaining([attack, "%'--", ["a'b"], `${alice}'; --`, 3, 1]));
     expect(statement.text).toContain('"public"."articles"');
     expect(statement.text).toMatch(/"_\d+"\."title" = \$\d+::text/);
     // Apart from the JSON keys, which are GraphQL names, the only quoted literals are the JSON defaults.

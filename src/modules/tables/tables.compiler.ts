@@ -1,15 +1,19 @@
 import {
   getArgumentValues,
   getDirectiveValues,
+  getNamedType,
   GraphQLError,
   GraphQLIncludeDirective,
   GraphQLSkipDirective,
+  isLeafType,
   isObjectType,
   Kind,
+  typeFromAST,
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLObjectType,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import { escapeIdentifier } from 'pg';
@@ -17,7 +21,7 @@ import { tableKey } from './tables.catalog';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
 
-/** One statement: its text (identifiers quoted, values as $n only) and its bound values (SessionValue for a session's). */
+/** One statement: its text (identifiers quoted, values as $n only) and its bound values (SessionValue for a session's, VariableValue for a request's). */
 export interface CompiledStatement {
   text: string;
   parameters: unknown[];
@@ -36,6 +40,7 @@ export interface Operation {
   fieldNodes: readonly FieldNode[];
   parentType: GraphQLObjectType;
   fragments: Record<string, FragmentDefinitionNode>;
+  operation: OperationDefinitionNode;
   variableValues: Record<string, unknown>;
 }
 
@@ -99,8 +104,9 @@ function badInput(message: string): GraphQLError {
 interface ListArguments {
   where?: BoolExp | null;
   order_by?: Record<string, unknown>[] | Record<string, unknown> | null;
-  limit?: number | null;
-  offset?: number | null;
+  /** A variable's is bound when the statement runs (VariableValue). */
+  limit?: number | VariableValue | null;
+  offset?: number | VariableValue | null;
   distinct_on?: string[] | string | null;
 }
 
@@ -112,6 +118,10 @@ interface ListArguments {
 export class StatementCompiler {
   private readonly parameters: unknown[] = [];
   private aliases = 0;
+  /** The operation's variables as the compiler meets them: a leaf value (or a list of them) as a VariableValue. */
+  private marked?: Record<string, unknown>;
+  /** The variables whose values the text depends on (read, not only bound). */
+  private readonly read = new Set<string>();
 
   /** `operation` is needed to compile a root field, not a permission's filter alone. */
   constructor(
@@ -130,9 +140,16 @@ export class StatementCompiler {
     return { text: this.permissionFilter(table, this.alias(), permission), parameters: this.parameters };
   }
 
-  compile(table: TableModel, kind: RootKind, args: Record<string, unknown>): CompiledStatement {
+  /**
+   * The root field's statement. A variable the statement only binds (a comparison's operand, a
+   * primary key, a limit or an offset) is bound from the request's variables when it runs, so the
+   * statement serves every value of it; one the text depends on (an ordering, a directive's
+   * condition, a `where` object) is read: boundVariables tells them apart.
+   */
+  compile(table: TableModel, kind: RootKind): CompiledStatement {
     const node = this.operation.fieldNodes[0];
     const rootName = node.name.value;
+    const args = this.argumentsOf(this.operation.parentType, node);
     const permission = this.permission(table);
     if (permission && !permission.rootFields.has(kind)) throw notPermitted(`the root field ${rootName}`);
     const field = this.operation.parentType.getFields()[rootName];
@@ -157,13 +174,52 @@ export class StatementCompiler {
     return { text, parameters: this.parameters };
   }
 
+  /** The variables of the operation this statement binds when it runs and whose values its text does not depend on. */
+  boundVariables(): Set<string> {
+    return new Set(
+      this.parameters.filter((value): value is VariableValue => value instanceof VariableValue && !this.read.has(value.name)).map((value) => value.name),
+    );
+  }
+
   private alias(): string {
     return quote(`_${this.aliases++}`);
   }
 
   private bind(value: unknown, cast?: string): string {
-    this.parameters.push(value);
+    this.parameters.push(value instanceof VariableValue || value instanceof SessionValue ? value : this.readAll(value));
     return `$${this.parameters.length}${cast ? `::${cast}` : ''}`;
+  }
+
+  /** The variables as getArgumentValues and getDirectiveValues take them, leaf values marked (VariableValue). */
+  private get variables(): Record<string, unknown> {
+    if (this.marked) return this.marked;
+    const { schema, operation, variableValues } = this.operation;
+    this.marked = { ...variableValues };
+    for (const definition of operation.variableDefinitions ?? []) {
+      const name = definition.variable.name.value;
+      const value = variableValues[name];
+      const type = typeFromAST(schema, definition.type);
+      if (value !== null && value !== undefined && type && isLeafType(getNamedType(type))) this.marked[name] = new VariableValue(name, value);
+    }
+    return this.marked;
+  }
+
+  /** A value the statement's text depends on: a variable's is read (the statement holds for that value only). */
+  private valueOf(value: unknown): unknown {
+    if (!(value instanceof VariableValue)) return value;
+    this.read.add(value.name);
+    return value.value;
+  }
+
+  /** `value` with every variable in it read (a list or a JSON value written with variables inside). */
+  private readAll(value: unknown): unknown {
+    if (value instanceof VariableValue) return this.valueOf(value);
+    if (Array.isArray(value)) return value.map((item) => this.readAll(item));
+    // Plain objects only (GraphQL builds literal objects without a prototype): a SessionValue stays one.
+    const prototype = isObject(value) ? Object.getPrototypeOf(value) : undefined;
+    if (prototype === null || prototype === Object.prototype)
+      return Object.fromEntries(Object.entries(value as object).map(([name, item]) => [name, this.readAll(item)]));
+    return value;
   }
 
   /** The reader's permission on `table` (undefined for the admin). */
@@ -217,14 +273,14 @@ export class StatementCompiler {
   }
 
   private included(node: Parameters<typeof getDirectiveValues>[1]): boolean {
-    const skip = getDirectiveValues(GraphQLSkipDirective, node, this.operation.variableValues);
-    if (skip?.if === true) return false;
-    const include = getDirectiveValues(GraphQLIncludeDirective, node, this.operation.variableValues);
-    return include?.if !== false;
+    const skip = getDirectiveValues(GraphQLSkipDirective, node, this.variables);
+    if (skip && this.valueOf(skip.if) === true) return false;
+    const include = getDirectiveValues(GraphQLIncludeDirective, node, this.variables);
+    return !include || this.valueOf(include.if) !== false;
   }
 
   private argumentsOf(type: GraphQLObjectType, node: FieldNode): Record<string, unknown> {
-    return getArgumentValues(type.getFields()[node.name.value], node, this.operation.variableValues);
+    return getArgumentValues(type.getFields()[node.name.value], node, this.variables);
   }
 
   /** A generated type of the schema the operation runs on. */
@@ -291,8 +347,9 @@ export class StatementCompiler {
     const where = [...conditions, this.permissionFilter(table, alias, permission)];
     if (args.where) where.push(this.boolExp(args.where, table, alias, 'query'));
     const orderBy = args.order_by ? (Array.isArray(args.order_by) ? args.order_by : [args.order_by]) : [];
+    const distinctOn = this.readAll(args.distinct_on) as ListArguments['distinct_on'];
     const order = orderBy.flatMap((item) => this.orderExpressions(table, alias, item, permission));
-    const distinct = args.distinct_on ? (Array.isArray(args.distinct_on) ? args.distinct_on : [args.distinct_on]) : [];
+    const distinct = distinctOn ? (Array.isArray(distinctOn) ? distinctOn : [distinctOn]) : [];
     const distinctColumns = distinct.map((field) => `${alias}.${quote(this.visibleColumn(table, field, permission).name)}`);
     if (distinctColumns.length && order.length) {
       const leading = order.slice(0, distinctColumns.length).map((item) => item.expression);
@@ -312,11 +369,15 @@ export class StatementCompiler {
     if (columns.length === 0) columns.push('1 AS "one"');
     let text = `SELECT ${distinctColumns.length ? `DISTINCT ON (${distinctColumns.join(', ')}) ` : ''}${columns.join(', ')} FROM ${qualified(table)} AS ${alias}${joins} WHERE ${where.join(' AND ')}`;
     if (innerOrder.length) text += ` ORDER BY ${innerOrder.map((item) => `${item.expression} ${item.direction}`).join(', ')}`;
-    const limits = [args.limit, permission?.limit].filter((value): value is number => typeof value === 'number');
-    if (args.limit !== undefined && args.limit !== null && args.limit < 0) throw badInput('"limit" must not be negative');
-    if (args.offset !== undefined && args.offset !== null && args.offset < 0) throw badInput('"offset" must not be negative');
-    if (limits.length) text += ` LIMIT ${this.bind(Math.min(...limits), 'integer')}`;
-    if (typeof args.offset === 'number') text += ` OFFSET ${this.bind(args.offset, 'integer')}`;
+    // A variable's limit is bound (PostgreSQL refuses a negative one) unless the permission's caps it.
+    const limit = args.limit instanceof VariableValue && typeof permission?.limit !== 'number' ? args.limit : this.valueOf(args.limit);
+    const offset = args.offset instanceof VariableValue ? args.offset : this.valueOf(args.offset);
+    if (typeof limit === 'number' && limit < 0) throw badInput('"limit" must not be negative');
+    if (typeof offset === 'number' && offset < 0) throw badInput('"offset" must not be negative');
+    const limits = [limit, permission?.limit].filter((value): value is number => typeof value === 'number');
+    if (limit instanceof VariableValue) text += ` LIMIT ${this.bind(limit, 'integer')}`;
+    else if (limits.length) text += ` LIMIT ${this.bind(Math.min(...limits), 'integer')}`;
+    if (offset instanceof VariableValue || typeof offset === 'number') text += ` OFFSET ${this.bind(offset, 'integer')}`;
     return { text, order: innerOrder.map((item, index) => `"_s"."o${index}" ${item.direction}`) };
   }
 
@@ -367,8 +428,9 @@ export class StatementCompiler {
         if (function_ === '__typename') continue;
         if (function_ === 'count') {
           const countArgs = this.argumentsOf(fieldsType, aggregateNode) as { columns?: string[] | null; distinct?: boolean | null };
-          const columns = (countArgs.columns ?? []).map((field) => aggregated(this.visibleColumn(table, field, permission)));
-          const distinct = countArgs.distinct ? 'DISTINCT ' : '';
+          const countColumns = (this.readAll(countArgs.columns) ?? []) as string[];
+          const columns = countColumns.map((field) => aggregated(this.visibleColumn(table, field, permission)));
+          const distinct = this.valueOf(countArgs.distinct) ? 'DISTINCT ' : '';
           const counted = columns.length === 0 ? '*' : `${distinct}${columns.length === 1 ? columns[0] : `(${columns.join(', ')})`}`;
           inner.push(`${aggregateKey}, count(${counted})`);
           continue;
@@ -401,7 +463,8 @@ export class StatementCompiler {
     permission: PermissionModel | undefined,
   ): { expression: string; direction: string }[] {
     const items: { expression: string; direction: string }[] = [];
-    for (const [field, value] of Object.entries(item)) {
+    for (const [field, given] of Object.entries(item)) {
+      const value = this.valueOf(given);
       if (value === null || value === undefined) continue;
       const relationship = table.relationships.get(field);
       if (relationship && relationship.kind === 'object' && isObject(value)) {
@@ -450,14 +513,16 @@ export class StatementCompiler {
       const conditions = [...this.mappingConditions(relationship, alias, inner), this.permissionFilter(target, inner, permission)];
       items.push({ expression: `(SELECT ${call(inner)} FROM ${qualified(target)} AS ${inner} WHERE ${conditions.join(' AND ')})`, direction: sqlDirection });
     };
-    for (const [function_, order] of Object.entries(value)) {
+    for (const [function_, given] of Object.entries(value)) {
+      const order = this.valueOf(given);
       if (order === null || order === undefined) continue;
       if (function_ === 'count') {
         aggregate(() => 'count(*)', order);
         continue;
       }
       if (!AGGREGATES[function_] || !isObject(order)) throw badInput(`unknown aggregate ordering "${function_}"`);
-      for (const [columnField, direction] of Object.entries(order)) {
+      for (const [columnField, givenDirection] of Object.entries(order)) {
+        const direction = this.valueOf(givenDirection);
         if (direction === null || direction === undefined) continue;
         const column = this.visibleColumn(target, columnField, permission);
         aggregate((inner) => `${AGGREGATES[function_]}(${inner}.${quote(column.name)})`, direction);
@@ -514,14 +579,23 @@ export class StatementCompiler {
     if (!isObject(operators)) throw badInput(`the comparison on "${column.field}" must be an object of operators`);
     const parts: string[] = [];
     const json = column.scalar === 'jsonb' || column.scalar === 'json';
-    /** A value as bound: JSON text for a json column (or a jsonb operand), a session variable read when the statement runs. */
+    /** An operand as given: a permission's may name a session variable, a query's be a variable bound when the statement runs. */
+    const operandOf = (value: unknown) => (mode === 'permission' ? this.sessionValue(value) : value instanceof VariableValue ? value : this.readAll(value));
+    /** A value as bound: JSON text for a json column (or a jsonb operand), a session's or a request's variable read when the statement runs. */
     const asBound = (value: unknown, asJson: boolean) =>
-      value instanceof SessionValue ? new SessionValue(value.name, asJson) : asJson ? JSON.stringify(value) : value;
+      value instanceof SessionValue
+        ? new SessionValue(value.name, asJson)
+        : value instanceof VariableValue
+          ? value.boundAs(asJson ? 'json' : 'value')
+          : asJson
+            ? JSON.stringify(value)
+            : value;
     const operand = (value: unknown, cast: string, list = false) => {
-      const given = mode === 'permission' ? this.sessionValue(value) : value;
+      const given = operandOf(value);
       if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
-      if (list && typeof given !== 'string' && !Array.isArray(given) && !(given instanceof SessionValue))
-        throw badInput(`the operand on "${column.field}" must be a list`);
+      const deferred = given instanceof SessionValue || given instanceof VariableValue;
+      if (list && typeof given !== 'string' && !Array.isArray(given) && !deferred) throw badInput(`the operand on "${column.field}" must be a list`);
+      if (list && given instanceof VariableValue) return this.bind(given.boundAs(json ? 'json items' : 'value'), cast);
       if (list) return this.bind(json && Array.isArray(given) ? given.map((item) => JSON.stringify(item)) : given, cast);
       return this.bind(asBound(given, json), cast);
     };
@@ -533,13 +607,14 @@ export class StatementCompiler {
       else if (operator === '_in') parts.push(`${expression} = ANY(${operand(value, `${column.sqlType}[]`, true)})`);
       else if (operator === '_nin') parts.push(`${expression} <> ALL(${operand(value, `${column.sqlType}[]`, true)})`);
       else if (operator === '_is_null') {
-        if (typeof value !== 'boolean') throw badInput(`_is_null on "${column.field}" takes a boolean`);
-        parts.push(`(${expression} IS NULL) = ${this.bind(value, 'boolean')}`);
+        const isNull = this.valueOf(value);
+        if (typeof isNull !== 'boolean') throw badInput(`_is_null on "${column.field}" takes a boolean`);
+        parts.push(`(${expression} IS NULL) = ${this.bind(isNull, 'boolean')}`);
       } else if (TEXT_MATCHES[operator] && (column.scalar === 'String' || column.scalar === 'citext' || column.scalar === 'bpchar')) {
         parts.push(`${expression} ${TEXT_MATCHES[operator]} ${operand(value, column.sqlType)}`);
       } else if (JSONB_OPERATORS[operator] && column.scalar === 'jsonb') {
         const [sqlOperator, cast] = JSONB_OPERATORS[operator];
-        const given = mode === 'permission' ? this.sessionValue(value) : value;
+        const given = operandOf(value);
         if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null`);
         parts.push(`${expression} ${sqlOperator} ${this.bind(asBound(given, cast === 'jsonb'), cast)}`);
       } else {
@@ -568,9 +643,39 @@ export class SessionValue {
   ) {}
 }
 
-/** The values to run `statement` with for a session (its variables, lower-case `x-gql-*` names). */
-export function boundValues(statement: CompiledStatement, variables: Readonly<Record<string, string>>): unknown[] {
+/**
+ * A query variable's value in a statement, bound from the request's variables when the statement
+ * runs (so one compiled statement serves every value): as given, as JSON text (a json operand), or
+ * each item as JSON text (a list of json operands). `value` is the compiling request's, read only
+ * where the text depends on it.
+ */
+export class VariableValue {
+  constructor(
+    readonly name: string,
+    readonly value: unknown,
+    readonly bound: 'value' | 'json' | 'json items' = 'value',
+  ) {}
+
+  boundAs(bound: VariableValue['bound']): VariableValue {
+    return new VariableValue(this.name, this.value, bound);
+  }
+}
+
+/**
+ * The values to run `statement` with for a session (its variables, lower-case `x-gql-*` names)
+ * and a request's variables (those it binds, which the statement was kept for, are never null).
+ */
+export function boundValues(
+  statement: CompiledStatement,
+  variables: Readonly<Record<string, string>>,
+  requestVariables: Readonly<Record<string, unknown>> = {},
+): unknown[] {
   return statement.parameters.map((value) => {
+    if (value instanceof VariableValue) {
+      const given = requestVariables[value.name];
+      if (given === undefined || given === null) throw new Error(`the statement binds the variable ${value.name}, which the request does not give`);
+      return value.bound === 'json' ? JSON.stringify(given) : value.bound === 'json items' ? (given as unknown[]).map((item) => JSON.stringify(item)) : given;
+    }
     if (!(value instanceof SessionValue)) return value;
     const variable = variables[value.name];
     if (variable === undefined) throw badInput(`missing session variable: "${value.name}"`);

@@ -1,4 +1,13 @@
-import { BREAK, GraphQLError, visit, type ASTNode, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import {
+  GraphQLError,
+  visit,
+  type ASTNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -40,12 +49,30 @@ const CHANGED_TOPIC = 'plinth:tables-metadata';
 const SUCCESS = { message: 'success' } as const;
 /** The view of a role no permission names: none of the tables (a role is never empty). */
 const WITHOUT_TABLES = '';
+/** Statements kept per root field and role, one per set of the values the text depends on (an ordering, a `where` object given as a variable). */
+const PLANS_PER_FIELD = 16;
 
 export interface TablesDependencies {
   dataSource: DataSource;
   schema: ServedSchema;
   pubSub: PostgresPubSub;
   logger: Logger;
+}
+
+/** A compiled statement, and what a request must bring to run it. */
+interface Plan {
+  table: TableModel;
+  statement: CompiledStatement;
+  /** The variables the statement binds when it runs (never null in a request it serves). */
+  bound: ReadonlySet<string>;
+  /** variablesKey of the compiling request: a request with the same key gets the same statement. */
+  key: string;
+}
+
+/** The plans of one root field of an operation: the variables it refers to, and its plans per role (most recent first). */
+interface FieldPlans {
+  variables: string[];
+  byRole: Map<string, Plan[]>;
 }
 
 /** The tracked tables as served: their entries, resolved against the catalog. */
@@ -63,8 +90,8 @@ interface Served {
  * runs each root field as one statement.
  */
 export class TablesService implements TableRunner {
-  /** Statements compiled once, per root field node of a parsed document and role (null: the field uses variables). */
-  private readonly plans = new WeakMap<FieldNode, Map<string, { table: TableModel; statement: CompiledStatement }> | null>();
+  /** Statements compiled once, per operation of a parsed document (kept as long as the document is), root field and role. */
+  private readonly plans = new WeakMap<OperationDefinitionNode, Map<FieldNode, FieldPlans>>();
   private served: Served = { entries: [], tables: [], byKey: new Map(), inconsistencies: [], version: -1 };
   private readonly pool: pg.Pool;
   /** What the last schema build could not serve (a clash with an action's type). */
@@ -431,11 +458,12 @@ export class TablesService implements TableRunner {
 
   // --- Root fields ----------------------------------------------------------------------------
 
-  async select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
-    const statement = this.compile(table, kind, args, info, context);
+  /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
+  async select(table: TableModel, kind: RootKind, _args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
+    const statement = this.compile(table, kind, info, context);
     let result: pg.QueryResult<{ j: unknown }>;
     try {
-      result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables));
+      result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, info.variableValues));
     } catch (error) {
       if (changedUnderMetadata(error)) {
         // Resolved again against the catalog: the table (or the columns) gone are no longer served.
@@ -452,27 +480,30 @@ export class TablesService implements TableRunner {
   }
 
   /**
-   * The statement of one root field for the caller's role (its session's values are bound when it
-   * runs). A root field whose document uses no variable is compiled once per role and kept with
-   * the parsed document (so a repeated query is a cache hit); one with variables, per request.
+   * The statement of one root field for the caller's role, compiled once per (operation, field,
+   * role) and shared by every session of the role: its session values and the variables it only
+   * binds are bound when it runs, so a repeated query is a cache hit whatever those values. A
+   * variable the text depends on (read by the compiler) keys the plan by its value, a few plans
+   * per field at most.
    */
-  compile(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
+  compile(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
     const { session } = context;
     const admin = isAdmin(session);
-    const compileNow = () => new StatementCompiler({ role: session.role, admin }, this.served.byKey, info).compile(table, kind, args);
+    let fields = this.plans.get(info.operation);
+    if (!fields) this.plans.set(info.operation, (fields = new Map()));
     const node = info.fieldNodes[0];
-    let plans = this.plans.get(node);
-    if (plans === undefined) {
-      plans = referencesVariables(info.fieldNodes, info.fragments) ? null : new Map();
-      this.plans.set(node, plans);
-    }
-    if (plans === null) return compileNow();
+    let field = fields.get(node);
+    if (!field) fields.set(node, (field = { variables: referencedVariables(info.fieldNodes, info.fragments), byRole: new Map() }));
     // '' is the admin's: a role is never empty.
     const role = admin ? '' : session.role;
-    const plan = plans.get(role);
-    if (plan?.table === table) return plan.statement;
-    const statement = compileNow();
-    plans.set(role, { table, statement });
+    const plans = field.byRole.get(role) ?? [];
+    for (const plan of plans) if (plan.table === table && plan.key === variablesKey(field.variables, plan.bound, info.variableValues)) return plan.statement;
+    const compiler = new StatementCompiler({ role: session.role, admin }, this.served.byKey, info);
+    const statement = compiler.compile(table, kind);
+    const bound = compiler.boundVariables();
+    // Plans of an earlier metadata (another table model) go; the least recent beyond the bound too.
+    const kept = plans.filter((plan) => plan.table === table).slice(0, PLANS_PER_FIELD - 1);
+    field.byRole.set(role, [{ table, statement, bound, key: variablesKey(field.variables, bound, info.variableValues) }, ...kept]);
     return statement;
   }
 }
@@ -482,16 +513,15 @@ function isAdmin(session: Session): boolean {
   return session.viaAdminSecret && session.role === ADMIN_ROLE;
 }
 
-/** Whether the fields (with the fragments they spread) refer to a variable anywhere. */
-function referencesVariables(nodes: readonly FieldNode[], fragments: Record<string, FragmentDefinitionNode>): boolean {
+/** The variables the fields (with the fragments they spread) refer to, each once. */
+function referencedVariables(nodes: readonly FieldNode[], fragments: Record<string, FragmentDefinitionNode>): string[] {
   const pending: ASTNode[] = [...nodes];
   const spread = new Set<string>();
-  let found = false;
-  for (let node = pending.pop(); node && !found; node = pending.pop()) {
+  const names = new Set<string>();
+  for (let node = pending.pop(); node; node = pending.pop()) {
     visit(node, {
-      Variable() {
-        found = true;
-        return BREAK;
+      Variable(variable) {
+        names.add(variable.name.value);
       },
       FragmentSpread(fragmentSpread) {
         const name = fragmentSpread.name.value;
@@ -502,7 +532,23 @@ function referencesVariables(nodes: readonly FieldNode[], fragments: Record<stri
       },
     });
   }
-  return found;
+  return [...names];
+}
+
+/**
+ * What a plan depends on of a request's variables: for each variable the field refers to, its
+ * value (JSON) when the text depends on it, or only that it is given when the statement binds it.
+ */
+function variablesKey(names: readonly string[], bound: ReadonlySet<string>, values: Readonly<Record<string, unknown>>): string {
+  let key = '';
+  for (const name of names) {
+    const value = values[name];
+    // JSON text never holds a raw control character, so these cannot be mistaken for a value.
+    if (bound.has(name)) key += value === null || value === undefined ? '\u0000' : '';
+    else key += JSON.stringify(value) ?? '\u0001';
+    key += '\u0002';
+  }
+  return key;
 }
 
 /**
