@@ -204,7 +204,7 @@ describe('the executor', () => {
     expect(executor.accepted(wide(99), undefined, executorSchema)).toBeDefined();
   });
 
-  it('keeps compiled operations within its budget in bytes, whatever the number of texts (issue 29 point 13)', async () => {
+  it('keeps compiled operations within its budget in bytes, whatever the number of texts', async () => {
     const budget = 8 * 1024 * 1024;
     const executor = new OperationExecutor({ enabled: true, cacheBytes: budget });
     // Twice each: the second run compiles.

@@ -208,7 +208,7 @@ describe('JWT settings beyond the defaults', () => {
     expect(resolveSession(headers, base).variables['x-gql-role']).toBe('user');
   });
 
-  it('keeps verified tokens within a budget in bytes, however long the tokens (issue 29 point 13)', async () => {
+  it('keeps verified tokens within a budget in bytes, however long the tokens', async () => {
     // A secret of its own: a cache of its own. 6,000 distinct valid tokens of 6 KB each, as
     // someone holding a token-issuing key (or a flood of anonymous sign-ins with large claims)
     // sends them; an entry count of 10,000 would keep them all.

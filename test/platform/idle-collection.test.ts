@@ -87,7 +87,7 @@ describe('IdleCollector', () => {
     expect(counted.collections).toBe(2);
   });
 
-  it('start-up, then when grown: a later quiet spell collects only when resident memory is past grownBy times its size after the start-up (issue 29 point 13)', () => {
+  it('start-up, then when grown: a later quiet spell collects only when resident memory is past grownBy times its size after the start-up', () => {
     let resident = 100;
     const { counted, checks } = collectorOn(new LoopClock(), undefined, { startUpOnly: true, grownBy: 1.25, residentBytes: () => resident });
     checks(8, 0);
@@ -136,7 +136,7 @@ describe('IdleCollector', () => {
     expect(counted.collections).toBe(2 * PER_SPELL);
   });
 
-  it('under pressure: a busy process past pressureBy times its idle size collects, every 10 s at most, while its text-keyed caches take in new entries (issue 29 point 13)', () => {
+  it('under pressure: a busy process past pressureBy times its idle size collects, every 10 s at most, while its text-keyed caches take in new entries', () => {
     let resident = 100;
     let takenIn = 0;
     const { counted, checks } = collectorOn(new LoopClock(), undefined, {

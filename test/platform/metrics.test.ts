@@ -146,7 +146,7 @@ describe('PLINTH_METRICS=off', () => {
 });
 
 describe('operation names as label values', () => {
-  it('keeps 500 names of at most 128 characters; a longer one, or one past them, counts as (other) (issue 29 point 13)', async () => {
+  it('keeps 500 names of at most 128 characters; a longer one, or one past them, counts as (other)', async () => {
     const metrics = new Metrics();
     // A name is the client's text, as long as a document may be: kept, it would stay for the process's life.
     const long = `Q${'x'.repeat(10_000)}`;
