@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { buildSchema, execute, parse, type GraphQLResolveInfo } from 'graphql';
 import { readCatalog, tableKey } from '../../src/modules/tables/tables.catalog';
-import { boundValues, StatementCompiler, type CompiledStatement } from '../../src/modules/tables/tables.compiler';
+import { StatementCompiler } from '../../src/modules/tables/tables.compiler';
+import { boundValues, type CompiledStatement } from '../../src/modules/tables/tables.sql';
 import { resolveTables, type RootKind } from '../../src/modules/tables/tables.model';
 import { extendWithTables } from '../../src/modules/tables/tables.schema';
 import type { TrackedTableEntry } from '../../src/modules/tables/tables.metadata';

@@ -2,7 +2,6 @@ import {
   getArgumentValues,
   getDirectiveValues,
   getNamedType,
-  GraphQLError,
   GraphQLIncludeDirective,
   GraphQLSkipDirective,
   isLeafType,
@@ -16,16 +15,24 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { escapeIdentifier } from 'pg';
 import { tableKey } from './tables.catalog';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-
-/** One statement: its text (identifiers quoted, values as $n only) and its bound values (SessionValue for a session's, VariableValue for a request's). */
-export interface CompiledStatement {
-  text: string;
-  parameters: unknown[];
-}
+import {
+  AGGREGATES,
+  badInput,
+  buildObject,
+  COMPARISONS,
+  DIRECTIONS,
+  JSONB_OPERATORS,
+  key,
+  qualified,
+  quote,
+  SessionValue,
+  TEXT_MATCHES,
+  VariableValue,
+  type CompiledStatement,
+} from './tables.sql';
 
 /** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
 export interface Reader {
@@ -44,49 +51,6 @@ export interface Operation {
   variableValues: Record<string, unknown>;
 }
 
-/** The one quoting of identifiers in this module. */
-const quote = (identifier: string) => escapeIdentifier(identifier);
-const qualified = (table: TableModel) => `${quote(table.table.schema)}.${quote(table.table.name)}`;
-const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
-/** A JSON key of the statement: a response key, which the GraphQL parser made a Name. */
-function key(name: string): string {
-  if (!GRAPHQL_NAME.test(name)) throw new Error(`not a GraphQL name: ${name}`);
-  return `'${name}'`;
-}
-
-const DIRECTIONS: Record<string, string> = {
-  asc: 'ASC NULLS LAST',
-  asc_nulls_last: 'ASC NULLS LAST',
-  asc_nulls_first: 'ASC NULLS FIRST',
-  desc: 'DESC NULLS FIRST',
-  desc_nulls_first: 'DESC NULLS FIRST',
-  desc_nulls_last: 'DESC NULLS LAST',
-};
-
-/** The SQL function of each aggregate field but count (the same names). */
-const AGGREGATES: Record<string, string> = { sum: 'sum', avg: 'avg', max: 'max', min: 'min' };
-
-const COMPARISONS: Record<string, string> = { _eq: '=', _neq: '<>', _gt: '>', _gte: '>=', _lt: '<', _lte: '<=' };
-const TEXT_MATCHES: Record<string, string> = {
-  _like: 'LIKE',
-  _nlike: 'NOT LIKE',
-  _ilike: 'ILIKE',
-  _nilike: 'NOT ILIKE',
-  _similar: 'SIMILAR TO',
-  _nsimilar: 'NOT SIMILAR TO',
-  _regex: '~',
-  _nregex: '!~',
-  _iregex: '~*',
-  _niregex: '!~*',
-};
-const JSONB_OPERATORS: Record<string, [string, string]> = {
-  _contains: ['@>', 'jsonb'],
-  _contained_in: ['<@', 'jsonb'],
-  _has_key: ['?', 'text'],
-  _has_keys_any: ['?|', 'text[]'],
-  _has_keys_all: ['?&', 'text[]'],
-};
-
 /**
  * A table, column, root field or aggregate the reader's permission does not open. The reader's
  * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
@@ -94,11 +58,6 @@ const JSONB_OPERATORS: Record<string, [string, string]> = {
  */
 function notPermitted(what: string): Error {
   return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
-}
-
-/** A refusal of the caller's arguments (an operator misused, an unknown session variable). */
-function badInput(message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
 }
 
 interface ListArguments {
@@ -630,66 +589,4 @@ export class StatementCompiler {
     const match = /^x-(gql|hasura)-(.+)$/i.exec(value);
     return match ? new SessionValue(`x-gql-${match[2].toLowerCase()}`) : value;
   }
-}
-
-/**
- * A bound value taken from the session when the statement runs, so that one compiled statement
- * serves every session of its role: `x-gql-*` name, as JSON text for a json operand.
- */
-export class SessionValue {
-  constructor(
-    readonly name: string,
-    readonly json = false,
-  ) {}
-}
-
-/**
- * A query variable's value in a statement, bound from the request's variables when the statement
- * runs (so one compiled statement serves every value): as given, as JSON text (a json operand), or
- * each item as JSON text (a list of json operands). `value` is the compiling request's, read only
- * where the text depends on it.
- */
-export class VariableValue {
-  constructor(
-    readonly name: string,
-    readonly value: unknown,
-    readonly bound: 'value' | 'json' | 'json items' = 'value',
-  ) {}
-
-  boundAs(bound: VariableValue['bound']): VariableValue {
-    return new VariableValue(this.name, this.value, bound);
-  }
-}
-
-/**
- * The values to run `statement` with for a session (its variables, lower-case `x-gql-*` names)
- * and a request's variables (those it binds, which the statement was kept for, are never null).
- */
-export function boundValues(
-  statement: CompiledStatement,
-  variables: Readonly<Record<string, string>>,
-  requestVariables: Readonly<Record<string, unknown>> = {},
-): unknown[] {
-  return statement.parameters.map((value) => {
-    if (value instanceof VariableValue) {
-      const given = requestVariables[value.name];
-      if (given === undefined || given === null) throw new Error(`the statement binds the variable ${value.name}, which the request does not give`);
-      return value.bound === 'json' ? JSON.stringify(given) : value.bound === 'json items' ? (given as unknown[]).map((item) => JSON.stringify(item)) : given;
-    }
-    if (!(value instanceof SessionValue)) return value;
-    const variable = variables[value.name];
-    if (variable === undefined) throw badInput(`missing session variable: "${value.name}"`);
-    return value.json ? JSON.stringify(variable) : variable;
-  });
-}
-
-/**
- * `json_build_object` of key/value pairs; over 50 pairs (its 100-argument limit) the parts are
- * joined as jsonb, whose key order GraphQL's execution does not depend on.
- */
-function buildObject(pairs: string[]): string {
-  if (pairs.length <= 50) return `json_build_object(${pairs.join(', ')})`;
-  const chunks: string[] = [];
-  for (let index = 0; index < pairs.length; index += 50) chunks.push(`jsonb_build_object(${pairs.slice(index, index + 50).join(', ')})`);
-  return `(${chunks.join(' || ')})::json`;
 }

@@ -19,8 +19,9 @@ import type { Session } from '../../platform/session';
 import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
-import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
-import { boundValues, StatementCompiler, type CompiledStatement } from './tables.compiler';
+import { readCatalog, tableKey } from './tables.catalog';
+import { StatementCompiler } from './tables.compiler';
+import { boundValues, type CompiledStatement } from './tables.sql';
 import {
   argsAt,
   configurationAt,
@@ -40,6 +41,7 @@ import {
   withoutEmpty,
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
+import { describeProblem, filterProblem, problemKey, problemsOf } from './tables.problems';
 import { catalogChanged, identities, renamesSince, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
 import { roleViews, seesEverything, wholeView } from './tables.views';
@@ -579,38 +581,4 @@ function existingRelationship(entry: TrackedTableEntry, value: unknown, path: st
 
 function relationshipNames(entry: TrackedTableEntry): string[] {
   return [...(entry.object_relationships ?? []), ...(entry.array_relationships ?? [])].map((item) => item.name);
-}
-
-/** Why `role`'s filter on `table` cannot be compiled against `tables`, if it cannot. */
-function filterProblem(tables: readonly TableModel[], table: TableModel, role: string): string | undefined {
-  const permission = table.permissions.get(role);
-  if (!permission) return undefined;
-  try {
-    new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(table, permission);
-    return undefined;
-  } catch (error) {
-    if (!(error instanceof GraphQLError)) throw error;
-    return error.message;
-  }
-}
-
-/** What cannot be served of `entries` against `catalog`: resolving's inconsistencies, and permission filters that no longer compile. */
-function problemsOf(entries: readonly TrackedTableEntry[], catalog: Map<string, CatalogTable>): Inconsistency[] {
-  const { tables, inconsistencies } = resolveTables(entries, catalog);
-  for (const entry of entries) {
-    const model = tables.find((candidate) => sameTable(candidate.table, entry.table));
-    if (!model) continue;
-    for (const { role, permission } of entry.select_permissions ?? []) {
-      const problem = model.permissions.has(role) ? filterProblem(tables, model, role) : undefined;
-      if (problem) inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
-    }
-  }
-  return inconsistencies;
-}
-
-const problemKey = (item: Inconsistency) => `${item.type} ${item.name} ${item.reason}`;
-
-function describeProblem(item: Inconsistency): string {
-  const kind = item.type === 'table' ? 'table' : item.type === 'select_permission' ? 'select permission' : 'relationship';
-  return `${kind} ${item.name} (${item.reason})`;
 }
