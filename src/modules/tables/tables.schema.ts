@@ -15,7 +15,7 @@ import { wholeView, type TableView } from './tables.views';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
-  select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+  select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
 }
 
 const ORDER_BY_ENUM = `"""column ordering options"""
@@ -280,8 +280,11 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       ['selectByPk', table.roots.selectByPk],
     ] as const) {
       if (!query[field]) continue;
-      query[field].resolve = ((_source, args: Record<string, unknown>, context: GraphQLContext, info) =>
-        runner.select(table, kind, args, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      // The compiler reads the arguments from the field node and the marked variables, not from graphql's coerced args.
+      query[field].resolve = ((_source, _args, context: GraphQLContext, info) => runner.select(table, kind, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

@@ -461,7 +461,7 @@ export class TablesService implements TableRunner {
   // --- Root fields ----------------------------------------------------------------------------
 
   /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
-  async select(table: TableModel, kind: RootKind, _args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
+  async select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
     const statement = this.compile(table, kind, info, context);
     let result: pg.QueryResult<{ j: unknown }>;
     try {
