@@ -6,6 +6,8 @@ import {
   NUMERIC_SCALARS,
   TEXT_SCALARS,
   UNORDERED_SCALARS,
+  comparisonTypeName,
+  fieldType,
   type ColumnModel,
   type Inconsistency,
   type RootKind,
@@ -50,7 +52,26 @@ export function generatedTypeNames(table: TableModel): string[] {
   ];
 }
 
-function comparisonType(scalar: string): string {
+function comparisonType(scalar: string, array: boolean): string {
+  const name = comparisonTypeName({ scalar, array });
+  const description = `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""`;
+  if (array) {
+    const list = `[${scalar}!]`;
+    // PostgreSQL's json has no equality (json[] neither): only _is_null applies.
+    const operators =
+      scalar === 'json'
+        ? ['_is_null: Boolean']
+        : [
+            `"""is the array contained in the given array value"""\n  _contained_in: ${list}`,
+            `"""does the array contain the given value"""\n  _contains: ${list}`,
+            ...['_eq', '_gt', '_gte'].map((operator) => `${operator}: ${list}`),
+            `_in: [${list}!]`,
+            '_is_null: Boolean',
+            ...['_lt', '_lte', '_neq'].map((operator) => `${operator}: ${list}`),
+            `_nin: [${list}!]`,
+          ];
+    return `${description}\ninput ${name} {\n  ${operators.join('\n  ')}\n}`;
+  }
   // PostgreSQL's json has no equality or order (jsonb has both): only _is_null applies.
   const operators =
     scalar === 'json'
@@ -72,7 +93,7 @@ function comparisonType(scalar: string): string {
   }
   if (scalar === 'jsonb')
     operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
-  return `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""\ninput ${scalar}_comparison_exp {\n  ${operators.join('\n  ')}\n}`;
+  return `${description}\ninput ${name} {\n  ${operators.join('\n  ')}\n}`;
 }
 
 /** The aggregates besides count, each with its `<table>_<aggregate>_fields` and `_order_by` types. */
@@ -85,12 +106,12 @@ function tableSdl(view: TableView): string[] {
   const { table, columns } = view;
   const name = table.typeName;
   const described = `table ${tableText(table.table)}`;
-  const fields = columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
+  const fields = columns.map((column) => `  ${column.field}: ${fieldType(column)}${column.nullable ? '' : '!'}`);
   const boolFields = [
     `  _and: [${name}_bool_exp!]`,
     `  _or: [${name}_bool_exp!]`,
     `  _not: ${name}_bool_exp`,
-    ...columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`),
+    ...columns.map((column) => `  ${column.field}: ${comparisonTypeName(column)}`),
   ];
   const orderFields = columns.map((column) => `  ${column.field}: order_by`);
   for (const { relationship, aggregate } of view.relationships) {
@@ -131,8 +152,9 @@ function aggregateSdl(table: TableModel, columns: readonly ColumnModel[]): strin
     parts.push(`type ${name}_${suffix}_fields {\n${of.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
     parts.push(`input ${name}_${suffix}_order_by {\n${of.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
   };
-  const numeric = columns.filter((column) => NUMERIC_SCALARS.has(column.scalar));
-  const ordered = columns.filter((column) => !UNORDERED_SCALARS.has(column.scalar));
+  // Arrays are neither summed nor given a max or min.
+  const numeric = columns.filter((column) => !column.array && NUMERIC_SCALARS.has(column.scalar));
+  const ordered = columns.filter((column) => !column.array && !UNORDERED_SCALARS.has(column.scalar));
   subtype('sum', numeric, sumScalar);
   subtype('avg', numeric, () => 'Float');
   subtype('max', ordered, (column) => column.scalar);
@@ -157,7 +179,7 @@ function rootFieldsSdl(view: TableView): string[] {
     roots.push(`  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`);
   }
   if (view.roots.has('selectByPk')) {
-    const keys = table.primaryKey.map((column) => `${column.field}: ${column.scalar}!`).join(', ');
+    const keys = table.primaryKey.map((column) => `${column.field}: ${fieldType(column)}!`).join(', ');
     roots.push(`  """fetch data ${described} using primary key columns"""\n  ${table.roots.selectByPk}(${keys}): ${name}`);
   }
   return roots;
@@ -246,14 +268,13 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   if (views.length === 0) return base;
   const columns = views.flatMap((view) => view.columns);
   const scalars = new Set(columns.map((column) => column.scalar));
-  for (const view of views) if (view.aggregates) for (const column of view.columns) scalars.add(sumScalar(column));
+  for (const view of views) if (view.aggregates) for (const column of view.columns) if (!column.array) scalars.add(sumScalar(column));
   const parts: string[] = [];
   for (const scalar of scalars) {
     if (!GRAPHQL_BUILT_IN_SCALARS.has(scalar) && !base.getType(scalar)) parts.push(`scalar ${scalar}`);
   }
-  for (const scalar of new Set(columns.map((column) => column.scalar))) {
-    if (!base.getType(`${scalar}_comparison_exp`)) parts.push(comparisonType(scalar));
-  }
+  const comparisons = new Map(columns.map((column) => [comparisonTypeName(column), column]));
+  for (const [name, column] of comparisons) if (!base.getType(name)) parts.push(comparisonType(column.scalar, column.array));
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
   for (const view of views) parts.push(...tableSdl(view));
   const roots = views.flatMap(rootFieldsSdl).join('\n');
