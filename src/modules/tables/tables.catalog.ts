@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/sql';
 import { rows } from '../../db/sql';
+import { tableKey } from '../../platform/sql-renames';
 import type { QualifiedTable } from './tables.metadata';
 
 /** A column as pg_catalog describes it. */
@@ -117,4 +118,4 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   return found;
 }
 
-export const tableKey = (table: QualifiedTable) => `${table.schema}.${table.name}`;
+export { tableKey };
