@@ -69,15 +69,73 @@ afterAll(async () => {
 
 describe('array columns', () => {
   it("are typed as lists of their element's scalar, with Hasura's array comparison types", async () => {
-    const body = await graphql(`{
-      object: __type(name: "gadgets") { fields { name type { kind name ofType { kind name ofType { kind name ofType { name } } } } } }
-      comparison: __type(name: "String_array_comparison_exp") {
-        inputFields { name type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } }
+    const body = await graphql(`
+      {
+        object: __type(name: "gadgets") {
+          fields {
+            name
+            type {
+              kind
+              name
+              ofType {
+                kind
+                name
+                ofType {
+                  kind
+                  name
+                  ofType {
+                    name
+                  }
+                }
+              }
+            }
+          }
+        }
+        comparison: __type(name: "String_array_comparison_exp") {
+          inputFields {
+            name
+            type {
+              kind
+              name
+              ofType {
+                kind
+                name
+                ofType {
+                  kind
+                  name
+                  ofType {
+                    kind
+                    name
+                    ofType {
+                      kind
+                      name
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        raw: __type(name: "json_array_comparison_exp") {
+          inputFields {
+            name
+          }
+        }
+        bool: __type(name: "gadgets_bool_exp") {
+          inputFields {
+            name
+            type {
+              name
+            }
+          }
+        }
+        max: __type(name: "gadgets_max_fields") {
+          fields {
+            name
+          }
+        }
       }
-      raw: __type(name: "json_array_comparison_exp") { inputFields { name } }
-      bool: __type(name: "gadgets_bool_exp") { inputFields { name type { name } } }
-      max: __type(name: "gadgets_max_fields") { fields { name } }
-    }`);
+    `);
     expect(body.errors).toBeUndefined();
     const data = body.data as Record<string, { fields?: { name: string; type: unknown }[]; inputFields?: { name: string; type: unknown }[] }>;
     const print = (type: unknown): string => {
@@ -112,7 +170,12 @@ describe('array columns', () => {
     });
     expect(data.raw.inputFields!.map((field) => field.name)).toEqual(['_is_null']);
     const bool = Object.fromEntries(data.bool.inputFields!.map((field) => [field.name, (field.type as { name: string }).name]));
-    expect(bool).toMatchObject({ labels: 'String_array_comparison_exp', sizes: 'Int_array_comparison_exp', refs: 'uuid_array_comparison_exp', owner: 'String_comparison_exp' });
+    expect(bool).toMatchObject({
+      labels: 'String_array_comparison_exp',
+      sizes: 'Int_array_comparison_exp',
+      refs: 'uuid_array_comparison_exp',
+      owner: 'String_comparison_exp',
+    });
     // Arrays take no max or min.
     expect(data.max.fields!.map((field) => field.name)).toEqual(['id', 'owner']);
   });
@@ -122,7 +185,14 @@ describe('array columns', () => {
     expect(body).toEqual({
       data: {
         gadgets: [
-          { labels: ['a', 'b'], sizes: [1, 2, 3], refs: ['0b6e3c1a-1111-4111-8111-111111111111'], notes: [{ k: 1 }, 's'], raw: [{ x: 1 }], codes: ['AB1', 'CD2'] },
+          {
+            labels: ['a', 'b'],
+            sizes: [1, 2, 3],
+            refs: ['0b6e3c1a-1111-4111-8111-111111111111'],
+            notes: [{ k: 1 }, 's'],
+            raw: [{ x: 1 }],
+            codes: ['AB1', 'CD2'],
+          },
           { labels: ['b'], sizes: [2], refs: null, notes: null, raw: null, codes: ['AB1'] },
         ],
       },
@@ -211,7 +281,11 @@ describe('array columns', () => {
     await refused('{ gadgets(where: {sizes: {_eq: [[1]]}}) { id } }', undefined, /Int cannot represent non-integer value/);
     await refused('{ gadgets(where: {labels: {_like: "a%"}}) { id } }', undefined, /"_like" is not defined by type "String_array_comparison_exp"/);
     await refused('{ gadgets(where: {raw: {_eq: []}}) { id } }', undefined, /"_eq" is not defined by type "json_array_comparison_exp"/);
-    await refused('query ($s: [Int!]) { gadgets(where: {sizes: {_contains: $s}}) { id } }', { s: [1, null] }, /Expected non-nullable type "Int!" not to be null/);
+    await refused(
+      'query ($s: [Int!]) { gadgets(where: {sizes: {_contains: $s}}) { id } }',
+      { s: [1, null] },
+      /Expected non-nullable type "Int!" not to be null/,
+    );
     // A pass-through scalar takes any JSON, so the compiler refuses what is not one element.
     await refused(
       'query ($r: [uuid!]) { gadgets(where: {refs: {_contains: $r}}) { id } }',
@@ -219,9 +293,19 @@ describe('array columns', () => {
       /element 0 of _contains on "refs" \(\[uuid!\]\) is a list: nested arrays are not supported/,
       'BAD_USER_INPUT',
     );
-    await refused('{ gadgets(where: {refs: {_contains: [["0b6e3c1a-1111-4111-8111-111111111111"]]}}) { id } }', undefined, /nested arrays are not supported/, 'BAD_USER_INPUT');
+    await refused(
+      '{ gadgets(where: {refs: {_contains: [["0b6e3c1a-1111-4111-8111-111111111111"]]}}) { id } }',
+      undefined,
+      /nested arrays are not supported/,
+      'BAD_USER_INPUT',
+    );
     await refused('{ gadgets(where: {refs: {_contains: [{a: 1}]}}) { id } }', undefined, /is an object, not a uuid/, 'BAD_USER_INPUT');
-    await refused('{ gadgets(where: {refs: {_contains: ["not-a-uuid"]}}) { id } }', undefined, /invalid input: invalid input syntax for type uuid/, 'BAD_USER_INPUT');
+    await refused(
+      '{ gadgets(where: {refs: {_contains: ["not-a-uuid"]}}) { id } }',
+      undefined,
+      /invalid input: invalid input syntax for type uuid/,
+      'BAD_USER_INPUT',
+    );
     await refused('{ gadgets(where: {labels: {_in: [["a"], ["b", 1]]}}) { id } }', undefined, /String cannot represent a non string value/);
     await refused('{ gadgets(where: {labels: {_eq: null}}) { id } }', undefined, /cannot be null \(use _is_null\)/, 'BAD_USER_INPUT');
   });

@@ -349,9 +349,11 @@ describe('run_sql keeps event triggers in line with the database', () => {
       )
     ).map((row) => [row.table_name, row.op, row.data]);
   const captures = async () =>
-    (await database.query<{ tgname: string; relname: string }>(
-      "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname LIKE 'plinth_event_%' ORDER BY t.tgname",
-    )).map((row) => `${row.tgname} on ${row.relname}`);
+    (
+      await database.query<{ tgname: string; relname: string }>(
+        "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname LIKE 'plinth_event_%' ORDER BY t.tgname",
+      )
+    ).map((row) => `${row.tgname} on ${row.relname}`);
 
   beforeAll(async () => {
     await database.query(`CREATE TABLE parcels (id int PRIMARY KEY, status text, weight int, note text)`);
@@ -372,7 +374,9 @@ describe('run_sql keeps event triggers in line with the database', () => {
 
   it('follows a renamed table and renamed columns into the trigger, its columns, payload and condition, and its capture', async () => {
     expect(
-      await runSql({ sql: 'ALTER TABLE parcels RENAME TO packages; ALTER TABLE packages RENAME COLUMN status TO state; ALTER TABLE packages RENAME weight TO grams' }),
+      await runSql({
+        sql: 'ALTER TABLE parcels RENAME TO packages; ALTER TABLE packages RENAME COLUMN status TO state; ALTER TABLE packages RENAME weight TO grams',
+      }),
     ).toEqual({ status: 200, body: { result_type: 'CommandOk', result: null } });
     expect((await triggers()).parcel_moves).toMatchObject({
       on: 'packages',
@@ -398,10 +402,13 @@ describe('run_sql keeps event triggers in line with the database', () => {
       body: {
         path: '$.args',
         code: 'dependency-error',
-        error: 'cannot drop due to the following dependent objects: event trigger parcel_moves on public.packages (the column "state" of public.packages was dropped) (use cascade to drop them)',
+        error:
+          'cannot drop due to the following dependent objects: event trigger parcel_moves on public.packages (the column "state" of public.packages was dropped) (use cascade to drop them)',
       },
     });
-    expect((await database.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_attribute WHERE attrelid = 'packages'::regclass AND attname = 'state'"))[0].n).toBe(1);
+    expect(
+      (await database.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_attribute WHERE attrelid = 'packages'::regclass AND attname = 'state'"))[0].n,
+    ).toBe(1);
     expect(Object.keys(await triggers())).toEqual(['parcel_moves']);
     // A column the trigger does not name goes freely, and the capture still works.
     expect((await runSql({ sql: 'ALTER TABLE packages DROP COLUMN note' })).status).toBe(200);
@@ -417,7 +424,10 @@ describe('run_sql keeps event triggers in line with the database', () => {
     const trigger = { name: 'crate_log', table: 'crates', webhook: 'http://127.0.0.1:9/crates', insert: { columns: '*' } };
     expect((await metadata({ type: 'pg_create_event_trigger', args: trigger })).status).toBe(200);
     const refused = await runSql({ sql: 'DROP TABLE crates' });
-    expect(refused).toMatchObject({ status: 400, body: { code: 'dependency-error', error: expect.stringContaining('event trigger crate_log on public.crates (its table public.crates was dropped)') } });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { code: 'dependency-error', error: expect.stringContaining('event trigger crate_log on public.crates (its table public.crates was dropped)') },
+    });
     expect(await rowCount('crates')).toBe(0);
     // Dropped and created again in one run: the same definition holds, and its capture is back.
     expect((await runSql({ sql: 'DROP TABLE crates; CREATE TABLE crates (id int PRIMARY KEY, label text)' })).status).toBe(200);

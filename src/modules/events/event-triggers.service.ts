@@ -400,7 +400,11 @@ export class EventTriggersService {
       }
       if (broken.length && !cascade) {
         const objects = broken.map(({ config, reason }) => `event trigger ${config.name} on ${config.table.schema}.${config.table.name} (${reason})`);
-        throw new MetadataError('dependency-error', `cannot drop due to the following dependent objects: ${objects.join('; ')} (use cascade to drop them)`, '$.args');
+        throw new MetadataError(
+          'dependency-error',
+          `cannot drop due to the following dependent objects: ${objects.join('; ')} (use cascade to drop them)`,
+          '$.args',
+        );
       }
       for (const { config } of broken) await this.uninstall({ ...config, table: renames.tables.get(tableKey(config.table)) ?? config.table }, manager);
       for (const { config, next } of changed) {

@@ -117,7 +117,11 @@ function arrayComparison(binder: Binder, column: ColumnModel, expression: string
 export function arrayOperand(binder: Binder, column: ColumnModel, given: unknown, what = 'the primary key', mode: Mode = 'query'): string {
   if (given === null || given === undefined) throw badInput(`the operand of ${what} on "${column.field}" cannot be null (use _is_null)`);
   if (given instanceof SessionValue || (mode === 'permission' && typeof given === 'string')) return binder.bind(given, column.sqlType);
-  if (given instanceof VariableValue) return binder.bind(given.prepared((items) => arrayLiteral(column, items, what)), column.sqlType);
+  if (given instanceof VariableValue)
+    return binder.bind(
+      given.prepared((items) => arrayLiteral(column, items, what)),
+      column.sqlType,
+    );
   return binder.bind(arrayLiteral(column, binder.readAll(given), what), column.sqlType);
 }
 

@@ -19,18 +19,7 @@ import { tableKey } from './tables.catalog';
 import { arrayOperand, comparison, type Binder } from './tables.comparisons';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-import {
-  AGGREGATES,
-  badInput,
-  buildObject,
-  DIRECTIONS,
-  key,
-  qualified,
-  quote,
-  SessionValue,
-  VariableValue,
-  type CompiledStatement,
-} from './tables.sql';
+import { AGGREGATES, badInput, buildObject, DIRECTIONS, key, qualified, quote, SessionValue, VariableValue, type CompiledStatement } from './tables.sql';
 
 /** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
 export interface Reader {
@@ -119,7 +108,8 @@ export class StatementCompiler {
       if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name))) throw notPermitted(`the root field ${rootName}`);
       const alias = this.alias();
       const conditions = table.primaryKey.map(
-        (column) => `${alias}.${quote(column.name)} = ${column.array ? arrayOperand(this.binder, column, args[column.field]) : this.bind(args[column.field], column.sqlType)}`,
+        (column) =>
+          `${alias}.${quote(column.name)} = ${column.array ? arrayOperand(this.binder, column, args[column.field]) : this.bind(args[column.field], column.sqlType)}`,
       );
       conditions.push(this.permissionFilter(table, alias, permission));
       const { json, joins } = this.rowJson(table, alias, selections);
