@@ -340,4 +340,32 @@ describe('array columns', () => {
       expect({ filter, status: response.status, error: response.body.error }).toEqual({ filter, status: 400, error: expect.stringContaining(message) });
     }
   });
+
+  it('answer a stored null element or a two-dimensional value as a clear error of that field (nulls propagated by GraphQL)', async () => {
+    await oracle.query(`INSERT INTO gadgets (id, labels, sizes, notes, owner) VALUES (100, '{a,NULL}', '{{1,2},{3,4}}', ARRAY[NULL, '[1]'::jsonb], 'odd')`);
+    try {
+      const labels = await graphql('{ gadgets(where: {id: {_eq: 100}}) { id labels notes } }');
+      expect(labels).toEqual({
+        data: { gadgets: [{ id: 100, labels: null, notes: null }] },
+        errors: [
+          expect.objectContaining({
+            message: 'the stored value of gadgets.labels has a NULL element, which its type [String!] cannot represent',
+            extensions: { code: 'UNREPRESENTABLE_VALUE' },
+          }),
+          expect.objectContaining({
+            message: 'the stored value of gadgets.notes has a NULL element, which its type [jsonb!] cannot represent',
+            extensions: { code: 'UNREPRESENTABLE_VALUE' },
+          }),
+        ],
+      });
+      // sizes is NOT NULL ([Int!]!): its error nulls the row, which nulls the root list, which nulls data.
+      const sizes = await graphql('{ gadgets(where: {id: {_eq: 100}}) { id sizes } }');
+      expect(sizes).toMatchObject({
+        data: null,
+        errors: [{ message: 'the stored value of gadgets.sizes has more than one dimension, which its type [Int!] cannot represent' }],
+      });
+    } finally {
+      await oracle.query('DELETE FROM gadgets WHERE id = 100');
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { extendSchema, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { tableText } from './tables.metadata';
 import {
@@ -310,7 +310,29 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);
       if (!isObjectType(type)) continue;
-      for (const field of Object.values(type.getFields())) field.resolve = byResponseKey as GraphQLFieldResolver<unknown, unknown>;
+      for (const field of Object.values(type.getFields())) {
+        const column = typeName === table.typeName ? table.columnsByField.get(field.name) : undefined;
+        field.resolve = (column?.array ? arrayByResponseKey(column) : byResponseKey) as GraphQLFieldResolver<unknown, unknown>;
+      }
     }
   }
+}
+
+/**
+ * An array column's value by response key. A stored NULL element or a multi-dimensional value
+ * cannot be its `[scalar!]`: that field is a clear error rather than an unexpected one.
+ */
+function arrayByResponseKey(column: ColumnModel): GraphQLFieldResolver<Record<string, unknown>, unknown> {
+  return (source, _args, _context, info) => {
+    const value = source[info.path.key as string];
+    if (!Array.isArray(value)) return value;
+    // A json element may itself be a list; a null is never one of [scalar!].
+    const json = column.scalar === 'json' || column.scalar === 'jsonb';
+    const odd = value.find((item) => item === null || (!json && Array.isArray(item)));
+    if (odd === undefined) return value;
+    const what = odd === null ? 'a NULL element' : 'more than one dimension';
+    throw new GraphQLError(`the stored value of ${info.parentType.name}.${info.fieldName} has ${what}, which its type [${column.scalar}!] cannot represent`, {
+      extensions: { code: 'UNREPRESENTABLE_VALUE' },
+    });
+  };
 }
