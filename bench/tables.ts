@@ -188,7 +188,7 @@ async function compiledStatement(databaseUrl: string, reader: Reader, variables:
     const byKey = new Map(tables.map((table) => [tableKey(table.table), table]));
     let statement: CompiledStatement | undefined;
     const schema = extendWithTables(buildSchema('type Query { ping: Int }'), tables, {
-      select: async (table, kind, _args, info) => {
+      select: async (table, kind, info) => {
         statement = new StatementCompiler(reader, byKey, info).compile(table, kind);
         return [];
       },

@@ -81,6 +81,12 @@ export interface MetadataRequestContext {
   manager: EntityManager;
   /** Runs after the transaction commits (to wake other parts, refresh caches); never when it rolls back. */
   afterCommit(callback: () => void | Promise<void>): void;
+  /**
+   * For `run_sql`: called before its SQL runs, it has every section note what it needs
+   * (MetadataSection.followSql); the function it gives, called after the SQL, brings their
+   * entries in line with what the SQL changed.
+   */
+  followSql?(): Promise<(cascade: boolean) => Promise<void>>;
 }
 
 /** One request type: takes its `args` (not yet validated) and answers a JSON value. */
@@ -106,6 +112,12 @@ export interface MetadataSection {
    * metadata), in Hasura's shape `{type, name, reason, definition}`: `get_inconsistent_metadata`.
    */
   inconsistencies?(context: MetadataRequestContext): Promise<unknown[]>;
+  /**
+   * Before a `run_sql`'s SQL runs: notes what the section's entries name (tables by oid, columns by
+   * number), and gives what to do after it: follow renames, and refuse with `dependency-error` an
+   * entry the SQL broke (a table or column dropped), or with `cascade` drop that entry.
+   */
+  followSql?(context: MetadataRequestContext): Promise<(cascade: boolean) => Promise<void>>;
 }
 
 /**
@@ -184,7 +196,17 @@ export class MetadataApi {
     const callbacks: (() => void | Promise<void>)[] = [];
     const result = await this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.metadata]);
-      const context: MetadataRequestContext = { manager, afterCommit: (callback) => void callbacks.push(callback) };
+      const context: MetadataRequestContext = {
+        manager,
+        afterCommit: (callback) => void callbacks.push(callback),
+        followSql: async () => {
+          const after: ((cascade: boolean) => Promise<void>)[] = [];
+          for (const section of this.sections) if (section.followSql) after.push(await section.followSql(context));
+          return async (cascade) => {
+            for (const follow of after) await follow(cascade);
+          };
+        },
+      };
       return this.dispatch(request, context, '$', api);
     });
     for (const callback of callbacks) await callback();

@@ -330,3 +330,113 @@ describe("run_sql keeps the tracked tables' metadata in line with the database",
     expect(await metadata({ type: 'pg_untrack_table', args: { table: 'scratch' } })).toEqual({ status: 200, body: { message: 'success' } });
   });
 });
+
+describe('run_sql keeps event triggers in line with the database', () => {
+  /** The event triggers of export_metadata, by name, each with the table whose entry holds it. */
+  async function triggers(): Promise<Record<string, Record<string, unknown>>> {
+    const exported = (await metadata({ type: 'export_metadata', args: {} })).body as {
+      sources: { tables: { table: { schema: string; name: string }; event_triggers?: { name: string }[] }[] }[];
+    };
+    return Object.fromEntries(
+      exported.sources[0].tables.flatMap((entry) => (entry.event_triggers ?? []).map((trigger) => [trigger.name, { ...trigger, on: entry.table.name }])),
+    );
+  }
+  const events = async (trigger: string) =>
+    (
+      await database.query<{ table_name: string; op: string; data: unknown }>(
+        `SELECT table_name, payload->>'op' AS op, payload->'data' AS data FROM event_log WHERE trigger_name = $1 ORDER BY seq`,
+        [trigger],
+      )
+    ).map((row) => [row.table_name, row.op, row.data]);
+  const captures = async () =>
+    (
+      await database.query<{ tgname: string; relname: string }>(
+        "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname LIKE 'plinth_event_%' ORDER BY t.tgname",
+      )
+    ).map((row) => `${row.tgname} on ${row.relname}`);
+
+  beforeAll(async () => {
+    await database.query(`CREATE TABLE parcels (id int PRIMARY KEY, status text, weight int, note text)`);
+    const created = await metadata({
+      type: 'pg_create_event_trigger',
+      args: {
+        name: 'parcel_moves',
+        table: 'parcels',
+        // Nothing listens there: only the captured events matter here.
+        webhook: 'http://127.0.0.1:9/parcels',
+        insert: { columns: '*', payload: ['id', 'status'] },
+        update: { columns: ['status'] },
+        condition: { new: { weight: { _gt: 0 } } },
+      },
+    });
+    expect(created).toEqual({ status: 200, body: { message: 'success' } });
+  });
+
+  it('follows a renamed table and renamed columns into the trigger, its columns, payload and condition, and its capture', async () => {
+    expect(
+      await runSql({
+        sql: 'ALTER TABLE parcels RENAME TO packages; ALTER TABLE packages RENAME COLUMN status TO state; ALTER TABLE packages RENAME weight TO grams',
+      }),
+    ).toEqual({ status: 200, body: { result_type: 'CommandOk', result: null } });
+    expect((await triggers()).parcel_moves).toMatchObject({
+      on: 'packages',
+      definition: { insert: { columns: '*', payload: ['id', 'state'] }, update: { columns: ['state'] } },
+      condition: { new: { grams: { _gt: 0 } } },
+    });
+    expect(await captures()).toEqual(['plinth_event_parcel_moves on packages']);
+    await database.query(`INSERT INTO packages VALUES (1, 'new', 5, 'x'), (2, 'new', 0, 'light')`);
+    await database.query(`UPDATE packages SET note = 'unwatched' WHERE id = 1`);
+    await database.query(`UPDATE packages SET state = 'sent' WHERE id = 1`);
+    // The renamed columns are the watched ones (the payload keeps id and state), the condition reads grams.
+    expect(await events('parcel_moves')).toEqual([
+      ['packages', 'INSERT', { old: null, new: { id: 1, state: 'new' } }],
+      ['packages', 'UPDATE', { old: expect.objectContaining({ state: 'new' }), new: expect.objectContaining({ state: 'sent', grams: 5 }) }],
+    ]);
+    expect(await metadata({ type: 'get_inconsistent_metadata', args: {} })).toEqual({ status: 200, body: { is_consistent: true, inconsistent_objects: [] } });
+  });
+
+  it('refuses to drop a column a trigger names, changing nothing, unless cascade deletes the trigger', async () => {
+    const refused = await runSql({ sql: 'ALTER TABLE packages DROP COLUMN state' });
+    expect(refused).toEqual({
+      status: 400,
+      body: {
+        path: '$.args',
+        code: 'dependency-error',
+        error:
+          'cannot drop due to the following dependent objects: event trigger parcel_moves on public.packages (the column "state" of public.packages was dropped) (use cascade to drop them)',
+      },
+    });
+    expect(
+      (await database.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_attribute WHERE attrelid = 'packages'::regclass AND attname = 'state'"))[0].n,
+    ).toBe(1);
+    expect(Object.keys(await triggers())).toEqual(['parcel_moves']);
+    // A column the trigger does not name goes freely, and the capture still works.
+    expect((await runSql({ sql: 'ALTER TABLE packages DROP COLUMN note' })).status).toBe(200);
+    await database.query(`UPDATE packages SET state = 'lost' WHERE id = 1`);
+    expect((await events('parcel_moves')).length).toBe(3);
+    expect((await runSql({ sql: 'ALTER TABLE packages DROP COLUMN state', cascade: true })).status).toBe(200);
+    expect(await triggers()).toEqual({});
+    expect(await captures()).toEqual([]);
+  });
+
+  it('refuses to drop a table with a trigger unless cascade, and gives a table created again under its name its capture again', async () => {
+    await database.query('CREATE TABLE crates (id int PRIMARY KEY, label text)');
+    const trigger = { name: 'crate_log', table: 'crates', webhook: 'http://127.0.0.1:9/crates', insert: { columns: '*' } };
+    expect((await metadata({ type: 'pg_create_event_trigger', args: trigger })).status).toBe(200);
+    const refused = await runSql({ sql: 'DROP TABLE crates' });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { code: 'dependency-error', error: expect.stringContaining('event trigger crate_log on public.crates (its table public.crates was dropped)') },
+    });
+    expect(await rowCount('crates')).toBe(0);
+    // Dropped and created again in one run: the same definition holds, and its capture is back.
+    expect((await runSql({ sql: 'DROP TABLE crates; CREATE TABLE crates (id int PRIMARY KEY, label text)' })).status).toBe(200);
+    expect(await captures()).toEqual(['plinth_event_crate_log on crates']);
+    await database.query(`INSERT INTO crates VALUES (1, 'a')`);
+    expect(await events('crate_log')).toEqual([['crates', 'INSERT', { old: null, new: { id: 1, label: 'a' } }]]);
+    expect((await runSql({ sql: 'DROP TABLE crates', cascade: true })).status).toBe(200);
+    expect(await triggers()).toEqual({});
+    expect(await captures()).toEqual([]);
+    expect((await database.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_proc WHERE proname LIKE 'plinth_event_%'"))[0].n).toBe(0);
+  });
+});

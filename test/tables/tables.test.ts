@@ -619,7 +619,7 @@ describe('the emitted statement', () => {
     const byKey = new Map(tables.map((table) => [tableKey(table.table), table]));
     let statement: CompiledStatement | undefined;
     const schema = extendWithTables(buildSchema('type Query { ping: Int }'), tables, {
-      select: async (table, kind: RootKind, _args, info: GraphQLResolveInfo) => {
+      select: async (table, kind: RootKind, info: GraphQLResolveInfo) => {
         statement = new StatementCompiler(reader, byKey, info).compile(table, kind);
         return kind === 'selectByPk' ? null : kind === 'select' ? [] : { nodes: [] };
       },

@@ -349,3 +349,43 @@ export function parseCronTrigger(value: unknown, path: string, validSchedule: (s
     include_in_metadata: includeInMetadata,
   };
 }
+
+/** Every column a trigger names: its operations' columns and payloads, and its condition's. */
+export function triggerColumns(config: EventTriggerConfig): string[] {
+  const columns = new Set<string>();
+  for (const operation of ['insert', 'update', 'delete'] as const) {
+    const spec = config.definition[operation];
+    if (spec && spec.columns !== '*') spec.columns.forEach((column) => columns.add(column));
+    if (spec?.payload && spec.payload !== '*') spec.payload.forEach((column) => columns.add(column));
+  }
+  const visit = (condition: Condition) => {
+    for (const [key, value] of Object.entries(condition)) {
+      if (key === '_and' || key === '_or') (value as Condition[]).forEach(visit);
+      else if (key === '_not') visit(value as Condition);
+      else Object.keys(value as Condition).forEach((column) => columns.add(column));
+    }
+  };
+  if (config.condition) visit(config.condition);
+  return [...columns];
+}
+
+/** `config` with its table and columns renamed: `table` the table's new name, `column` a column's (old name to new). */
+export function renamedTrigger(config: EventTriggerConfig, table: { schema: string; name: string }, column: (name: string) => string): EventTriggerConfig {
+  const spec = (given: OperationSpec | undefined): OperationSpec | undefined =>
+    given && {
+      ...given,
+      columns: given.columns === '*' ? '*' : given.columns.map(column),
+      ...(given.payload !== undefined ? { payload: given.payload === '*' ? '*' : given.payload.map(column) } : {}),
+    };
+  const condition = (given: Condition): Condition =>
+    Object.fromEntries(
+      Object.entries(given).map(([key, value]) => {
+        if (key === '_and' || key === '_or') return [key, (value as Condition[]).map(condition)];
+        if (key === '_not') return [key, condition(value as Condition)];
+        return [key, Object.fromEntries(Object.entries(value as Condition).map(([name, operators]) => [column(name), operators]))];
+      }),
+    );
+  const definition = { ...config.definition };
+  for (const operation of ['insert', 'update', 'delete'] as const) if (definition[operation]) definition[operation] = spec(definition[operation]);
+  return { ...config, table: { schema: table.schema, name: table.name }, definition, ...(config.condition ? { condition: condition(config.condition) } : {}) };
+}

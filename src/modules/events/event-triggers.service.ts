@@ -8,10 +8,13 @@ import {
   literal,
   objectAt,
   parseEventTrigger,
+  renamedTrigger,
+  triggerColumns,
   triggerName,
   type EventTriggerConfig,
 } from './definitions';
 import { UUID } from '../../common/ids';
+import { identities, renamesSince, tableKey } from '../../platform/sql-renames';
 
 /** NOTIFY channel the capture functions signal on: the dispatchers wake on it. */
 export const EVENTS_CHANNEL = 'plinth_events';
@@ -360,6 +363,55 @@ export class EventTriggersService {
       if (existing) await this.dropCapture(existing, manager);
       await this.install(config, manager, path);
     }
+  }
+
+  /**
+   * `run_sql`'s follow-up (MetadataSection.followSql): before the SQL, the triggers' tables by oid
+   * and columns by number; after it, a renamed table or column is renamed in the triggers naming
+   * it (their table, operation columns, payloads and condition) and their captures are created
+   * again (the capture names columns). A trigger whose table is gone, or which names a column that
+   * is gone, refuses the request with `dependency-error`, or with `cascade` is deleted. A table
+   * dropped and created again under its name gets its capture again.
+   */
+  async followSql({ manager }: Pick<MetadataRequestContext, 'manager'>): Promise<(cascade: boolean) => Promise<void>> {
+    const triggers = await this.list(manager);
+    if (triggers.length === 0) return async () => {};
+    const before = await identities(
+      manager,
+      triggers.map((config) => config.table),
+    );
+    return async (cascade) => {
+      const renames = await renamesSince(manager, before);
+      const broken: { config: EventTriggerConfig; reason: string }[] = [];
+      const changed: { config: EventTriggerConfig; next: EventTriggerConfig }[] = [];
+      for (const config of triggers) {
+        const key = tableKey(config.table);
+        const next = renamedTrigger(config, renames.tables.get(key) ?? config.table, (name) => renames.columns.get(key)?.get(name) ?? name);
+        const columns: { name: string }[] = await manager.query(
+          `SELECT a.attname AS name FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped`,
+          [next.table.schema, next.table.name],
+        );
+        const tableText = `${next.table.schema}.${next.table.name}`;
+        const missing = triggerColumns(next).find((column) => !columns.some((row) => row.name === column));
+        if (columns.length === 0) broken.push({ config, reason: `its table ${tableText} was dropped` });
+        else if (missing !== undefined) broken.push({ config, reason: `the column "${missing}" of ${tableText} was dropped` });
+        else if (renames.gone.has(key) || JSON.stringify(next) !== JSON.stringify(config)) changed.push({ config, next });
+      }
+      if (broken.length && !cascade) {
+        const objects = broken.map(({ config, reason }) => `event trigger ${config.name} on ${config.table.schema}.${config.table.name} (${reason})`);
+        throw new MetadataError(
+          'dependency-error',
+          `cannot drop due to the following dependent objects: ${objects.join('; ')} (use cascade to drop them)`,
+          '$.args',
+        );
+      }
+      for (const { config } of broken) await this.uninstall({ ...config, table: renames.tables.get(tableKey(config.table)) ?? config.table }, manager);
+      for (const { config, next } of changed) {
+        await this.dropCapture({ ...config, table: next.table }, manager);
+        await this.install(next, manager, `$.event_triggers.${config.name}`);
+      }
+    };
   }
 
   /** `reload_metadata`: recreates every capture from its definition (after a table was recreated, say). */

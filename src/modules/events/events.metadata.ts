@@ -49,6 +49,7 @@ export function eventsMetadata({ eventTriggers, scheduledEvents }: EventsService
         await scheduledEvents.replaceFrom(metadata, manager);
       },
       reload: async ({ manager }) => eventTriggers.reload(manager),
+      followSql: (context) => eventTriggers.followSql(context),
     },
   };
 }

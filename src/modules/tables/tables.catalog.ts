@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/sql';
 import { rows } from '../../db/sql';
+import { tableKey } from '../../platform/sql-renames';
 import type { QualifiedTable } from './tables.metadata';
 
 /** A column as pg_catalog describes it. */
@@ -13,6 +14,8 @@ export interface CatalogColumn {
    * to them is cut short: theirs are the unbounded `bpchar` and `bit varying`, which compare alike.
    */
   sqlType: string;
+  /** An array's element type name in pg_type (`text` for `text[]`), absent for any other type. */
+  elementTypeName?: string;
   nullable: boolean;
 }
 
@@ -40,16 +43,27 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   if (wanted.length === 0) return found;
   const schemas = wanted.map((table) => table.schema);
   const names = wanted.map((table) => table.name);
-  const columns = await rows<{ schema: string; table: string; name: string; type_name: string; sql_type: string; nullable: boolean }>(
+  const columns = await rows<{
+    schema: string;
+    table: string;
+    name: string;
+    type_name: string;
+    element_type_name: string | null;
+    sql_type: string;
+    nullable: boolean;
+  }>(
     db,
-    `SELECT n.nspname AS schema, c.relname AS table, a.attname AS name, t.typname AS type_name,
-            CASE t.typname WHEN 'bpchar' THEN 'bpchar' WHEN 'bit' THEN 'bit varying' ELSE format_type(a.atttypid, NULL) END AS sql_type,
+    // An array type is its element type's typarray (int2vector and point have a typelem too, and are not arrays).
+    `SELECT n.nspname AS schema, c.relname AS table, a.attname AS name, t.typname AS type_name, e.typname AS element_type_name,
+            CASE coalesce(e.typname, t.typname) WHEN 'bpchar' THEN 'bpchar' WHEN 'bit' THEN 'bit varying' ELSE format_type(coalesce(e.oid, t.oid), NULL) END
+              || CASE WHEN e.oid IS NULL THEN '' ELSE '[]' END AS sql_type,
             NOT a.attnotnull AS nullable
        FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
        JOIN pg_namespace n ON n.nspname = wanted.schema
        JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
        JOIN pg_type t ON t.oid = a.atttypid
+       LEFT JOIN pg_type e ON e.oid = t.typelem AND e.typarray = t.oid
       ORDER BY n.nspname, c.relname, a.attnum`,
     [schemas, names],
   );
@@ -57,7 +71,13 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
     const key = tableKey({ schema: column.schema, name: column.table });
     let table = found.get(key);
     if (!table) found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [] }));
-    table.columns.push({ name: column.name, typeName: column.type_name, sqlType: column.sql_type, nullable: column.nullable });
+    table.columns.push({
+      name: column.name,
+      typeName: column.type_name,
+      sqlType: column.sql_type,
+      ...(column.element_type_name === null ? {} : { elementTypeName: column.element_type_name }),
+      nullable: column.nullable,
+    });
   }
   const constraints = await rows<{
     schema: string;
@@ -98,4 +118,4 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   return found;
 }
 
-export const tableKey = (table: QualifiedTable) => `${table.schema}.${table.name}`;
+export { tableKey };

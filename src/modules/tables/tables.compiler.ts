@@ -16,23 +16,10 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { tableKey } from './tables.catalog';
+import { arrayOperand, comparison, type Binder } from './tables.comparisons';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-import {
-  AGGREGATES,
-  badInput,
-  buildObject,
-  COMPARISONS,
-  DIRECTIONS,
-  JSONB_OPERATORS,
-  key,
-  qualified,
-  quote,
-  SessionValue,
-  TEXT_MATCHES,
-  VariableValue,
-  type CompiledStatement,
-} from './tables.sql';
+import { AGGREGATES, badInput, buildObject, DIRECTIONS, key, qualified, quote, SessionValue, VariableValue, type CompiledStatement } from './tables.sql';
 
 /** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
 export interface Reader {
@@ -120,7 +107,10 @@ export class StatementCompiler {
     if (kind === 'selectByPk') {
       if (permission && table.primaryKey.some((column) => !permission.columns.has(column.name))) throw notPermitted(`the root field ${rootName}`);
       const alias = this.alias();
-      const conditions = table.primaryKey.map((column) => `${alias}.${quote(column.name)} = ${this.bind(args[column.field], column.sqlType)}`);
+      const conditions = table.primaryKey.map(
+        (column) =>
+          `${alias}.${quote(column.name)} = ${column.array ? arrayOperand(this.binder, column, args[column.field]) : this.bind(args[column.field], column.sqlType)}`,
+      );
       conditions.push(this.permissionFilter(table, alias, permission));
       const { json, joins } = this.rowJson(table, alias, selections);
       text = `SELECT ${json} AS "j" FROM ${qualified(table)} AS ${alias}${joins} WHERE ${conditions.join(' AND ')}`;
@@ -139,6 +129,13 @@ export class StatementCompiler {
       this.parameters.filter((value): value is VariableValue => value instanceof VariableValue && !this.read.has(value.name)).map((value) => value.name),
     );
   }
+
+  /** The compiler's binding, for the comparisons (tables.comparisons.ts). */
+  private readonly binder: Binder = {
+    bind: (value, cast) => this.bind(value, cast),
+    valueOf: (value) => this.valueOf(value),
+    readAll: (value) => this.readAll(value),
+  };
 
   private alias(): string {
     return quote(`_${this.aliases++}`);
@@ -528,65 +525,9 @@ export class StatementCompiler {
             ? (table.columns.find((candidate) => candidate.name === field) ?? table.columnsByField.get(field))
             : this.visibleColumn(table, field, this.reader.admin ? undefined : table.permissions.get(this.reader.role));
         if (!column) throw badInput(`no column "${field}" in ${tableText(table.table)}`);
-        parts.push(this.comparison(column, `${alias}.${quote(column.name)}`, value, mode));
+        parts.push(comparison(this.binder, column, `${alias}.${quote(column.name)}`, value, mode));
       }
     }
     return parts.length === 0 ? 'true' : parts.length === 1 ? parts[0] : `(${parts.join(' AND ')})`;
-  }
-
-  private comparison(column: ColumnModel, expression: string, operators: unknown, mode: 'query' | 'permission'): string {
-    if (!isObject(operators)) throw badInput(`the comparison on "${column.field}" must be an object of operators`);
-    const parts: string[] = [];
-    const json = column.scalar === 'jsonb' || column.scalar === 'json';
-    /** An operand as given: a permission's may name a session variable, a query's be a variable bound when the statement runs. */
-    const operandOf = (value: unknown) => (mode === 'permission' ? this.sessionValue(value) : value instanceof VariableValue ? value : this.readAll(value));
-    /** A value as bound: JSON text for a json column (or a jsonb operand), a session's or a request's variable read when the statement runs. */
-    const asBound = (value: unknown, asJson: boolean) =>
-      value instanceof SessionValue
-        ? new SessionValue(value.name, asJson)
-        : value instanceof VariableValue
-          ? value.boundAs(asJson ? 'json' : 'value')
-          : asJson
-            ? JSON.stringify(value)
-            : value;
-    const operand = (value: unknown, cast: string, list = false) => {
-      const given = operandOf(value);
-      if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null (use _is_null)`);
-      const deferred = given instanceof SessionValue || given instanceof VariableValue;
-      if (list && typeof given !== 'string' && !Array.isArray(given) && !deferred) throw badInput(`the operand on "${column.field}" must be a list`);
-      if (list && given instanceof VariableValue) return this.bind(given.boundAs(json ? 'json items' : 'value'), cast);
-      if (list) return this.bind(json && Array.isArray(given) ? given.map((item) => JSON.stringify(item)) : given, cast);
-      return this.bind(asBound(given, json), cast);
-    };
-    for (const [operator, value] of Object.entries(operators)) {
-      if (value === undefined) continue;
-      if (column.scalar === 'json' && operator !== '_is_null')
-        throw badInput(`the operator "${operator}" does not apply to the json column "${column.field}" (only _is_null does)`);
-      if (COMPARISONS[operator]) parts.push(`${expression} ${COMPARISONS[operator]} ${operand(value, column.sqlType)}`);
-      else if (operator === '_in') parts.push(`${expression} = ANY(${operand(value, `${column.sqlType}[]`, true)})`);
-      else if (operator === '_nin') parts.push(`${expression} <> ALL(${operand(value, `${column.sqlType}[]`, true)})`);
-      else if (operator === '_is_null') {
-        const isNull = this.valueOf(value);
-        if (typeof isNull !== 'boolean') throw badInput(`_is_null on "${column.field}" takes a boolean`);
-        parts.push(`(${expression} IS NULL) = ${this.bind(isNull, 'boolean')}`);
-      } else if (TEXT_MATCHES[operator] && (column.scalar === 'String' || column.scalar === 'citext' || column.scalar === 'bpchar')) {
-        parts.push(`${expression} ${TEXT_MATCHES[operator]} ${operand(value, column.sqlType)}`);
-      } else if (JSONB_OPERATORS[operator] && column.scalar === 'jsonb') {
-        const [sqlOperator, cast] = JSONB_OPERATORS[operator];
-        const given = operandOf(value);
-        if (given === null || given === undefined) throw badInput(`the operand on "${column.field}" cannot be null`);
-        parts.push(`${expression} ${sqlOperator} ${this.bind(asBound(given, cast === 'jsonb'), cast)}`);
-      } else {
-        throw badInput(`the operator "${operator}" does not apply to the column "${column.field}" (${column.scalar})`);
-      }
-    }
-    return parts.length === 0 ? 'true' : parts.join(' AND ');
-  }
-
-  /** A permission's operand: a session variable named as `X-Gql-*` or `X-Hasura-*` (read when the statement runs), or a literal. */
-  private sessionValue(value: unknown): unknown {
-    if (typeof value !== 'string') return value;
-    const match = /^x-(gql|hasura)-(.+)$/i.exec(value);
-    return match ? new SessionValue(`x-gql-${match[2].toLowerCase()}`) : value;
   }
 }

@@ -1,10 +1,7 @@
 import { DEFAULT_SOURCE, MetadataError } from '../../platform/metadata';
+import type { QualifiedTable } from '../../platform/sql-renames';
 
-/** A table as metadata names it. */
-export interface QualifiedTable {
-  schema: string;
-  name: string;
-}
+export type { QualifiedTable };
 
 /** `configuration` of a tracked table (Hasura's table configuration). */
 export interface TableConfiguration {

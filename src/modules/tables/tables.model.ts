@@ -9,8 +9,10 @@ export interface ColumnModel {
   name: string;
   /** Its GraphQL field name (column_config's custom_name, or the column's name). */
   field: string;
-  /** Hasura's scalar name for its type (`Int`, `String`, `uuid`, `timestamptz`, ...). */
+  /** Hasura's scalar name for its type (`Int`, `String`, `uuid`, `timestamptz`, ...), or for its element type when an array. */
   scalar: string;
+  /** A PostgreSQL array (`text[]`): shown as `[scalar!]`, compared by `<scalar>_array_comparison_exp`. */
+  array: boolean;
   sqlType: string;
   nullable: boolean;
 }
@@ -91,9 +93,12 @@ export const UNORDERED_SCALARS = new Set(['json', 'jsonb', 'Boolean']);
 
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
 
+/** A column's GraphQL type (without its non-null mark): an array as Hasura v2 shows it since 2.29, a list of its element's scalar. */
+export const fieldType = (column: ColumnModel) => (column.array ? `[${column.scalar}!]` : column.scalar);
+/** The name of a column's comparison type (`String_comparison_exp`, `String_array_comparison_exp`). */
+export const comparisonTypeName = (column: Pick<ColumnModel, 'scalar' | 'array'>) => `${column.scalar}${column.array ? '_array' : ''}_comparison_exp`;
+
 function scalarOf(typeName: string): string {
-  // An array's element type name begins with an underscore: the array is shown as its JSON.
-  if (typeName.startsWith('_')) return 'json';
   return SCALARS[typeName] ?? (GRAPHQL_NAME.test(typeName) ? typeName : 'String');
 }
 
@@ -187,7 +192,8 @@ function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
   const columns = found.columns.map((column) => ({
     name: column.name,
     field: configuration.column_config?.[column.name]?.custom_name ?? column.name,
-    scalar: scalarOf(column.typeName),
+    scalar: scalarOf(column.elementTypeName ?? column.typeName),
+    array: column.elementTypeName !== undefined,
     sqlType: column.sqlType,
     nullable: column.nullable,
   }));

@@ -1,4 +1,4 @@
-import { extendSchema, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { tableText } from './tables.metadata';
 import {
@@ -6,6 +6,8 @@ import {
   NUMERIC_SCALARS,
   TEXT_SCALARS,
   UNORDERED_SCALARS,
+  comparisonTypeName,
+  fieldType,
   type ColumnModel,
   type Inconsistency,
   type RootKind,
@@ -15,7 +17,7 @@ import { wholeView, type TableView } from './tables.views';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
-  select(table: TableModel, kind: RootKind, args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+  select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
 }
 
 const ORDER_BY_ENUM = `"""column ordering options"""
@@ -50,7 +52,26 @@ export function generatedTypeNames(table: TableModel): string[] {
   ];
 }
 
-function comparisonType(scalar: string): string {
+function comparisonType(scalar: string, array: boolean): string {
+  const name = comparisonTypeName({ scalar, array });
+  const description = `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""`;
+  if (array) {
+    const list = `[${scalar}!]`;
+    // PostgreSQL's json has no equality (json[] neither): only _is_null applies.
+    const operators =
+      scalar === 'json'
+        ? ['_is_null: Boolean']
+        : [
+            `"""is the array contained in the given array value"""\n  _contained_in: ${list}`,
+            `"""does the array contain the given value"""\n  _contains: ${list}`,
+            ...['_eq', '_gt', '_gte'].map((operator) => `${operator}: ${list}`),
+            `_in: [${list}!]`,
+            '_is_null: Boolean',
+            ...['_lt', '_lte', '_neq'].map((operator) => `${operator}: ${list}`),
+            `_nin: [${list}!]`,
+          ];
+    return `${description}\ninput ${name} {\n  ${operators.join('\n  ')}\n}`;
+  }
   // PostgreSQL's json has no equality or order (jsonb has both): only _is_null applies.
   const operators =
     scalar === 'json'
@@ -72,7 +93,7 @@ function comparisonType(scalar: string): string {
   }
   if (scalar === 'jsonb')
     operators.push('_contains: jsonb', '_contained_in: jsonb', '_has_key: String', '_has_keys_any: [String!]', '_has_keys_all: [String!]');
-  return `"""Boolean expression to compare columns of type "${scalar}". All fields are combined with logical 'AND'."""\ninput ${scalar}_comparison_exp {\n  ${operators.join('\n  ')}\n}`;
+  return `${description}\ninput ${name} {\n  ${operators.join('\n  ')}\n}`;
 }
 
 /** The aggregates besides count, each with its `<table>_<aggregate>_fields` and `_order_by` types. */
@@ -85,12 +106,12 @@ function tableSdl(view: TableView): string[] {
   const { table, columns } = view;
   const name = table.typeName;
   const described = `table ${tableText(table.table)}`;
-  const fields = columns.map((column) => `  ${column.field}: ${column.scalar}${column.nullable ? '' : '!'}`);
+  const fields = columns.map((column) => `  ${column.field}: ${fieldType(column)}${column.nullable ? '' : '!'}`);
   const boolFields = [
     `  _and: [${name}_bool_exp!]`,
     `  _or: [${name}_bool_exp!]`,
     `  _not: ${name}_bool_exp`,
-    ...columns.map((column) => `  ${column.field}: ${column.scalar}_comparison_exp`),
+    ...columns.map((column) => `  ${column.field}: ${comparisonTypeName(column)}`),
   ];
   const orderFields = columns.map((column) => `  ${column.field}: order_by`);
   for (const { relationship, aggregate } of view.relationships) {
@@ -131,8 +152,9 @@ function aggregateSdl(table: TableModel, columns: readonly ColumnModel[]): strin
     parts.push(`type ${name}_${suffix}_fields {\n${of.map((column) => `  ${column.field}: ${scalar(column)}`).join('\n')}\n}`);
     parts.push(`input ${name}_${suffix}_order_by {\n${of.map((column) => `  ${column.field}: order_by`).join('\n')}\n}`);
   };
-  const numeric = columns.filter((column) => NUMERIC_SCALARS.has(column.scalar));
-  const ordered = columns.filter((column) => !UNORDERED_SCALARS.has(column.scalar));
+  // Arrays are neither summed nor given a max or min.
+  const numeric = columns.filter((column) => !column.array && NUMERIC_SCALARS.has(column.scalar));
+  const ordered = columns.filter((column) => !column.array && !UNORDERED_SCALARS.has(column.scalar));
   subtype('sum', numeric, sumScalar);
   subtype('avg', numeric, () => 'Float');
   subtype('max', ordered, (column) => column.scalar);
@@ -157,7 +179,7 @@ function rootFieldsSdl(view: TableView): string[] {
     roots.push(`  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`);
   }
   if (view.roots.has('selectByPk')) {
-    const keys = table.primaryKey.map((column) => `${column.field}: ${column.scalar}!`).join(', ');
+    const keys = table.primaryKey.map((column) => `${column.field}: ${fieldType(column)}!`).join(', ');
     roots.push(`  """fetch data ${described} using primary key columns"""\n  ${table.roots.selectByPk}(${keys}): ${name}`);
   }
   return roots;
@@ -246,14 +268,13 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   if (views.length === 0) return base;
   const columns = views.flatMap((view) => view.columns);
   const scalars = new Set(columns.map((column) => column.scalar));
-  for (const view of views) if (view.aggregates) for (const column of view.columns) scalars.add(sumScalar(column));
+  for (const view of views) if (view.aggregates) for (const column of view.columns) if (!column.array) scalars.add(sumScalar(column));
   const parts: string[] = [];
   for (const scalar of scalars) {
     if (!GRAPHQL_BUILT_IN_SCALARS.has(scalar) && !base.getType(scalar)) parts.push(`scalar ${scalar}`);
   }
-  for (const scalar of new Set(columns.map((column) => column.scalar))) {
-    if (!base.getType(`${scalar}_comparison_exp`)) parts.push(comparisonType(scalar));
-  }
+  const comparisons = new Map(columns.map((column) => [comparisonTypeName(column), column]));
+  for (const [name, column] of comparisons) if (!base.getType(name)) parts.push(comparisonType(column.scalar, column.array));
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
   for (const view of views) parts.push(...tableSdl(view));
   const roots = views.flatMap(rootFieldsSdl).join('\n');
@@ -280,13 +301,38 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       ['selectByPk', table.roots.selectByPk],
     ] as const) {
       if (!query[field]) continue;
-      query[field].resolve = ((_source, args: Record<string, unknown>, context: GraphQLContext, info) =>
-        runner.select(table, kind, args, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      // The compiler reads the arguments from the field node and the marked variables, not from graphql's coerced args.
+      query[field].resolve = ((_source, _args, context: GraphQLContext, info) => runner.select(table, kind, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);
       if (!isObjectType(type)) continue;
-      for (const field of Object.values(type.getFields())) field.resolve = byResponseKey as GraphQLFieldResolver<unknown, unknown>;
+      for (const field of Object.values(type.getFields())) {
+        const column = typeName === table.typeName ? table.columnsByField.get(field.name) : undefined;
+        field.resolve = (column?.array ? arrayByResponseKey(column) : byResponseKey) as GraphQLFieldResolver<unknown, unknown>;
+      }
     }
   }
+}
+
+/**
+ * An array column's value by response key. A stored NULL element or a multi-dimensional value
+ * cannot be its `[scalar!]`: that field is a clear error rather than an unexpected one.
+ */
+function arrayByResponseKey(column: ColumnModel): GraphQLFieldResolver<Record<string, unknown>, unknown> {
+  return (source, _args, _context, info) => {
+    const value = source[info.path.key as string];
+    if (!Array.isArray(value)) return value;
+    // A json element may itself be a list; a null is never one of [scalar!].
+    const json = column.scalar === 'json' || column.scalar === 'jsonb';
+    const odd = value.find((item) => item === null || (!json && Array.isArray(item)));
+    if (odd === undefined) return value;
+    const what = odd === null ? 'a NULL element' : 'more than one dimension';
+    throw new GraphQLError(`the stored value of ${info.parentType.name}.${info.fieldName} has ${what}, which its type [${column.scalar}!] cannot represent`, {
+      extensions: { code: 'UNREPRESENTABLE_VALUE' },
+    });
+  };
 }

@@ -19,7 +19,7 @@ import type { Session } from '../../platform/session';
 import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
-import { readCatalog, tableKey } from './tables.catalog';
+import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
 import { StatementCompiler } from './tables.compiler';
 import { boundValues, type CompiledStatement } from './tables.sql';
 import {
@@ -42,7 +42,8 @@ import {
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
 import { describeProblem, filterProblem, problemKey, problemsOf } from './tables.problems';
-import { catalogChanged, identities, renamesSince, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
+import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
+import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
 import { roleViews, seesEverything, wholeView } from './tables.views';
 
@@ -385,23 +386,38 @@ export class TablesService implements TableRunner {
   async runSql(args: unknown, context: MetadataRequestContext): Promise<RunSqlResult> {
     const given = runSqlArgsAt(args);
     if (!given.checkMetadata) return runStatements(context.manager, given.sql, given.readOnly);
+    // The other modules' entries on tables (event triggers) follow the SQL too, after this module's.
+    const followOthers = await context.followSql?.();
     const current = await this.current(context.manager);
     const tracked = current.map((entry) => entry.table);
     const before = await identities(context.manager, tracked);
     const catalogBefore = await readCatalog(context.manager, tracked);
     const result = await runStatements(context.manager, given.sql, false);
+    await this.followSql(current, before, catalogBefore, given.cascade, context);
+    await followOthers?.(given.cascade);
+    return result;
+  }
+
+  /** The tracked tables' metadata after an SQL run: renames followed, what the SQL broke refused or (cascade) dropped. */
+  private async followSql(
+    current: TrackedTableEntry[],
+    before: TableIdentity[],
+    catalogBefore: Map<string, CatalogTable>,
+    cascade: boolean,
+    context: MetadataRequestContext,
+  ): Promise<void> {
     const models = new Map(resolveTables(current, catalogBefore).tables.map((table) => [tableKey(table.table), table]));
     let next = withRenames(current, await renamesSince(context.manager, before), models);
     const catalogAfter = await readCatalog(
       context.manager,
       next.map((entry) => entry.table),
     );
-    if (!catalogChanged(catalogBefore, catalogAfter) && JSON.stringify(next) === JSON.stringify(current)) return result;
+    if (!catalogChanged(catalogBefore, catalogAfter) && JSON.stringify(next) === JSON.stringify(current)) return;
     const known = new Set(problemsOf(current, catalogBefore).map(problemKey));
     for (;;) {
       const added = problemsOf(next, catalogAfter).filter((item) => !known.has(problemKey(item)));
       if (added.length === 0) break;
-      if (!given.cascade) {
+      if (!cascade) {
         fail(
           'dependency-error',
           `cannot drop due to the following dependent objects: ${added.map(describeProblem).join('; ')} (use cascade to drop them)`,
@@ -411,7 +427,6 @@ export class TablesService implements TableRunner {
       next = withoutDependents(next, added);
     }
     await this.commit(current, next, context);
-    return result;
   }
 
   /** Adds the tracked tables to an exported metadata object (keys beside other modules' on the same entries). */
@@ -461,7 +476,7 @@ export class TablesService implements TableRunner {
   // --- Root fields ----------------------------------------------------------------------------
 
   /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
-  async select(table: TableModel, kind: RootKind, _args: Record<string, unknown>, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
+  async select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
     const statement = this.compile(table, kind, info, context);
     let result: pg.QueryResult<{ j: unknown }>;
     try {

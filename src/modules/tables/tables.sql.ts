@@ -80,10 +80,16 @@ export class VariableValue {
     readonly name: string,
     readonly value: unknown,
     readonly bound: 'value' | 'json' | 'json items' = 'value',
+    /** Turns each request's value into what is bound, or refuses it (an array column's operand: its literal). */
+    readonly prepare?: (value: unknown) => unknown,
   ) {}
 
   boundAs(bound: VariableValue['bound']): VariableValue {
     return new VariableValue(this.name, this.value, bound);
+  }
+
+  prepared(prepare: (value: unknown) => unknown): VariableValue {
+    return new VariableValue(this.name, this.value, 'value', prepare);
   }
 }
 
@@ -100,6 +106,7 @@ export function boundValues(
     if (value instanceof VariableValue) {
       const given = requestVariables[value.name];
       if (given === undefined || given === null) throw new Error(`the statement binds the variable ${value.name}, which the request does not give`);
+      if (value.prepare) return value.prepare(given);
       return value.bound === 'json' ? JSON.stringify(given) : value.bound === 'json items' ? (given as unknown[]).map((item) => JSON.stringify(item)) : given;
     }
     if (!(value instanceof SessionValue)) return value;
