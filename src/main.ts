@@ -67,7 +67,6 @@ const PRESSURE_CHURN = 100;
  */
 const LATER_SPELL_QUIET_MS = 15_000;
 
-
 /**
  * Starts Plinth: database (DATABASE_URL or the embedded one), migrations, the cross-instance
  * PubSub, the job queue, the services and the modules' work, then by PLINTH_PROCESS_ROLES the
