@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { loadConfig } from '../src/config';
-import { createLogger, startServer } from '../src/main';
+import { startServer } from '../src/main';
+import { createLogger } from '../src/platform/logger';
 import { User } from '../src/modules/users/user.entity';
 import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { generate } from 'otplib';
 import { loadConfig } from '../src/config';
-import { createLogger, startServer } from '../src/main';
+import { startServer } from '../src/main';
+import { createLogger } from '../src/platform/logger';
 import { prepareDatabase } from './database';
 import { positiveInteger } from './settings';
 import { AUTH_LIMITS_LIFTED } from './shared';

@@ -5,7 +5,7 @@ import { developmentEncryptionKey, withDevelopmentSecrets } from '../config/dev-
 import { environmentWithEnvFile, writeEnvSettings } from '../config/env-file';
 import { OAUTH_PROVIDER_NAMES, OAUTH_PROVIDERS, type OAuthProviderName } from '../config/oauth-providers';
 import { withMigrationLock } from '../db/data-source';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { createAuthServices, type AuthServices } from '../modules/auth/auth.services';
 import type { AdministeredUser } from '../modules/auth/user-administration.service';
 import { JobQueue } from '../platform/job-queue';

@@ -4,7 +4,7 @@ import { buildApiReference, BuildError } from '../apidocs/build';
 import { shownPath } from '../apidocs/declarations';
 import type { Config } from '../config';
 import { environmentWithEnvFile } from '../config/env-file';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { ScaffoldError, scaffoldDeclaredServices } from './services';
 
 /** `plinth build`: what the proxy and `plinth start` serve, written from the settings and the declarations. */

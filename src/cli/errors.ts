@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import pino from 'pino';
 import type { Config } from '../config';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { ProjectsService } from '../modules/errortracking/projects.service';
 import { withDatabase } from './database';
 import { table } from './table';

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import pino from 'pino';
 import type { Config } from '../config';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { EventTriggersService, type EventLogRow } from '../modules/events/event-triggers.service';
 import { MetadataError } from '../platform/metadata';
 import { withDatabase } from './database';

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import pino from 'pino';
 import type { Config } from '../config';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { JobsService } from '../modules/jobs/jobs.service';
 import type { Job } from '../modules/jobs/jobs.types';
 import { JobQueue } from '../platform/job-queue';

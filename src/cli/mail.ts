@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { createMailDelivery, mailTemplates, type MailVariables } from '../platform/mail/mailer';
 import { BUILT_IN_TEMPLATES_DIR } from '../platform/mail/templates';
 import { createOutboundHttp } from '../platform/outbound-http';

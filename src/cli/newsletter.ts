@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { queueVariableName, type Config } from '../config';
 import { withDevelopmentSecrets } from '../config/dev-secrets';
-import { createLogger } from '../main';
+import { createLogger } from '../platform/logger';
 import { issueLeaseSeconds } from '../modules/newsletter/issues.service';
 import { newsletterJobs } from '../modules/newsletter/newsletter.jobs';
 import type { IssueProgress } from '../modules/newsletter/newsletter.model';

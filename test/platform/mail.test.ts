@@ -5,7 +5,7 @@ import path from 'node:path';
 import { simpleParser } from 'mailparser';
 import type { EntityManager } from 'typeorm';
 import { ConfigError, loadConfig } from '../../src/config';
-import { createLogger } from '../../src/main';
+import { createLogger } from '../../src/platform/logger';
 import type { JobDefinition, JobSender, SendOptions } from '../../src/platform/jobs';
 import { createMailer, MAIL_QUEUE, MailError, type MailMessage, type MailService } from '../../src/platform/mail/mailer';
 import { freePort } from '../support/global-setup';

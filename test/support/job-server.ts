@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '../../src/config';
-import { createLogger, startServer } from '../../src/main';
+import { startServer } from '../../src/main';
+import { createLogger } from '../../src/platform/logger';
 import { MODULES } from '../../src/modules';
 import { recorderModule } from './job-recorder';
 

@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config';
 import type { DestinationStream } from 'pino';
-import { createLogger, startServer, type RunningServer } from '../../src/main';
+import { startServer, type RunningServer } from '../../src/main';
+import { createLogger } from '../../src/platform/logger';
 import { MODULES } from '../../src/modules';
 import type { AnyModule } from '../../src/platform/module';
 import { createTestDatabase, type TestDatabase } from './database';
