@@ -71,12 +71,10 @@ for (const file of ['./tables.test', './hasura-docs.test', './role-differential.
   describe(file, () => {
     const before = { ...counts };
     beforeAll(() => Object.assign(before, counts));
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     require(file);
     afterAll(() => {
       const compared = counts.compared - before.compared;
       const raw = counts.raw - before.raw;
-      // eslint-disable-next-line no-console
       console.log(`${file}: ${compared} queries compared, ${raw} answered raw, ${counts.sameBytes - before.sameBytes} byte for byte`);
       expect(compared).toBeGreaterThan(0);
       expect(raw).toBeGreaterThan(0);

@@ -59,7 +59,8 @@ beforeAll(async () => {
        id serial PRIMARY KEY, label text NOT NULL, reading real, precise double precision, amount numeric, big bigint, small smallint,
        at timestamptz, on_day date, flag boolean, doc jsonb, raw json, code char(3), tags text[], owner uuid, "Odd Pair" "odd-pair");
      CREATE TABLE gauge_notes (id serial PRIMARY KEY, gauge_id int NOT NULL REFERENCES gauges (id), note text NOT NULL);
-`);
+`,
+  );
   await server.database.query(
     `INSERT INTO gauges (label, reading, precise, amount, big, small, at, on_day, flag, doc, raw, code, tags, owner, "Odd Pair") VALUES
        ('a "quoted" \\ label', 1.5, 0.00001, 1.50, 9007199254740993, 3, '2026-01-02T03:04:05.123456Z', '2026-01-02', true,
@@ -76,14 +77,21 @@ beforeAll(async () => {
     args: [
       { type: 'pg_track_table', args: { table: 'gauges', configuration: { column_config: { 'Odd Pair': { custom_name: 'pair' } } } } },
       { type: 'pg_track_table', args: { table: 'gauge_notes' } },
-      { type: 'pg_create_array_relationship', args: { table: 'gauges', name: 'notes', using: { foreign_key_constraint_on: { table: 'gauge_notes', column: 'gauge_id' } } } },
+      {
+        type: 'pg_create_array_relationship',
+        args: { table: 'gauges', name: 'notes', using: { foreign_key_constraint_on: { table: 'gauge_notes', column: 'gauge_id' } } },
+      },
       { type: 'pg_create_object_relationship', args: { table: 'gauge_notes', name: 'gauge', using: { foreign_key_constraint_on: 'gauge_id' } } },
       {
         type: 'pg_create_select_permission',
         args: {
           table: 'gauges',
           role: 'user',
-          permission: { columns: ['id', 'label', 'reading', 'amount', 'big', 'at', 'doc'], filter: { owner: { _eq: 'X-Gql-User-Id' } }, allow_aggregations: true },
+          permission: {
+            columns: ['id', 'label', 'reading', 'amount', 'big', 'at', 'doc'],
+            filter: { owner: { _eq: 'X-Gql-User-Id' } },
+            allow_aggregations: true,
+          },
         },
       },
       { type: 'pg_create_select_permission', args: { table: 'gauge_notes', role: 'user', permission: { columns: ['id', 'note'], filter: {} } } },
@@ -140,7 +148,12 @@ describe('the raw answer', () => {
       where: { _or: [{ id: { _eq: 1 } }, { _and: [{ label: { _like: 'oth%' } }] }] },
     });
     expect(where.raw).toBe(true);
-    expect(where.body.data).toEqual({ gauges: [{ id: 1, label: 'a "quoted" \\ label' }, { id: 3, label: 'other' }] });
+    expect(where.body.data).toEqual({
+      gauges: [
+        { id: 1, label: 'a "quoted" \\ label' },
+        { id: 3, label: 'other' },
+      ],
+    });
     const directives = `query ($a: Boolean!, $b: Boolean!) { a: gauges(limit: 1) @include(if: $a) { id } b: gauges(limit: 1) @skip(if: $b) { id } }`;
     for (const variables of [
       { a: true, b: false },

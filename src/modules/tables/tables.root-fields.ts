@@ -14,8 +14,10 @@ import { boundValues, type CompiledStatement } from './tables.sql';
 const PLANS_PER_FIELD = 16;
 /** PostgreSQL's json type: the statement's one column, kept as the text PostgreSQL wrote. */
 const JSON_OID = 114;
-const AS_TEXT: CustomTypesConfig = { getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-  oid === JSON_OID ? (text: string) => text : types.getTypeParser(oid, format)) as CustomTypesConfig['getTypeParser'] };
+const AS_TEXT: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === JSON_OID ? (text: string) => text : types.getTypeParser(oid, format)) as CustomTypesConfig['getTypeParser'],
+};
 /**
  * How PostgreSQL writes a non-finite float or numeric in JSON ("NaN", "Infinity", "-Infinity"),
  * which GraphQL's Float refuses: a text holding one (even inside a string) is left to GraphQL.
@@ -116,7 +118,8 @@ export class RootFieldStatements {
     // '' is the admin's: a role is never empty.
     const role = admin ? '' : session.role;
     const plans = field.byRole.get(role) ?? [];
-    for (const plan of plans) if (plan.table === table && plan.key === variablesKey(field.variables, plan.bound, operation.variableValues)) return plan.statement;
+    for (const plan of plans)
+      if (plan.table === table && plan.key === variablesKey(field.variables, plan.bound, operation.variableValues)) return plan.statement;
     const compiler = new StatementCompiler({ role: session.role, admin }, this.tables(), operation);
     const statement = compiler.compile(table, kind);
     const bound = compiler.boundVariables();
