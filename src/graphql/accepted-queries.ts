@@ -72,7 +72,13 @@ export class AcceptedQueryLane {
     const variableValues = variables ?? undefined;
     if (this.limits.complexityError(accepted.document, name, variableValues, schema)) return undefined;
     // Root fields that write their own JSON (the generated API's statements) are answered as it comes.
-    let text = await rawAnswer(schema, accepted.document, accepted.operation, variableValues, contextValue)?.catch(() => undefined);
+    let text: string | undefined;
+    try {
+      text = await rawAnswer(schema, accepted.document, accepted.operation, variableValues, contextValue);
+    } catch {
+      // What failed is run again below, and its error answered as usual.
+      text = undefined;
+    }
     if (text === undefined) {
       let result: ExecutionResult;
       try {
