@@ -5,6 +5,7 @@ import type { GraphQLContext } from './context';
 import type { QueryLimits } from './limits';
 import { chooseGraphQLMediaType, GRAPHQL_CACHE_CONTROL } from './media-type';
 import { ServedSchema } from '../platform/served-schema';
+import { rawAnswer } from './raw-root-fields';
 import { executionKey, schemaServedTo } from './role-views';
 
 /**
@@ -34,6 +35,8 @@ export interface AcceptedQueryAnswer {
  * everything else to Apollo: a first sight, a mutation, GET, extensions, a refused session, a
  * complexity over the limit, and any result with errors (whose formatting, logging and status
  * stay Apollo's alone). test/graphql/compiled-execution.test.ts holds the answers byte for byte.
+ * A query whose root fields all offer their answer as JSON text (raw-root-fields.ts) is answered
+ * with that text, without execution; any that cannot runs through the executor as before.
  */
 export class AcceptedQueryLane {
   constructor(
@@ -68,31 +71,42 @@ export class AcceptedQueryLane {
     const name = accepted.operation.name?.value ?? null;
     const variableValues = variables ?? undefined;
     if (this.limits.complexityError(accepted.document, name, variableValues, schema)) return undefined;
-    let result: ExecutionResult;
+    // Root fields that write their own JSON (the generated API's statements) are answered as it comes.
+    let text: string | undefined;
     try {
-      result = await this.executor.execute({
-        schema,
-        document: accepted.document,
-        source,
-        operation: accepted.operation,
-        operationName: operationName ?? undefined,
-        variables: variableValues,
-        contextValue,
-      });
-    } catch (thrown) {
-      contextValue[EXECUTED_OUTCOME] = { thrown };
-      return undefined;
+      text = await rawAnswer(schema, accepted.document, accepted.operation, variableValues, contextValue);
+    } catch {
+      // What failed is run again below, and its error answered as usual.
+      text = undefined;
     }
-    if (result.errors) {
-      contextValue[EXECUTED_OUTCOME] = { result };
-      return undefined;
+    if (text === undefined) {
+      let result: ExecutionResult;
+      try {
+        result = await this.executor.execute({
+          schema,
+          document: accepted.document,
+          source,
+          operation: accepted.operation,
+          operationName: operationName ?? undefined,
+          variables: variableValues,
+          contextValue,
+        });
+      } catch (thrown) {
+        contextValue[EXECUTED_OUTCOME] = { thrown };
+        return undefined;
+      }
+      if (result.errors) {
+        contextValue[EXECUTED_OUTCOME] = { result };
+        return undefined;
+      }
+      text = JSON.stringify({ data: result.data, extensions: result.extensions });
     }
     this.metrics.observeGraphQL(name ?? '(anonymous)', 'query', []);
     this.metrics.observeAcceptedQuery();
     return {
       headers: { 'content-type': mediaType, 'cache-control': GRAPHQL_CACHE_CONTROL },
       // As Apollo writes it (runHttpQuery's field order and its trailing newline).
-      body: `${JSON.stringify({ data: result.data, extensions: result.extensions })}\n`,
+      body: `${text}\n`,
     };
   }
 }

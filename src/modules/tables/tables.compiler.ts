@@ -7,45 +7,36 @@ import {
   isLeafType,
   isObjectType,
   Kind,
+  type GraphQLOutputType,
   typeFromAST,
   type FieldNode,
-  type FragmentDefinitionNode,
   type GraphQLObjectType,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import { tableKey } from './tables.catalog';
 import { arrayOperand, comparison, type Binder } from './tables.comparisons';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
-import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-import { AGGREGATES, badInput, buildObject, DIRECTIONS, key, qualified, quote, SessionValue, VariableValue, type CompiledStatement } from './tables.sql';
+import type { ColumnModel, Operation, PermissionModel, Reader, RelationshipModel, RootKind, TableModel } from './tables.model';
+import {
+  AGGREGATES,
+  badInput,
+  buildObject,
+  DIRECTIONS,
+  joinedOutput,
+  key,
+  leafOutput,
+  notPermitted,
+  OBJECT_PAIRS,
+  qualified,
+  quote,
+  SessionValue,
+  typeNameValue,
+  VariableValue,
+  type CompiledStatement,
+  type JsonOutput,
+} from './tables.sql';
 
-/** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
-export interface Reader {
-  role: string;
-  /** The unrestricted admin: every table, column and row. */
-  admin: boolean;
-}
-
-/** What the compiler reads of GraphQL's resolve info. */
-export interface Operation {
-  schema: GraphQLSchema;
-  fieldNodes: readonly FieldNode[];
-  parentType: GraphQLObjectType;
-  fragments: Record<string, FragmentDefinitionNode>;
-  operation: OperationDefinitionNode;
-  variableValues: Record<string, unknown>;
-}
-
-/**
- * A table, column, root field or aggregate the reader's permission does not open. The reader's
- * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
- * it: meeting one here is a fault, and nothing is read.
- */
-function notPermitted(what: string): Error {
-  return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
-}
+export type { Operation, Reader } from './tables.model';
 
 interface ListArguments {
   where?: BoolExp | null;
@@ -68,6 +59,8 @@ export class StatementCompiler {
   private marked?: Record<string, unknown>;
   /** The variables whose values the text depends on (read, not only bound). */
   private readonly read = new Set<string>();
+  /** Whether the JSON written so far is what GraphQL would write. */
+  private output: JsonOutput = 'as-graphql';
 
   /** `operation` is needed to compile a root field, not a permission's filter alone. */
   constructor(
@@ -120,7 +113,7 @@ export class StatementCompiler {
       if (permission && !permission.allowAggregations) throw notPermitted(`the root field ${rootName}`);
       text = this.aggregateQuery(table, args as ListArguments, selections, [], permission);
     }
-    return { text, parameters: this.parameters };
+    return { text, parameters: this.parameters, output: this.output };
   }
 
   /** The variables of the operation this statement binds when it runs and whose values its text does not depend on. */
@@ -136,6 +129,17 @@ export class StatementCompiler {
     valueOf: (value) => this.valueOf(value),
     readAll: (value) => this.readAll(value),
   };
+
+  /** `json_build_object` of `pairs` (past its argument limit, jsonb's key order, not the document's). */
+  private object(pairs: string[]): string {
+    if (pairs.length > OBJECT_PAIRS) this.output = 'reshaped';
+    return buildObject(pairs);
+  }
+
+  /** A leaf's value as PostgreSQL writes it, of GraphQL type `type`. */
+  private leaf(type: GraphQLOutputType, column: ColumnModel): void {
+    this.output = joinedOutput(this.output, leafOutput(type, column.sqlType));
+  }
 
   private alias(): string {
     return quote(`_${this.aliases++}`);
@@ -255,7 +259,10 @@ export class StatementCompiler {
     for (const node of fields) {
       const name = node.name.value;
       const responseKey = node.alias?.value ?? name;
-      if (name === '__typename') continue;
+      if (name === '__typename') {
+        pairs.push(`${key(responseKey)}, ${typeNameValue(type.name)}`);
+        continue;
+      }
       const relationship =
         table.relationships.get(name) ?? (name.endsWith('_aggregate') ? table.relationships.get(name.slice(0, -'_aggregate'.length)) : undefined);
       if (relationship && (name === relationship.name || relationship.kind === 'array')) {
@@ -281,9 +288,10 @@ export class StatementCompiler {
         continue;
       }
       const column = this.visibleColumn(table, name, permission);
+      this.leaf(type.getFields()[name].type, column);
       pairs.push(`${key(responseKey)}, ${alias}.${quote(column.name)}`);
     }
-    return { json: buildObject(pairs), joins };
+    return { json: this.object(pairs), joins };
   }
 
   private mappingConditions(relationship: RelationshipModel, outer: string, inner: string): string[] {
@@ -361,6 +369,8 @@ export class StatementCompiler {
     const aggregateType = this.objectType(`${table.typeName}_aggregate`);
     const fieldsType = this.objectType(`${table.typeName}_aggregate_fields`);
     const nodes = fields.filter((node) => node.name.value === 'nodes');
+    // Two response keys of `nodes` get the rows of their selections merged: GraphQL keeps each its own.
+    if (nodes.length > 1) this.output = 'reshaped';
     const extra: string[] = [];
     const columnAlias = new Map<string, string>();
     const aggregated = (column: ColumnModel) => {
@@ -376,12 +386,16 @@ export class StatementCompiler {
       const name = node.name.value;
       const responseKey = key(node.alias?.value ?? name);
       if (name === 'nodes') pairs.push(`${responseKey}, NODES`);
+      if (name === '__typename') pairs.push(`${responseKey}, ${typeNameValue(aggregateType.name)}`);
       if (name !== 'aggregate') continue;
       const inner: string[] = [];
       for (const aggregateNode of this.fieldsOf([node.selectionSet], aggregateType.getFields().aggregate.type)) {
         const function_ = aggregateNode.name.value;
         const aggregateKey = key(aggregateNode.alias?.value ?? function_);
-        if (function_ === '__typename') continue;
+        if (function_ === '__typename') {
+          inner.push(`${aggregateKey}, ${typeNameValue(fieldsType.name)}`);
+          continue;
+        }
         if (function_ === 'count') {
           const countArgs = this.argumentsOf(fieldsType, aggregateNode) as { columns?: string[] | null; distinct?: boolean | null };
           const countColumns = (this.readAll(countArgs.columns) ?? []) as string[];
@@ -391,15 +405,17 @@ export class StatementCompiler {
           inner.push(`${aggregateKey}, count(${counted})`);
           continue;
         }
-        const columnPairs = this.fieldsOf([aggregateNode.selectionSet], fieldsType.getFields()[function_].type)
-          .filter((columnNode) => columnNode.name.value !== '__typename')
-          .map(
-            (columnNode) =>
-              `${key(columnNode.alias?.value ?? columnNode.name.value)}, ${AGGREGATES[function_]}(${aggregated(this.visibleColumn(table, columnNode.name.value, permission))})`,
-          );
-        inner.push(`${aggregateKey}, ${buildObject(columnPairs)}`);
+        const subtype = this.objectType(`${table.typeName}_${function_}_fields`);
+        const columnPairs = this.fieldsOf([aggregateNode.selectionSet], subtype).map((columnNode) => {
+          const columnKey = key(columnNode.alias?.value ?? columnNode.name.value);
+          if (columnNode.name.value === '__typename') return `${columnKey}, ${typeNameValue(subtype.name)}`;
+          const column = this.visibleColumn(table, columnNode.name.value, permission);
+          this.leaf(subtype.getFields()[columnNode.name.value].type, column);
+          return `${columnKey}, ${AGGREGATES[function_]}(${aggregated(column)})`;
+        });
+        inner.push(`${aggregateKey}, ${this.object(columnPairs)}`);
       }
-      pairs.push(`${responseKey}, ${buildObject(inner)}`);
+      pairs.push(`${responseKey}, ${this.object(inner)}`);
     }
     const nodeFields = this.fieldsOf(
       nodes.map((node) => node.selectionSet),
@@ -407,7 +423,7 @@ export class StatementCompiler {
     );
     const rows = this.rowsQuery(table, args, nodes.length ? (at) => this.rowJson(table, at, nodeFields) : undefined, extra, conditions, permission, alias);
     const nodesJson = `coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json)`;
-    const json = buildObject(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
+    const json = this.object(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
     return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s"`;
   }
 

@@ -1,3 +1,4 @@
+import type { FieldNode, FragmentDefinitionNode, GraphQLObjectType, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { tableKey, type CatalogForeignKey, type CatalogTable } from './tables.catalog';
 import { sameTable, tableText, type BoolExp, type QualifiedTable, type RelationshipEntry, type TrackedTableEntry } from './tables.metadata';
 
@@ -45,6 +46,23 @@ export interface TableModel {
   primaryKey: ColumnModel[];
   relationships: Map<string, RelationshipModel>;
   permissions: Map<string, PermissionModel>;
+}
+
+/** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
+export interface Reader {
+  role: string;
+  /** The unrestricted admin: every table, column and row. */
+  admin: boolean;
+}
+
+/** What the compiler reads of GraphQL's resolve info. */
+export interface Operation {
+  schema: GraphQLSchema;
+  fieldNodes: readonly FieldNode[];
+  parentType: GraphQLObjectType;
+  fragments: Record<string, FragmentDefinitionNode>;
+  operation: OperationDefinitionNode;
+  variableValues: Record<string, unknown>;
 }
 
 /** A part of the metadata that cannot be served now (get_inconsistent_metadata). */

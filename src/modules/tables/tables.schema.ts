@@ -1,5 +1,6 @@
 import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
+import { offerRawAnswer, type RawFieldRequest } from '../../graphql/raw-root-fields';
 import { tableText } from './tables.metadata';
 import {
   GRAPHQL_BUILT_IN_SCALARS,
@@ -18,6 +19,8 @@ import { wholeView, type TableView } from './tables.views';
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
   select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+  /** The same answer as the statement's JSON text, where it is what GraphQL would write; undefined where not. */
+  selectJson?(table: TableModel, kind: RootKind, request: RawFieldRequest): Promise<string | undefined>;
 }
 
 const ORDER_BY_ENUM = `"""column ordering options"""
@@ -288,8 +291,9 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
 }
 
 /**
- * Root fields call the runner; every field of the generated object types reads its answer by
- * response key, since the statement builds its JSON under the document's aliases.
+ * Root fields call the runner (and offer the statement's JSON text as their raw answer); every
+ * field of the generated object types reads its answer by response key, since the statement
+ * builds its JSON under the document's aliases.
  */
 function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], runner: TableRunner): void {
   const query = schema.getQueryType()!.getFields();
@@ -306,6 +310,8 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
         unknown,
         GraphQLContext
       >;
+      const { selectJson } = runner;
+      if (selectJson) offerRawAnswer(query[field], (request) => selectJson.call(runner, table, kind, request));
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

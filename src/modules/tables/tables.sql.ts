@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { getNamedType, getNullableType, GraphQLError, GraphQLScalarType, isListType, isScalarType, isSpecifiedScalarType, type GraphQLOutputType } from 'graphql';
 import { escapeIdentifier } from 'pg';
 import type { TableModel } from './tables.model';
 
@@ -8,7 +8,42 @@ import type { TableModel } from './tables.model';
 export interface CompiledStatement {
   text: string;
   parameters: unknown[];
+  /** Whether its JSON is what GraphQL would write (a root field's statement). */
+  output?: JsonOutput;
 }
+
+/**
+ * Whether a statement's JSON is what GraphQL would write for its field (the same values, and
+ * keys in the document's order, with `__typename`): 'as-graphql'; 'floats' when it also holds a
+ * Float, which PostgreSQL may write as "NaN" or "Infinity" where GraphQL refuses it; 'reshaped'
+ * when GraphQL's completion would change it (keys reordered by jsonb, a value GraphQL's scalar
+ * serializes differently).
+ */
+export type JsonOutput = 'as-graphql' | 'floats' | 'reshaped';
+
+/** The serialization of a scalar declared without one (GraphQLScalarType's default). */
+const AS_IS = new GraphQLScalarType({ name: 'AsIs' }).serialize;
+/** The SQL types shown as String whose JSON is a string (other types without a scalar name are shown as String too). */
+const STRING_TYPES = new Set(['text', 'character varying', 'name']);
+
+/** Of a leaf of type `type` whose value is PostgreSQL's JSON of SQL type `sqlType`: whether GraphQL writes it as it is. */
+export function leafOutput(type: GraphQLOutputType, sqlType: string): JsonOutput {
+  const named = getNamedType(type);
+  // An array column's stored NULL element or extra dimension is an error GraphQL's completion raises (tables.schema.ts).
+  if (!isScalarType(named) || isListType(getNullableType(type))) return 'reshaped';
+  if (!isSpecifiedScalarType(named)) return named.serialize === AS_IS ? 'as-graphql' : 'reshaped';
+  if (named.name === 'Float') return 'floats';
+  if (named.name === 'String') return STRING_TYPES.has(sqlType) ? 'as-graphql' : 'reshaped';
+  return named.name === 'Int' || named.name === 'Boolean' ? 'as-graphql' : 'reshaped';
+}
+
+/** The JSON output of parts written together. */
+export function joinedOutput(one: JsonOutput, other: JsonOutput): JsonOutput {
+  return one === 'reshaped' || other === 'reshaped' ? 'reshaped' : one === 'floats' || other === 'floats' ? 'floats' : 'as-graphql';
+}
+
+/** `__typename`'s value: the object type's name (a GraphQL name, so a safe literal). */
+export const typeNameValue = (name: string) => `${key(name)}::text`;
 
 /** The one quoting of identifiers in this module. */
 export const quote = (identifier: string) => escapeIdentifier(identifier);
@@ -56,6 +91,15 @@ export const JSONB_OPERATORS: Record<string, [string, string]> = {
 /** A refusal of the caller's arguments (an operator misused, an unknown session variable). */
 export function badInput(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+/**
+ * A table, column, root field or aggregate the reader's permission does not open. The reader's
+ * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
+ * it: meeting one here is a fault, and nothing is read.
+ */
+export function notPermitted(what: string): Error {
+  return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
 }
 
 /**
@@ -116,12 +160,15 @@ export function boundValues(
   });
 }
 
+/** The pairs json_build_object takes (100 arguments). */
+export const OBJECT_PAIRS = 50;
+
 /**
  * `json_build_object` of key/value pairs; over 50 pairs (its 100-argument limit) the parts are
  * joined as jsonb, whose key order GraphQL's execution does not depend on.
  */
 export function buildObject(pairs: string[]): string {
-  if (pairs.length <= 50) return `json_build_object(${pairs.join(', ')})`;
+  if (pairs.length <= OBJECT_PAIRS) return `json_build_object(${pairs.join(', ')})`;
   const chunks: string[] = [];
   for (let index = 0; index < pairs.length; index += 50) chunks.push(`jsonb_build_object(${pairs.slice(index, index + 50).join(', ')})`);
   return `(${chunks.join(' || ')})::json`;
