@@ -1,4 +1,13 @@
-import { getNamedType, getNullableType, GraphQLError, GraphQLScalarType, isListType, isScalarType, isSpecifiedScalarType, type GraphQLOutputType } from 'graphql';
+import {
+  getNamedType,
+  getNullableType,
+  GraphQLError,
+  GraphQLScalarType,
+  isListType,
+  isScalarType,
+  isSpecifiedScalarType,
+  type GraphQLOutputType,
+} from 'graphql';
 import { escapeIdentifier } from 'pg';
 import type { TableModel } from './tables.model';
 
