@@ -42,7 +42,10 @@ const PERMISSIONS = [
     type: 'pg_create_array_relationship',
     args: { table: 'm_authors', name: 'posts', using: { foreign_key_constraint_on: { table: 'm_posts', column: 'author_id' } } },
   },
-  { type: 'pg_create_select_permission', args: { table: 'm_authors', role: 'user', permission: { columns: ['id', 'name', 'rating', 'owner_id', 'meta'], filter: {} } } },
+  {
+    type: 'pg_create_select_permission',
+    args: { table: 'm_authors', role: 'user', permission: { columns: ['id', 'name', 'rating', 'owner_id', 'meta'], filter: {} } },
+  },
   {
     type: 'pg_create_insert_permission',
     args: {
@@ -190,7 +193,10 @@ describe('insert', () => {
     ]);
     // The writer's constant preset and its session's user id; it reads nothing back.
     const writerId = randomUUID();
-    const written = await data('mutation { insert_m_posts(objects: [{title: "W", author_id: 1}]) { affected_rows } }', bearer(signToken({ roles: ['writer'], userId: writerId })));
+    const written = await data(
+      'mutation { insert_m_posts(objects: [{title: "W", author_id: 1}]) { affected_rows } }',
+      bearer(signToken({ roles: ['writer'], userId: writerId })),
+    );
     expect(written.insert_m_posts).toEqual({ affected_rows: 1 });
     expect(await rows('SELECT title, owner_id, likes FROM m_posts')).toEqual([{ title: 'W', owner_id: writerId, likes: 7 }]);
   });
@@ -230,7 +236,11 @@ describe('insert', () => {
       asUser(),
     );
     expect(body.errors).toHaveLength(1);
-    expect(body.errors![0]).toMatchObject({ message: 'check constraint of an insert/update permission has failed', path: ['b'], extensions: { code: 'permission-error' } });
+    expect(body.errors![0]).toMatchObject({
+      message: 'check constraint of an insert/update permission has failed',
+      path: ['b'],
+      extensions: { code: 'permission-error' },
+    });
     expect(body.data).toEqual({ a: null, b: null });
     expect(await snapshot()).toBe(before);
     // A check through a relationship: a post under another user's author.
@@ -259,8 +269,20 @@ describe('insert', () => {
     await rows(`INSERT INTO m_authors (name, rating, owner_id) VALUES ('Mine', 1, $1), ('Theirs', 1, $2)`, [alice, bob]);
     const upsert = `mutation ($objects: [m_authors_insert_input!]!, $columns: [m_authors_update_column!]!) {
       insert_m_authors(objects: $objects, on_conflict: {constraint: m_authors_name_key, update_columns: $columns}) { affected_rows returning { name rating } } }`;
-    const mine = await data(upsert, asUser(), { objects: [{ name: 'Mine', rating: 9 }, { name: 'New', rating: 3 }], columns: ['rating'] });
-    expect(mine.insert_m_authors).toEqual({ affected_rows: 2, returning: [{ name: 'Mine', rating: 9 }, { name: 'New', rating: 3 }] });
+    const mine = await data(upsert, asUser(), {
+      objects: [
+        { name: 'Mine', rating: 9 },
+        { name: 'New', rating: 3 },
+      ],
+      columns: ['rating'],
+    });
+    expect(mine.insert_m_authors).toEqual({
+      affected_rows: 2,
+      returning: [
+        { name: 'Mine', rating: 9 },
+        { name: 'New', rating: 3 },
+      ],
+    });
     // Bob's row is outside alice's update filter: not updated, not returned.
     const theirs = await data(upsert, asUser(), { objects: [{ name: 'Theirs', rating: 9 }], columns: ['rating'] });
     expect(theirs.insert_m_authors).toEqual({ affected_rows: 0, returning: [] });
@@ -292,10 +314,10 @@ describe('insert', () => {
 
 describe('update', () => {
   beforeEach(async () => {
-    await rows(`INSERT INTO m_authors (name, rating, owner_id, meta) VALUES ('Mine', 1, $1, '{"a": 1, "b": [1, 2, 3], "c": {"d": 1, "e": 2}}'), ('Theirs', 1, $2, '{}')`, [
-      alice,
-      bob,
-    ]);
+    await rows(
+      `INSERT INTO m_authors (name, rating, owner_id, meta) VALUES ('Mine', 1, $1, '{"a": 1, "b": [1, 2, 3], "c": {"d": 1, "e": 2}}'), ('Theirs', 1, $2, '{}')`,
+      [alice, bob],
+    );
   });
 
   it('applies every operator', async () => {
@@ -323,13 +345,22 @@ describe('update', () => {
   });
 
   it('keeps to the filter, checks the row after, and refuses a column in two operators', async () => {
-    const others = await data('mutation { update_m_authors(where: {}, _set: {rating: 5}) { affected_rows } u: update_m_authors_by_pk(pk_columns: {id: 2}, _set: {rating: 5}) { id } }', asUser());
+    const others = await data(
+      'mutation { update_m_authors(where: {}, _set: {rating: 5}) { affected_rows } u: update_m_authors_by_pk(pk_columns: {id: 2}, _set: {rating: 5}) { id } }',
+      asUser(),
+    );
     expect(others).toEqual({ update_m_authors: { affected_rows: 1 }, u: null });
     const before = await snapshot();
     const failing = await gql('mutation { update_m_authors(where: {}, _inc: {rating: 20}) { affected_rows } }', asUser());
-    expect(failing.errors![0]).toMatchObject({ message: 'check constraint of an insert/update permission has failed', extensions: { code: 'permission-error' } });
+    expect(failing.errors![0]).toMatchObject({
+      message: 'check constraint of an insert/update permission has failed',
+      extensions: { code: 'permission-error' },
+    });
     const twice = await gql('mutation { update_m_authors(where: {}, _set: {rating: 1}, _inc: {rating: 1}) { affected_rows } }', asUser());
-    expect(twice.errors![0]).toMatchObject({ message: 'column found in multiple operators; "rating" in _set, _inc operators', extensions: { code: 'BAD_USER_INPUT' } });
+    expect(twice.errors![0]).toMatchObject({
+      message: 'column found in multiple operators; "rating" in _set, _inc operators',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
     const none = await gql('mutation { update_m_authors(where: {}) { affected_rows } }', asUser());
     expect(none.errors![0].extensions!.code).toBe('BAD_USER_INPUT');
     // update_many: the second update fails, the first is undone.
@@ -356,7 +387,10 @@ describe('delete', () => {
 
 describe('the session of a generated mutation', () => {
   it('reaches the event trigger: event.session_variables carries the caller', async () => {
-    const created = await metadata({ type: 'pg_create_event_trigger', args: { name: 'm_authors_created', table: 'm_authors', webhook: 'http://127.0.0.1:9/none', insert: { columns: '*' } } });
+    const created = await metadata({
+      type: 'pg_create_event_trigger',
+      args: { name: 'm_authors_created', table: 'm_authors', webhook: 'http://127.0.0.1:9/none', insert: { columns: '*' } },
+    });
     expect(created).toEqual({ status: 200, body: { message: 'success' } });
     try {
       await data('mutation { insert_m_authors_one(object: {name: "Traced"}) { id } }', asUser(bob));

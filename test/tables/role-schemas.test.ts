@@ -194,7 +194,11 @@ describe('introspection as a role', () => {
     expect(await generatedSchema(bearer(signToken({ roles: ['auditor'] })))).toEqual(admin);
     const reader = await generatedSchema(bearer(signToken({ roles: ['reader'] })));
     expect(reader.roots).toEqual(admin.roots);
-    expect(reader.types).toEqual(admin.types.filter((name) => !/_(mutation_response|insert_input|on_conflict|constraint|update_column|pk_columns_input|updates|[a-z_]+_input)$/.test(name)));
+    expect(reader.types).toEqual(
+      admin.types.filter(
+        (name) => !/_(mutation_response|insert_input|on_conflict|constraint|update_column|pk_columns_input|updates|[a-z_]+_input)$/.test(name),
+      ),
+    );
   });
 });
 

@@ -237,7 +237,12 @@ export function resolveTables(
 function resolveWritePermissions(entry: TrackedTableEntry, model: TableModel, inconsistencies: Inconsistency[]): void {
   const columnsOf = (columns: string[] | '*') => (columns === '*' ? model.columns.map((column) => column.name) : columns);
   const unknownIn = (names: Iterable<string>) => [...names].find((name) => !model.columns.some((column) => column.name === name));
-  const each = <P>(kind: 'insert' | 'update' | 'delete', list: PermissionEntry<P>[] | undefined, names: (permission: P) => string[], add: (role: string, permission: P) => void) => {
+  const each = <P>(
+    kind: 'insert' | 'update' | 'delete',
+    list: PermissionEntry<P>[] | undefined,
+    names: (permission: P) => string[],
+    add: (role: string, permission: P) => void,
+  ) => {
     for (const { role, permission } of list ?? []) {
       const unknown = unknownIn(names(permission));
       if (unknown !== undefined) {
@@ -263,7 +268,12 @@ function resolveWritePermissions(entry: TrackedTableEntry, model: TableModel, in
     entry.update_permissions,
     (permission) => [...columnsOf(permission.columns), ...Object.keys(permission.set ?? {})],
     (role, permission) =>
-      model.updatePermissions.set(role, { columns: new Set(columnsOf(permission.columns)), filter: permission.filter, check: permission.check, set: permission.set ?? {} }),
+      model.updatePermissions.set(role, {
+        columns: new Set(columnsOf(permission.columns)),
+        filter: permission.filter,
+        check: permission.check,
+        set: permission.set ?? {},
+      }),
   );
   each(
     'delete',

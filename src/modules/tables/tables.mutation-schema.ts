@@ -82,14 +82,20 @@ export function mutationTypesSdl(view: TableView): string[] {
   parts.push(`"""response of any mutation on the ${described}"""\ntype ${name}_mutation_response {\n${response.join('\n')}\n}`);
   const insert = mutations.insert;
   if (insert && insert.columns.length) {
-    parts.push(`"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, column.scalar]))}\n}`);
+    parts.push(
+      `"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, column.scalar]))}\n}`,
+    );
   }
   if (insert?.upsert) {
-    const constraints = table.constraints.map((constraint) => `  """unique or primary key constraint on columns ${constraint.columns.join(", ")}"""\n  ${constraint.name}`);
+    const constraints = table.constraints.map(
+      (constraint) => `  """unique or primary key constraint on columns ${constraint.columns.join(', ')}"""\n  ${constraint.name}`,
+    );
     parts.push(`"""unique or primary key constraints on ${described}"""\nenum ${name}_constraint {\n${constraints.join('\n')}\n}`);
     // An enum needs a value: Hasura's placeholder when no column may be updated.
     const updatable = insert.upsert.updateColumns.map((column) => `  """column name"""\n  ${column.field}`);
-    parts.push(`"""update columns of ${described}"""\nenum ${name}_update_column {\n${updatable.length ? updatable.join('\n') : '  """placeholder (do not use)"""\n  _PLACEHOLDER'}\n}`);
+    parts.push(
+      `"""update columns of ${described}"""\nenum ${name}_update_column {\n${updatable.length ? updatable.join('\n') : '  """placeholder (do not use)"""\n  _PLACEHOLDER'}\n}`,
+    );
     parts.push(
       `"""on_conflict condition type for ${described}"""\ninput ${name}_on_conflict {\n  constraint: ${name}_constraint!\n  update_columns: [${name}_update_column!]! = []\n  where: ${name}_bool_exp\n}`,
     );
@@ -100,7 +106,9 @@ export function mutationTypesSdl(view: TableView): string[] {
       const columns = operatorColumns(operator, update.columns);
       if (columns.length) parts.push(`"""${OPERATOR_DESCRIPTIONS[operator]}"""\ninput ${name}_${OPERATOR_TYPES[operator]} {\n${fieldLines(columns)}\n}`);
     }
-    parts.push(`input ${name}_updates {\n${[...operatorArguments(view), `  """filter the rows which have to be updated"""\n  where: ${name}_bool_exp!`].join('\n')}\n}`);
+    parts.push(
+      `input ${name}_updates {\n${[...operatorArguments(view), `  """filter the rows which have to be updated"""\n  where: ${name}_bool_exp!`].join('\n')}\n}`,
+    );
   }
   if ((update?.byPk || mutations.delete?.byPk) && table.primaryKey.length) {
     const keys = table.primaryKey.map((column) => `  ${column.field}: ${column.scalar}!`).join('\n');
@@ -144,12 +152,18 @@ export function mutationRootsSdl(view: TableView): { kind: MutationKind; sdl: st
   }
   const update = mutations.update;
   if (update && update.columns.length) {
-    const operators = operatorArguments(view).map((line) => line.replace(/^ {2}/, '    ')).join(', ');
+    const operators = operatorArguments(view)
+      .map((line) => line.replace(/^ {2}/, '    '))
+      .join(', ');
     fields.push({
       kind: 'update',
       sdl: `  """update data of ${described}"""\n  ${roots.update}(${operators}, """filter the rows which have to be updated"""\n    where: ${name}_bool_exp!): ${name}_mutation_response`,
     });
-    if (update.byPk) fields.push({ kind: 'updateByPk', sdl: `  """update single row of ${described}"""\n  ${roots.updateByPk}(${operators}, pk_columns: ${name}_pk_columns_input!): ${name}` });
+    if (update.byPk)
+      fields.push({
+        kind: 'updateByPk',
+        sdl: `  """update single row of ${described}"""\n  ${roots.updateByPk}(${operators}, pk_columns: ${name}_pk_columns_input!): ${name}`,
+      });
     fields.push({
       kind: 'updateMany',
       sdl: `  """update multiples rows of ${described}"""\n  ${roots.updateMany}("""updates to execute, in order"""\n    updates: [${name}_updates!]!): [${name}_mutation_response]`,

@@ -111,7 +111,8 @@ export class MutationCompiler extends StatementCompiler {
       if (!isObject(object)) throw badInput(`a row to insert into ${table.typeName} must be an object`);
       for (const name of Object.keys(object)) {
         const column = table.columnsByField.get(name);
-        if (!column || (permission && (!permission.columns.has(column.name) || column.name in presets))) throw notPermitted(`the column ${name} of ${table.typeName}`);
+        if (!column || (permission && (!permission.columns.has(column.name) || column.name in presets)))
+          throw notPermitted(`the column ${name} of ${table.typeName}`);
         if (!given.includes(column)) given.push(column);
       }
     }
@@ -125,7 +126,9 @@ export class MutationCompiler extends StatementCompiler {
       return `(${[...values, ...preset.map(([column, value]) => this.bindColumn(column, value))].join(', ')})`;
     });
     const target = `${qualified(table)} AS ${alias}`;
-    let text = columns.length ? `INSERT INTO ${target} (${columns.map((column) => quote(column.name)).join(', ')}) VALUES ${rows.join(', ')}` : `INSERT INTO ${target} DEFAULT VALUES`;
+    let text = columns.length
+      ? `INSERT INTO ${target} (${columns.map((column) => quote(column.name)).join(', ')}) VALUES ${rows.join(', ')}`
+      : `INSERT INTO ${target} DEFAULT VALUES`;
     let updateCheck: BoolExp | undefined;
     let upserting = false;
     if (onConflict) {
@@ -136,13 +139,17 @@ export class MutationCompiler extends StatementCompiler {
       const updatePresets = update?.set ?? {};
       const sets = (onConflict.update_columns ?? []).map((name) => {
         const column = table.columnsByField.get(name);
-        if (!column || (update && (!update.columns.has(column.name) || column.name in updatePresets))) throw notPermitted(`updating the column ${name} of ${table.typeName}`);
+        if (!column || (update && (!update.columns.has(column.name) || column.name in updatePresets)))
+          throw notPermitted(`updating the column ${name} of ${table.typeName}`);
         return `${quote(column.name)} = EXCLUDED.${quote(column.name)}`;
       });
       if (sets.length === 0) text += ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO NOTHING`;
       else {
         for (const [column, value] of this.presetColumns(table, updatePresets)) sets.push(`${quote(column.name)} = ${this.bindColumn(column, value)}`);
-        const conditions = [this.boolExp(onConflict.where ?? {}, table, alias, 'query'), update ? this.boolExp(update.filter, table, alias, 'permission') : 'true'];
+        const conditions = [
+          this.boolExp(onConflict.where ?? {}, table, alias, 'query'),
+          update ? this.boolExp(update.filter, table, alias, 'permission') : 'true',
+        ];
         text += ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO UPDATE SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')}`;
         upserting = true;
         updateCheck = update?.check;
@@ -172,7 +179,8 @@ export class MutationCompiler extends StatementCompiler {
       for (const [name, value] of Object.entries(given)) {
         if (value === undefined) continue;
         const column = table.columnsByField.get(name);
-        if (!column || (permission && (!permission.columns.has(column.name) || column.name in presets))) throw notPermitted(`updating the column ${name} of ${table.typeName}`);
+        if (!column || (permission && (!permission.columns.has(column.name) || column.name in presets)))
+          throw notPermitted(`updating the column ${name} of ${table.typeName}`);
         const earlier = operatorOf.get(column.name);
         if (earlier) throw badInput(`column found in multiple operators; "${name}" in ${earlier}, ${operator} operators`);
         operatorOf.set(column.name, operator);

@@ -37,9 +37,12 @@ export function problemsOf(entries: readonly TrackedTableEntry[], catalog: Map<s
       const resolved = kind === 'insert' ? model.insertPermissions : kind === 'update' ? model.updatePermissions : model.deletePermissions;
       for (const { role, permission } of entry[`${kind}_permissions`] ?? []) {
         if (!resolved.has(role)) continue;
-        const conditions = [(permission as { filter?: BoolExp }).filter, (permission as { check?: BoolExp }).check].filter((item): item is BoolExp => item !== undefined);
+        const conditions = [(permission as { filter?: BoolExp }).filter, (permission as { check?: BoolExp }).check].filter(
+          (item): item is BoolExp => item !== undefined,
+        );
         const problem = conditions.map((condition) => conditionProblem(tables, model, role, condition)).find((item) => item !== undefined);
-        if (problem) inconsistencies.push({ type: `${kind}_permission`, name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
+        if (problem)
+          inconsistencies.push({ type: `${kind}_permission`, name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
       }
     }
   }

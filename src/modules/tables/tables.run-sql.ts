@@ -170,7 +170,10 @@ export function withRenames(entries: readonly TrackedTableEntry[], renames: Rena
           ...(item.permission.set ? { set: renamedKeys(item.permission.set, (name) => column(owner, name)) } : {}),
         },
       })),
-      delete_permissions: entry.delete_permissions?.map((item) => ({ ...item, permission: { ...item.permission, filter: renameFilter(item.permission.filter, owner) } })),
+      delete_permissions: entry.delete_permissions?.map((item) => ({
+        ...item,
+        permission: { ...item.permission, filter: renameFilter(item.permission.filter, owner) },
+      })),
     });
   });
 }

@@ -311,7 +311,9 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   if (mutationRoots) {
     const mutationRoot = base.getMutationType();
     parts.push(
-      mutationRoot ? `extend type ${mutationRoot.name} {\n${mutationRoots}\n}` : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
+      mutationRoot
+        ? `extend type ${mutationRoot.name} {\n${mutationRoots}\n}`
+        : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
     );
   }
   const schema = extendSchema(base, parse(parts.join('\n\n')));
@@ -345,7 +347,10 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       const field = mutationRoot[table.mutationRoots[kind]];
       const marker: MutationField = { table, kind };
       field.extensions = { ...field.extensions, [MUTATION_FIELD]: marker };
-      field.resolve = ((_source, _args, context: GraphQLContext, info) => runner.mutate!(table, kind, info, context)) as GraphQLFieldResolver<unknown, GraphQLContext>;
+      field.resolve = ((_source, _args, context: GraphQLContext, info) => runner.mutate!(table, kind, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

@@ -159,10 +159,17 @@ export class TablesService implements TableRunner {
   private serving(tables: TableModel[]): void {
     this.inSchema = tables;
     const roles = new Set(
-      tables.flatMap((table) => [...table.permissions.keys(), ...table.insertPermissions.keys(), ...table.updatePermissions.keys(), ...table.deletePermissions.keys()]),
+      tables.flatMap((table) => [
+        ...table.permissions.keys(),
+        ...table.insertPermissions.keys(),
+        ...table.updatePermissions.keys(),
+        ...table.deletePermissions.keys(),
+      ]),
     );
     this.roleViews = new Map([...roles].map((role) => [role, seesEverything(tables, role) ? undefined : role]));
-    this.backendRoles = new Set(tables.flatMap((table) => [...table.insertPermissions].filter(([, permission]) => permission.backendOnly).map(([role]) => role)));
+    this.backendRoles = new Set(
+      tables.flatMap((table) => [...table.insertPermissions].filter(([, permission]) => permission.backendOnly).map(([role]) => role)),
+    );
   }
 
   /**
@@ -384,7 +391,8 @@ export class TablesService implements TableRunner {
     const { current, next } = await this.changeEntry(args, context, (entry, given) => {
       const role = roleAt(given.role, '$.args.role');
       const list = (entry[key] ?? []) as PermissionEntry<unknown>[];
-      if (!list.some((item) => item.role === role)) fail('not-exists', `${kind} permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
+      if (!list.some((item) => item.role === role))
+        fail('not-exists', `${kind} permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
       return { ...entry, [key]: list.filter((item) => item.role !== role) };
     });
     return this.commit(current, next, context);
