@@ -6,7 +6,7 @@ import type { GraphQLContext } from '../../graphql/context';
 import type { TableModel } from './tables.model';
 import { checkFailed, MutationCompiler, type CompiledWrite, type Writer } from './tables.mutations';
 import { MUTATION_FIELD, type MutationField } from './tables.schema';
-import { boundValues } from './tables.sql';
+import { asInputError, boundValues, changedUnderMetadata } from './tables.sql';
 
 /** What the generated mutation root fields of one operation came to: each field's value by response key, or the field that failed. */
 interface Outcome {
@@ -36,7 +36,7 @@ export class MutationRunner {
   constructor(
     private readonly pool: pg.Pool,
     /** Called when a statement met a table or column gone from the catalog. */
-    private readonly onStaleCatalog: (table: string, error: Error) => GraphQLError,
+    private readonly onStaleCatalog: (table: TableModel, error: Error) => GraphQLError,
   ) {}
 
   async mutate(info: GraphQLResolveInfo, context: GraphQLContext, writer: Writer, tables: ReadonlyMap<string, TableModel>): Promise<unknown> {
@@ -123,10 +123,7 @@ export class MutationRunner {
     if (VIOLATIONS[code] || code.startsWith('23')) {
       return new GraphQLError(`${VIOLATIONS[code] ?? 'Integrity constraint violation'}. ${message}`, { extensions: { code: 'constraint-violation' } });
     }
-    if (code.startsWith('22') || code === '42883' || code === '42804') {
-      return new GraphQLError(`invalid input: ${message}`, { extensions: { code: 'BAD_USER_INPUT' } });
-    }
-    if (code === '42P01' || code === '42703') return this.onStaleCatalog(`${table.table.schema}.${table.table.name}`, error as Error);
-    return error;
+    if (changedUnderMetadata(error)) return this.onStaleCatalog(table, error as Error);
+    return asInputError(error);
   }
 }

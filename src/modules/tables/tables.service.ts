@@ -1,13 +1,4 @@
-import {
-  GraphQLError,
-  visit,
-  type ASTNode,
-  type FieldNode,
-  type FragmentDefinitionNode,
-  type GraphQLResolveInfo,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-} from 'graphql';
+import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -20,8 +11,8 @@ import { ADMIN_ROLE } from '../../common/roles';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
 import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
-import { StatementCompiler } from './tables.compiler';
-import { boundValues, type CompiledStatement } from './tables.sql';
+import { asInputError, boundValues, changedUnderMetadata, type CompiledStatement } from './tables.sql';
+import { StatementPlans } from './tables.plans';
 import {
   argsAt,
   configurationAt,
@@ -59,30 +50,12 @@ const WITHOUT_TABLES = '';
 /** Ends the view of a role for backend sessions (its backend_only insert permissions shown): a header's value holds no NUL. */
 const BACKEND = '\u0000backend';
 const USE_BACKEND_ONLY = 'x-gql-use-backend-only-permissions';
-/** Statements kept per root field and role, one per set of the values the text depends on (an ordering, a `where` object given as a variable). */
-const PLANS_PER_FIELD = 16;
 
 export interface TablesDependencies {
   dataSource: DataSource;
   schema: ServedSchema;
   pubSub: PostgresPubSub;
   logger: Logger;
-}
-
-/** A compiled statement, and what a request must bring to run it. */
-interface Plan {
-  table: TableModel;
-  statement: CompiledStatement;
-  /** The variables the statement binds when it runs (never null in a request it serves). */
-  bound: ReadonlySet<string>;
-  /** variablesKey of the compiling request: a request with the same key gets the same statement. */
-  key: string;
-}
-
-/** The plans of one root field of an operation: the variables it refers to, and its plans per role (most recent first). */
-interface FieldPlans {
-  variables: string[];
-  byRole: Map<string, Plan[]>;
 }
 
 /** The tracked tables as served: their entries, resolved against the catalog. */
@@ -100,8 +73,7 @@ interface Served {
  * runs each root field as one statement.
  */
 export class TablesService implements TableRunner {
-  /** Statements compiled once, per operation of a parsed document (kept as long as the document is), root field and role. */
-  private readonly plans = new WeakMap<OperationDefinitionNode, Map<FieldNode, FieldPlans>>();
+  private readonly plans = new StatementPlans();
   private served: Served = { entries: [], tables: [], byKey: new Map(), inconsistencies: [], version: -1 };
   private readonly pool: pg.Pool;
   /** What the last schema build could not serve (a clash with an action's type). */
@@ -116,7 +88,7 @@ export class TablesService implements TableRunner {
 
   constructor(private readonly deps: TablesDependencies) {
     this.pool = poolOf(deps.dataSource);
-    this.mutations = new MutationRunner(this.pool, (_table, error) => this.staleCatalog(error));
+    this.mutations = new MutationRunner(this.pool, (table, error) => this.staleCatalog(error, table));
   }
 
   /** Reads the metadata and extends the served schema with it. */
@@ -549,32 +521,10 @@ export class TablesService implements TableRunner {
     return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
   }
 
-  /**
-   * The statement of one root field for the caller's role, compiled once per (operation, field,
-   * role) and shared by every session of the role: its session values and the variables it only
-   * binds are bound when it runs, so a repeated query is a cache hit whatever those values. A
-   * variable the text depends on (read by the compiler) keys the plan by its value, a few plans
-   * per field at most.
-   */
+  /** The statement of one root field for the caller's role (compiled once per operation, field and role: StatementPlans). */
   compile(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): CompiledStatement {
     const { session } = context;
-    const admin = isAdmin(session);
-    let fields = this.plans.get(info.operation);
-    if (!fields) this.plans.set(info.operation, (fields = new Map()));
-    const node = info.fieldNodes[0];
-    let field = fields.get(node);
-    if (!field) fields.set(node, (field = { variables: referencedVariables(info.fieldNodes, info.fragments), byRole: new Map() }));
-    // '' is the admin's: a role is never empty.
-    const role = admin ? '' : session.role;
-    const plans = field.byRole.get(role) ?? [];
-    for (const plan of plans) if (plan.table === table && plan.key === variablesKey(field.variables, plan.bound, info.variableValues)) return plan.statement;
-    const compiler = new StatementCompiler({ role: session.role, admin }, this.served.byKey, info);
-    const statement = compiler.compile(table, kind);
-    const bound = compiler.boundVariables();
-    // Plans of an earlier metadata (another table model) go; the least recent beyond the bound too.
-    const kept = plans.filter((plan) => plan.table === table).slice(0, PLANS_PER_FIELD - 1);
-    field.byRole.set(role, [{ table, statement, bound, key: variablesKey(field.variables, bound, info.variableValues) }, ...kept]);
-    return statement;
+    return this.plans.statement(table, kind, info, { role: session.role, admin: isAdmin(session) }, this.served.byKey);
   }
 }
 
@@ -586,63 +536,6 @@ function isBackend(session: Session): boolean {
 /** The unrestricted admin: the admin secret, as role admin (a token's role admin is an ordinary role). */
 function isAdmin(session: Session): boolean {
   return session.viaAdminSecret && session.role === ADMIN_ROLE;
-}
-
-/** The variables the fields (with the fragments they spread) refer to, each once. */
-function referencedVariables(nodes: readonly FieldNode[], fragments: Record<string, FragmentDefinitionNode>): string[] {
-  const pending: ASTNode[] = [...nodes];
-  const spread = new Set<string>();
-  const names = new Set<string>();
-  for (let node = pending.pop(); node; node = pending.pop()) {
-    visit(node, {
-      Variable(variable) {
-        names.add(variable.name.value);
-      },
-      FragmentSpread(fragmentSpread) {
-        const name = fragmentSpread.name.value;
-        if (!spread.has(name) && fragments[name]) {
-          spread.add(name);
-          pending.push(fragments[name]);
-        }
-      },
-    });
-  }
-  return [...names];
-}
-
-/**
- * What a plan depends on of a request's variables: for each variable the field refers to, its
- * value (JSON) when the text depends on it, or only that it is given when the statement binds it.
- */
-function variablesKey(names: readonly string[], bound: ReadonlySet<string>, values: Readonly<Record<string, unknown>>): string {
-  let key = '';
-  for (const name of names) {
-    const value = values[name];
-    // JSON text never holds a raw control character, so these cannot be mistaken for a value.
-    if (bound.has(name)) key += value === null || value === undefined ? '\u0000' : '';
-    else key += JSON.stringify(value) ?? '\u0001';
-    key += '\u0002';
-  }
-  return key;
-}
-
-/**
- * A value PostgreSQL refused (a class 22 "data exception": not a uuid, out of range, an invalid
- * regular expression), or an operation a column's type does not have (42883, 42804: ordering or
- * distinct_on by a json column), is the caller's mistake, told as PostgreSQL says it.
- */
-function asInputError(error: unknown): unknown {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (code.startsWith('22') || code === '42883' || code === '42804')) {
-    return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
-  }
-  return error;
-}
-
-/** PostgreSQL's undefined_table and undefined_column: a tracked table dropped or altered since it was read. */
-function changedUnderMetadata(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === '42P01' || code === '42703';
 }
 
 /** The name of a relationship `entry` has, or a refusal. */
