@@ -165,6 +165,13 @@ describe('bad input', () => {
       'BAD_USER_INPUT',
       /cannot delete from object using integer index/,
     ],
+    [
+      'one conflicting row upserted twice',
+      'mutation { insert_i_notes(objects: [{body: "z"}, {body: "z"}], on_conflict: {constraint: i_notes_body_key, update_columns: [n]}) { affected_rows } }',
+      undefined,
+      'BAD_USER_INPUT',
+      /cannot affect row a second time/,
+    ],
     ['a null operand', 'mutation { update_i_notes(where: {}, _inc: {n: null}) { affected_rows } }', undefined, 'BAD_USER_INPUT', /_inc on "n" cannot be null/],
     ['no operator', 'mutation { update_i_notes(where: {}) { affected_rows } }', undefined, 'BAD_USER_INPUT', /at least any one of _set, _inc/],
     ['a where comparing with null', 'mutation { delete_i_notes(where: {body: {_eq: null}}) { affected_rows } }', undefined, 'BAD_USER_INPUT', /use _is_null/],

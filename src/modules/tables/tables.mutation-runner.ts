@@ -123,6 +123,8 @@ export class MutationRunner {
     if (VIOLATIONS[code] || code.startsWith('23')) {
       return new GraphQLError(`${VIOLATIONS[code] ?? 'Integrity constraint violation'}. ${message}`, { extensions: { code: 'constraint-violation' } });
     }
+    // An upsert naming one conflicting row twice ("ON CONFLICT DO UPDATE command cannot affect row a second time").
+    if (code === '21000') return new GraphQLError(`invalid input: ${message}`, { extensions: { code: 'BAD_USER_INPUT' } });
     if (changedUnderMetadata(error)) return this.onStaleCatalog(table, error as Error);
     return asInputError(error);
   }
