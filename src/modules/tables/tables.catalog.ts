@@ -77,7 +77,8 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   for (const column of columns) {
     const key = tableKey({ schema: column.schema, name: column.table });
     let table = found.get(key);
-    if (!table) found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [], uniqueConstraints: [] }));
+    if (!table)
+      found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [], uniqueConstraints: [] }));
     table.columns.push({
       name: column.name,
       typeName: column.type_name,

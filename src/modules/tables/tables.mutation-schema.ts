@@ -1,5 +1,5 @@
 import { tableText } from './tables.metadata';
-import { NUMERIC_SCALARS, type ColumnModel, type MutationKind, type TableModel } from './tables.model';
+import { fieldType, NUMERIC_SCALARS, type ColumnModel, type MutationKind, type TableModel } from './tables.model';
 import type { TableView } from './tables.views';
 
 /* The generated API's mutation types and root fields, in Hasura's names and shapes. */
@@ -30,12 +30,14 @@ const OPERATOR_DESCRIPTIONS: Record<UpdateOperator, string> = {
 
 /** The columns an operator applies to, and the type of its value for each. */
 function operatorColumns(operator: UpdateOperator, columns: readonly ColumnModel[]): [ColumnModel, string][] {
-  const jsonb = columns.filter((column) => column.scalar === 'jsonb');
+  const jsonb = columns.filter((column) => column.scalar === 'jsonb' && !column.array);
   switch (operator) {
     case '_set':
-      return columns.map((column) => [column, column.scalar]);
+      return columns.map((column) => [column, fieldType(column)]);
     case '_inc':
-      return columns.filter((column) => NUMERIC_SCALARS.has(column.scalar) && column.scalar !== 'money').map((column) => [column, column.scalar]);
+      return columns
+        .filter((column) => NUMERIC_SCALARS.has(column.scalar) && column.scalar !== 'money' && !column.array)
+        .map((column) => [column, column.scalar]);
     case '_append':
     case '_prepend':
       return jsonb.map((column) => [column, 'jsonb']);
@@ -83,7 +85,7 @@ export function mutationTypesSdl(view: TableView): string[] {
   const insert = mutations.insert;
   if (insert && insert.columns.length) {
     parts.push(
-      `"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, column.scalar]))}\n}`,
+      `"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, fieldType(column)]))}\n}`,
     );
   }
   if (insert?.upsert) {
@@ -111,7 +113,7 @@ export function mutationTypesSdl(view: TableView): string[] {
     );
   }
   if ((update?.byPk || mutations.delete?.byPk) && table.primaryKey.length) {
-    const keys = table.primaryKey.map((column) => `  ${column.field}: ${column.scalar}!`).join('\n');
+    const keys = table.primaryKey.map((column) => `  ${column.field}: ${fieldType(column)}!`).join('\n');
     parts.push(`"""primary key columns input for ${described}"""\ninput ${name}_pk_columns_input {\n${keys}\n}`);
   }
   return parts;
@@ -175,7 +177,7 @@ export function mutationRootsSdl(view: TableView): { kind: MutationKind; sdl: st
       sdl: `  """delete data from ${described}"""\n  ${roots.delete}("""filter the rows which have to be deleted"""\n    where: ${name}_bool_exp!): ${name}_mutation_response`,
     });
     if (mutations.delete.byPk) {
-      const keys = table.primaryKey.map((column) => `${column.field}: ${column.scalar}!`).join(', ');
+      const keys = table.primaryKey.map((column) => `${column.field}: ${fieldType(column)}!`).join(', ');
       fields.push({ kind: 'deleteByPk', sdl: `  """delete single row from ${described}"""\n  ${roots.deleteByPk}(${keys}): ${name}` });
     }
   }
@@ -185,6 +187,6 @@ export function mutationRootsSdl(view: TableView): { kind: MutationKind; sdl: st
 /** The scalars the mutations of `view` take (an insert-only view shows no column otherwise). */
 export function mutationScalars(view: TableView): string[] {
   const scalars = [...(view.mutations.insert?.columns ?? []), ...(view.mutations.update?.columns ?? [])].map((column) => column.scalar);
-  if (view.mutations.update?.columns.some((column) => column.scalar === 'jsonb')) scalars.push('jsonb');
+  if (view.mutations.update?.columns.some((column) => column.scalar === 'jsonb' && !column.array)) scalars.push('jsonb');
   return scalars;
 }

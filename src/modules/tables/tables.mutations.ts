@@ -1,5 +1,5 @@
 import { GraphQLError, type FieldNode } from 'graphql';
-import { sessionValue } from './tables.comparisons';
+import { arrayLiteral, sessionValue } from './tables.comparisons';
 import { notPermitted, StatementCompiler, type Operation, type Reader } from './tables.compiler';
 import { isObject, tableText, type BoolExp, type ColumnPresets } from './tables.metadata';
 import type { ColumnModel, MutationKind, TableModel } from './tables.model';
@@ -235,8 +235,11 @@ export class MutationCompiler extends StatementCompiler {
 
   /** A column's value as bound: JSON text for json and jsonb (an array column takes a list as it is). */
   private bindColumn(column: ColumnModel, value: unknown): string {
-    const json = (column.scalar === 'json' || column.scalar === 'jsonb') && !column.sqlType.endsWith('[]');
+    const json = (column.scalar === 'json' || column.scalar === 'jsonb') && !column.array;
     if (value instanceof SessionValue) return this.bind(new SessionValue(value.name, json), column.sqlType);
+    // A preset's text is PostgreSQL's array literal ("{a,b}"), as a session variable gives it.
+    if (column.array && value !== null && typeof value !== 'string')
+      return this.bind(arrayLiteral(column, value, `the value of ${column.field}`), column.sqlType);
     return this.bind(json && value !== null ? JSON.stringify(value) : value, column.sqlType);
   }
 
