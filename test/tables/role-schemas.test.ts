@@ -37,10 +37,17 @@ const PERMISSIONS = [
     type: 'pg_create_select_permission',
     args: { table: 'authors', role: 'lister', permission: { columns: ['name'], filter: {}, allow_aggregations: true, query_root_fields: ['select'] } },
   },
-  // Every table, all of it: the whole schema.
+  // Every table, all of it, to read and to write: the whole schema.
+  ...['authors', 'articles', 'users'].flatMap((table) => [
+    { type: 'pg_create_select_permission', args: { table, role: 'auditor', permission: { columns: '*', filter: {}, allow_aggregations: true } } },
+    { type: 'pg_create_insert_permission', args: { table, role: 'auditor', permission: { columns: '*', check: {} } } },
+    { type: 'pg_create_update_permission', args: { table, role: 'auditor', permission: { columns: '*', filter: {} } } },
+    { type: 'pg_create_delete_permission', args: { table, role: 'auditor', permission: { filter: {} } } },
+  ]),
+  // Every table to read, all of it, but no write: its own view (no mutation).
   ...['authors', 'articles', 'users'].map((table) => ({
     type: 'pg_create_select_permission',
-    args: { table, role: 'auditor', permission: { columns: '*', filter: {}, allow_aggregations: true } },
+    args: { table, role: 'reader', permission: { columns: '*', filter: {}, allow_aggregations: true } },
   })),
 ];
 
@@ -185,6 +192,13 @@ describe('introspection as a role', () => {
     expect(await generatedSchema({ ...asAdmin, 'x-gql-role': 'user', 'x-gql-user-id': alice })).toEqual(await generatedSchema(asUser()));
     // A role every table opens entirely to sees the whole schema.
     expect(await generatedSchema(bearer(signToken({ roles: ['auditor'] })))).toEqual(admin);
+    const reader = await generatedSchema(bearer(signToken({ roles: ['reader'] })));
+    expect(reader.roots).toEqual(admin.roots);
+    expect(reader.types).toEqual(
+      admin.types.filter(
+        (name) => !/_(mutation_response|insert_input|on_conflict|constraint|update_column|pk_columns_input|updates|[a-z_]+_input)$/.test(name),
+      ),
+    );
   });
 });
 

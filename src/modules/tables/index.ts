@@ -1,4 +1,6 @@
+import type { MetadataRequestContext } from '../../platform/metadata';
 import type { PlinthModule } from '../../platform/module';
+import { PERMISSION_KINDS } from './tables.metadata';
 import type { TablesService } from './tables.service';
 import { createTablesService, schemaWithStoredTables } from './tables.services';
 
@@ -21,8 +23,12 @@ export const tablesModule: PlinthModule<TablesService> = {
       pg_create_array_relationship: (args, context) => service.createRelationship('array', args, context),
       pg_rename_relationship: (args, context) => service.renameRelationship(args, context),
       pg_drop_relationship: (args, context) => service.dropRelationship(args, context),
-      pg_create_select_permission: (args, context) => service.createSelectPermission(args, context),
-      pg_drop_select_permission: (args, context) => service.dropSelectPermission(args, context),
+      ...Object.fromEntries(
+        PERMISSION_KINDS.flatMap((kind) => [
+          [`pg_create_${kind}_permission`, (args: unknown, context: MetadataRequestContext) => service.createPermission(kind, args, context)],
+          [`pg_drop_${kind}_permission`, (args: unknown, context: MetadataRequestContext) => service.dropPermission(kind, args, context)],
+        ]),
+      ),
     },
     queries: {
       run_sql: (args, context) => service.runSql(args, context),

@@ -26,11 +26,18 @@ export interface CatalogForeignKey {
   referencedColumns: string[];
 }
 
+/** A primary key or unique constraint: what an upsert's `on_conflict` names. */
+export interface CatalogUniqueConstraint {
+  name: string;
+  columns: string[];
+}
+
 export interface CatalogTable {
   table: QualifiedTable;
   columns: CatalogColumn[];
   primaryKey: string[];
   foreignKeys: CatalogForeignKey[];
+  uniqueConstraints: CatalogUniqueConstraint[];
 }
 
 /**
@@ -70,7 +77,8 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   for (const column of columns) {
     const key = tableKey({ schema: column.schema, name: column.table });
     let table = found.get(key);
-    if (!table) found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [] }));
+    if (!table)
+      found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [], uniqueConstraints: [] }));
     table.columns.push({
       name: column.name,
       typeName: column.type_name,
@@ -82,14 +90,15 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   const constraints = await rows<{
     schema: string;
     table: string;
-    kind: 'p' | 'f';
+    kind: 'p' | 'f' | 'u';
+    name: string;
     columns: string[];
     ref_schema: string | null;
     ref_table: string | null;
     ref_columns: string[] | null;
   }>(
     db,
-    `SELECT n.nspname AS schema, c.relname AS table, k.contype AS kind,
+    `SELECT n.nspname AS schema, c.relname AS table, k.contype AS kind, k.conname::text AS name,
             ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY AS key(attnum, position)
                     JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = key.attnum ORDER BY key.position) AS columns,
             rn.nspname AS ref_schema, rc.relname AS ref_table,
@@ -98,7 +107,7 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
        FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
        JOIN pg_namespace n ON n.nspname = wanted.schema
        JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name
-       JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype IN ('p', 'f')
+       JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype IN ('p', 'f', 'u')
        LEFT JOIN pg_class rc ON rc.oid = k.confrelid
        LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
       ORDER BY k.conname`,
@@ -107,8 +116,9 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
   for (const constraint of constraints) {
     const table = found.get(tableKey({ schema: constraint.schema, name: constraint.table }));
     if (!table) continue;
+    if (constraint.kind !== 'f') table.uniqueConstraints.push({ name: constraint.name, columns: constraint.columns });
     if (constraint.kind === 'p') table.primaryKey = constraint.columns;
-    else
+    else if (constraint.kind === 'f')
       table.foreignKeys.push({
         columns: constraint.columns,
         references: { schema: constraint.ref_schema!, name: constraint.ref_table! },

@@ -17,7 +17,7 @@ export interface Binder {
 type Mode = 'query' | 'permission';
 
 /** A permission's operand: a session variable named as `X-Gql-*` or `X-Hasura-*` (read when the statement runs), or a literal. */
-function sessionValue(value: unknown): unknown {
+export function sessionValue(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const match = /^x-(gql|hasura)-(.+)$/i.exec(value);
   return match ? new SessionValue(`x-gql-${match[2].toLowerCase()}`) : value;

@@ -53,7 +53,7 @@ interface ListArguments {
  * relationship, the reader's row filter and limit inside every table it reads.
  */
 export class StatementCompiler {
-  private readonly parameters: unknown[] = [];
+  protected readonly parameters: unknown[] = [];
   private aliases = 0;
   /** The operation's variables as the compiler meets them: a leaf value (or a list of them) as a VariableValue. */
   private marked?: Record<string, unknown>;
@@ -64,19 +64,19 @@ export class StatementCompiler {
 
   /** `operation` is needed to compile a root field, not a permission's filter alone. */
   constructor(
-    private readonly reader: Reader,
-    private readonly tables: ReadonlyMap<string, TableModel>,
+    protected readonly reader: Reader,
+    protected readonly tables: ReadonlyMap<string, TableModel>,
     private readonly given?: Operation,
   ) {}
 
-  private get operation(): Operation {
+  protected get operation(): Operation {
     if (!this.given) throw new Error('compiling a root field needs its operation');
     return this.given;
   }
 
-  /** A permission's filter alone on the table under alias `_0` (checked when it is created). */
-  filterOf(table: TableModel, permission: PermissionModel): CompiledStatement {
-    return { text: this.permissionFilter(table, this.alias(), permission), parameters: this.parameters };
+  /** A permission's boolean expression (a filter or a check) alone on the table under alias `_0` (checked when it is created). */
+  conditionOf(table: TableModel, condition: BoolExp): CompiledStatement {
+    return { text: this.boolExp(condition, table, this.alias(), 'permission'), parameters: this.parameters };
   }
 
   /**
@@ -141,11 +141,11 @@ export class StatementCompiler {
     this.output = joinedOutput(this.output, leafOutput(type, column.sqlType));
   }
 
-  private alias(): string {
+  protected alias(): string {
     return quote(`_${this.aliases++}`);
   }
 
-  private bind(value: unknown, cast?: string): string {
+  protected bind(value: unknown, cast?: string): string {
     this.parameters.push(value instanceof VariableValue || value instanceof SessionValue ? value : this.readAll(value));
     return `$${this.parameters.length}${cast ? `::${cast}` : ''}`;
   }
@@ -165,14 +165,14 @@ export class StatementCompiler {
   }
 
   /** A value the statement's text depends on: a variable's is read (the statement holds for that value only). */
-  private valueOf(value: unknown): unknown {
+  protected valueOf(value: unknown): unknown {
     if (!(value instanceof VariableValue)) return value;
     this.read.add(value.name);
     return value.value;
   }
 
   /** `value` with every variable in it read (a list or a JSON value written with variables inside). */
-  private readAll(value: unknown): unknown {
+  protected readAll(value: unknown): unknown {
     if (value instanceof VariableValue) return this.valueOf(value);
     if (Array.isArray(value)) return value.map((item) => this.readAll(item));
     // Plain objects only (GraphQL builds literal objects without a prototype): a SessionValue stays one.
@@ -183,14 +183,14 @@ export class StatementCompiler {
   }
 
   /** The reader's permission on `table` (undefined for the admin). */
-  private permission(table: TableModel): PermissionModel | undefined {
+  protected permission(table: TableModel): PermissionModel | undefined {
     if (this.reader.admin) return undefined;
     const permission = table.permissions.get(this.reader.role);
     if (!permission) throw notPermitted(`the table ${tableText(table.table)}`);
     return permission;
   }
 
-  private permissionFilter(table: TableModel, alias: string, permission: PermissionModel | undefined): string {
+  protected permissionFilter(table: TableModel, alias: string, permission: PermissionModel | undefined): string {
     return permission ? this.boolExp(permission.filter, table, alias, 'permission') : 'true';
   }
 
@@ -201,7 +201,7 @@ export class StatementCompiler {
   }
 
   /** The fields selected on an object type, fragments and @skip/@include applied, in order. */
-  private fieldsOf(selectionSets: readonly (SelectionSetNode | undefined)[], type: unknown): FieldNode[] {
+  protected fieldsOf(selectionSets: readonly (SelectionSetNode | undefined)[], type: unknown): FieldNode[] {
     let named = type as { ofType?: unknown };
     while (named.ofType) named = named.ofType as { ofType?: unknown };
     const objectType = named as GraphQLObjectType;
@@ -239,19 +239,19 @@ export class StatementCompiler {
     return !include || this.valueOf(include.if) !== false;
   }
 
-  private argumentsOf(type: GraphQLObjectType, node: FieldNode): Record<string, unknown> {
+  protected argumentsOf(type: GraphQLObjectType, node: FieldNode): Record<string, unknown> {
     return getArgumentValues(type.getFields()[node.name.value], node, this.variables);
   }
 
   /** A generated type of the schema the operation runs on. */
-  private objectType(name: string): GraphQLObjectType {
+  protected objectType(name: string): GraphQLObjectType {
     const type = this.operation.schema.getType(name);
     if (!isObjectType(type)) throw new Error(`the generated type ${name} is missing`);
     return type;
   }
 
   /** `json_build_object(...)` of one row of `table` under `alias`, and the LATERAL joins it needs. */
-  private rowJson(table: TableModel, alias: string, fields: FieldNode[]): { json: string; joins: string } {
+  protected rowJson(table: TableModel, alias: string, fields: FieldNode[]): { json: string; joins: string } {
     const type = this.objectType(table.typeName);
     const permission = this.reader.admin ? undefined : table.permissions.get(this.reader.role);
     const pairs: string[] = [];
@@ -507,7 +507,7 @@ export class StatementCompiler {
    * A boolean expression (a query's `where`, keyed by field names, or a permission's filter,
    * keyed by column names and comparing with session variables) as an SQL condition.
    */
-  private boolExp(exp: unknown, table: TableModel, alias: string, mode: 'query' | 'permission'): string {
+  protected boolExp(exp: unknown, table: TableModel, alias: string, mode: 'query' | 'permission'): string {
     if (!isObject(exp)) throw badInput(`a boolean expression of ${table.typeName} must be an object`);
     const parts: string[] = [];
     for (const [field, value] of Object.entries(exp)) {

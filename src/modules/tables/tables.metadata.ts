@@ -6,7 +6,7 @@ export type { QualifiedTable };
 /** `configuration` of a tracked table (Hasura's table configuration). */
 export interface TableConfiguration {
   custom_name?: string;
-  custom_root_fields?: { select?: string; select_by_pk?: string; select_aggregate?: string };
+  custom_root_fields?: Partial<Record<(typeof CUSTOM_ROOT_FIELDS)[number], string>>;
   column_config?: Record<string, { custom_name?: string }>;
 }
 
@@ -44,6 +44,38 @@ export interface SelectPermissionEntry {
   comment?: string;
 }
 
+/** Column values a write sets whatever the caller gives: a session variable's name (`X-Gql-*`, `X-Hasura-*`) or a constant. */
+export type ColumnPresets = Record<string, unknown>;
+
+export interface InsertPermission {
+  check: BoolExp;
+  columns: string[] | '*';
+  set?: ColumnPresets;
+  backend_only?: boolean;
+}
+
+export interface UpdatePermission {
+  columns: string[] | '*';
+  filter: BoolExp;
+  check?: BoolExp;
+  set?: ColumnPresets;
+}
+
+export interface DeletePermission {
+  filter: BoolExp;
+  backend_only?: boolean;
+}
+
+export interface PermissionEntry<P> {
+  role: string;
+  permission: P;
+  comment?: string;
+}
+
+/** The four kinds of permission, by their key in a table entry. */
+export type PermissionKind = 'select' | 'insert' | 'update' | 'delete';
+export const PERMISSION_KINDS: readonly PermissionKind[] = ['select', 'insert', 'update', 'delete'];
+
 /** A tracked table's entry, in Hasura's shape (what `export_metadata` shows under `tables`). */
 export interface TrackedTableEntry {
   table: QualifiedTable;
@@ -51,10 +83,35 @@ export interface TrackedTableEntry {
   object_relationships?: RelationshipEntry[];
   array_relationships?: RelationshipEntry[];
   select_permissions?: SelectPermissionEntry[];
+  insert_permissions?: PermissionEntry<InsertPermission>[];
+  update_permissions?: PermissionEntry<UpdatePermission>[];
+  delete_permissions?: PermissionEntry<DeletePermission>[];
 }
 
 /** The keys of a table entry this module owns (others, such as event_triggers, are other modules'). */
-export const TABLE_KEYS = ['configuration', 'object_relationships', 'array_relationships', 'select_permissions'] as const;
+export const TABLE_KEYS = [
+  'configuration',
+  'object_relationships',
+  'array_relationships',
+  'select_permissions',
+  'insert_permissions',
+  'update_permissions',
+  'delete_permissions',
+] as const;
+
+/** The root fields custom_root_fields may rename (Hasura's keys). */
+export const CUSTOM_ROOT_FIELDS = [
+  'select',
+  'select_by_pk',
+  'select_aggregate',
+  'insert',
+  'insert_one',
+  'update',
+  'update_by_pk',
+  'update_many',
+  'delete',
+  'delete_by_pk',
+] as const;
 
 /** A GraphQL name (also what custom names must be). */
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
@@ -107,17 +164,13 @@ export function configurationAt(value: unknown, path: string): TableConfiguratio
     const parsed: NonNullable<TableConfiguration['custom_root_fields']> = {};
     for (const [key, name] of Object.entries(roots)) {
       if (name === null) continue;
-      if (key !== 'select' && key !== 'select_by_pk' && key !== 'select_aggregate') {
-        // No mutation or subscription root field is served yet.
-        fail(
-          'not-supported',
-          `the custom root field "${key}" is not supported yet (select, select_by_pk, select_aggregate are)`,
-          `${path}.custom_root_fields.${key}`,
-        );
+      if (!(CUSTOM_ROOT_FIELDS as readonly string[]).includes(key)) {
+        // No subscription root field is served yet.
+        fail('not-supported', `the custom root field "${key}" is not supported (${CUSTOM_ROOT_FIELDS.join(', ')} are)`, `${path}.custom_root_fields.${key}`);
       }
       // Hasura takes a name or {name, comment}.
       const text = isObject(name) ? name.name : name;
-      parsed[key] = graphqlNameAt(text, `${path}.custom_root_fields.${key}`);
+      parsed[key as (typeof CUSTOM_ROOT_FIELDS)[number]] = graphqlNameAt(text, `${path}.custom_root_fields.${key}`);
     }
     if (Object.keys(parsed).length) configuration.custom_root_fields = parsed;
   }
@@ -231,16 +284,21 @@ export function trackedEntryAt(value: Record<string, unknown>, path: string): Tr
     if (!Array.isArray(list)) fail('parse-failed', `${kind} must be a list`, `${path}.${kind}`);
     if (list.length) entry[kind] = list.map((item, index) => relationshipAt(item, `${path}.${kind}[${index}]`));
   }
-  const permissions = value.select_permissions;
-  if (permissions !== undefined && permissions !== null) {
-    if (!Array.isArray(permissions)) fail('parse-failed', 'select_permissions must be a list', `${path}.select_permissions`);
-    if (permissions.length) {
-      entry.select_permissions = permissions.map((item, index) => {
-        const at = `${path}.select_permissions[${index}]`;
-        const given = objectAt(item, at);
-        return { role: roleAt(given.role, `${at}.role`), permission: selectPermissionAt(given.permission, `${at}.permission`) };
-      });
-    }
+  for (const kind of PERMISSION_KINDS) {
+    const key = `${kind}_permissions` as const;
+    const permissions = value[key];
+    if (permissions === undefined || permissions === null) continue;
+    if (!Array.isArray(permissions)) fail('parse-failed', `${key} must be a list`, `${path}.${key}`);
+    if (permissions.length === 0) continue;
+    const parsed = permissions.map((item, index) => {
+      const at = `${path}.${key}[${index}]`;
+      const given = objectAt(item, at);
+      return { role: roleAt(given.role, `${at}.role`), permission: PERMISSION_PARSERS[kind](given.permission, `${at}.permission`) };
+    });
+    const roles = parsed.map((item) => item.role);
+    const repeated = roles.find((role, index) => roles.indexOf(role) !== index);
+    if (repeated !== undefined) fail('already-exists', `${kind} permission for role "${repeated}" is defined twice`, `${path}.${key}`);
+    (entry as unknown as Record<string, unknown>)[key] = parsed;
   }
   return entry;
 }
@@ -256,7 +314,86 @@ export function argsAt(args: unknown): Record<string, unknown> {
 /** `entry` without empty lists, an empty configuration or keys left undefined (as Hasura exports it). */
 export function withoutEmpty(entry: TrackedTableEntry): TrackedTableEntry {
   const copy: TrackedTableEntry = { ...entry };
-  for (const key of ['object_relationships', 'array_relationships', 'select_permissions'] as const) if (!copy[key]?.length) delete copy[key];
+  for (const key of TABLE_KEYS) if (key !== 'configuration' && !copy[key]?.length) delete copy[key];
   if (!copy.configuration || Object.keys(copy.configuration).length === 0) delete copy.configuration;
   return copy;
 }
+
+function columnsAt(value: unknown, path: string): string[] | '*' {
+  if (value === '*') return '*';
+  if (Array.isArray(value)) return value.map((column, index) => stringAt(column, `${path}[${index}]`));
+  fail('parse-failed', 'columns must be a list of column names or "*"', path);
+}
+
+function onlyKeys(given: Record<string, unknown>, keys: readonly string[], path: string): void {
+  for (const key of Object.keys(given)) if (!keys.includes(key)) fail('parse-failed', `unexpected key "${key}"`, `${path}.${key}`);
+}
+
+function presetsAt(value: unknown, path: string): ColumnPresets | undefined {
+  if (value === undefined || value === null) return undefined;
+  const presets = objectAt(value, path);
+  for (const [column, preset] of Object.entries(presets)) {
+    if (preset === undefined) fail('parse-failed', 'a preset needs a value', `${path}.${column}`);
+  }
+  return Object.keys(presets).length ? presets : undefined;
+}
+
+function booleanAt(value: unknown, path: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') fail('parse-failed', 'expected a boolean', path);
+  return value;
+}
+
+export function insertPermissionAt(value: unknown, path: string): InsertPermission {
+  const given = objectAt(value, path);
+  onlyKeys(given, ['check', 'columns', 'set', 'backend_only', 'validate_input'], path);
+  if (given.validate_input !== undefined && given.validate_input !== null) fail('not-supported', 'validate_input is not supported', `${path}.validate_input`);
+  const permission: InsertPermission = {
+    check: given.check === undefined || given.check === null ? {} : objectAt(given.check, `${path}.check`),
+    columns: given.columns === undefined ? [] : columnsAt(given.columns, `${path}.columns`),
+  };
+  const set = presetsAt(given.set, `${path}.set`);
+  if (set) permission.set = set;
+  const backendOnly = booleanAt(given.backend_only, `${path}.backend_only`);
+  if (backendOnly) permission.backend_only = true;
+  return permission;
+}
+
+export function updatePermissionAt(value: unknown, path: string): UpdatePermission {
+  const given = objectAt(value, path);
+  onlyKeys(given, ['columns', 'filter', 'check', 'set', 'backend_only', 'validate_input'], path);
+  if (given.validate_input !== undefined && given.validate_input !== null) fail('not-supported', 'validate_input is not supported', `${path}.validate_input`);
+  if (given.backend_only === true) fail('not-supported', 'backend_only is supported on insert permissions only', `${path}.backend_only`);
+  const permission: UpdatePermission = {
+    columns: columnsAt(given.columns, `${path}.columns`),
+    filter: given.filter === undefined || given.filter === null ? {} : objectAt(given.filter, `${path}.filter`),
+  };
+  if (given.check !== undefined && given.check !== null) permission.check = objectAt(given.check, `${path}.check`);
+  const set = presetsAt(given.set, `${path}.set`);
+  if (set) permission.set = set;
+  return permission;
+}
+
+export function deletePermissionAt(value: unknown, path: string): DeletePermission {
+  const given = objectAt(value, path);
+  onlyKeys(given, ['filter', 'backend_only', 'validate_input'], path);
+  if (given.validate_input !== undefined && given.validate_input !== null) fail('not-supported', 'validate_input is not supported', `${path}.validate_input`);
+  if (given.backend_only === true) fail('not-supported', 'backend_only is supported on insert permissions only', `${path}.backend_only`);
+  return { filter: given.filter === undefined || given.filter === null ? {} : objectAt(given.filter, `${path}.filter`) };
+}
+
+/** Each kind's permission parser. */
+export const PERMISSION_PARSERS: { [K in PermissionKind]: (value: unknown, path: string) => PermissionOf<K> } = {
+  select: selectPermissionAt,
+  insert: insertPermissionAt,
+  update: updatePermissionAt,
+  delete: deletePermissionAt,
+};
+
+export type PermissionOf<K extends PermissionKind> = K extends 'select'
+  ? SelectPermission
+  : K extends 'insert'
+    ? InsertPermission
+    : K extends 'update'
+      ? UpdatePermission
+      : DeletePermission;

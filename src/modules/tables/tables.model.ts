@@ -1,6 +1,15 @@
 import type { FieldNode, FragmentDefinitionNode, GraphQLObjectType, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import { tableKey, type CatalogForeignKey, type CatalogTable } from './tables.catalog';
-import { sameTable, tableText, type BoolExp, type QualifiedTable, type RelationshipEntry, type TrackedTableEntry } from './tables.metadata';
+import { tableKey, type CatalogForeignKey, type CatalogTable, type CatalogUniqueConstraint } from './tables.catalog';
+import {
+  sameTable,
+  tableText,
+  type BoolExp,
+  type ColumnPresets,
+  type PermissionEntry,
+  type QualifiedTable,
+  type RelationshipEntry,
+  type TrackedTableEntry,
+} from './tables.metadata';
 
 /** The three root fields of a table. */
 export type RootKind = 'select' | 'selectByPk' | 'selectAggregate';
@@ -35,17 +44,54 @@ export interface PermissionModel {
   rootFields: Set<RootKind>;
 }
 
+export interface InsertPermissionModel {
+  columns: Set<string>;
+  check: BoolExp;
+  /** Column name to a session variable's name or a constant. */
+  set: ColumnPresets;
+  backendOnly: boolean;
+}
+
+export interface UpdatePermissionModel {
+  columns: Set<string>;
+  filter: BoolExp;
+  check?: BoolExp;
+  set: ColumnPresets;
+}
+
+export interface DeletePermissionModel {
+  filter: BoolExp;
+}
+
+/** The mutation root fields of a table (Hasura's names, or custom_root_fields). */
+export interface MutationRoots {
+  insert: string;
+  insertOne: string;
+  update: string;
+  updateByPk: string;
+  updateMany: string;
+  delete: string;
+  deleteByPk: string;
+}
+export type MutationKind = keyof MutationRoots;
+
 /** A tracked table resolved against the catalog: what the schema and the compiler are made of. */
 export interface TableModel {
   table: QualifiedTable;
   /** The GraphQL name of its object type, the base of every generated name. */
   typeName: string;
   roots: { select: string; selectByPk: string; selectAggregate: string };
+  mutationRoots: MutationRoots;
+  /** Its primary key and unique constraints (`<table>_constraint`). */
+  constraints: CatalogUniqueConstraint[];
   columns: ColumnModel[];
   columnsByField: Map<string, ColumnModel>;
   primaryKey: ColumnModel[];
   relationships: Map<string, RelationshipModel>;
   permissions: Map<string, PermissionModel>;
+  insertPermissions: Map<string, InsertPermissionModel>;
+  updatePermissions: Map<string, UpdatePermissionModel>;
+  deletePermissions: Map<string, DeletePermissionModel>;
 }
 
 /** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
@@ -67,7 +113,7 @@ export interface Operation {
 
 /** A part of the metadata that cannot be served now (get_inconsistent_metadata). */
 export interface Inconsistency {
-  type: 'table' | 'object_relation' | 'array_relation' | 'select_permission';
+  type: 'table' | 'object_relation' | 'array_relation' | 'select_permission' | 'insert_permission' | 'update_permission' | 'delete_permission';
   name: string;
   reason: string;
   definition: unknown;
@@ -200,8 +246,59 @@ export function resolveTables(
         rootFields,
       });
     }
+    resolveWritePermissions(entry, model, inconsistencies);
   }
   return { tables: [...byKey.values()], inconsistencies };
+}
+
+/** The insert, update and delete permissions of `entry` on `model`; one naming an unknown column is left out and reported. */
+function resolveWritePermissions(entry: TrackedTableEntry, model: TableModel, inconsistencies: Inconsistency[]): void {
+  const columnsOf = (columns: string[] | '*') => (columns === '*' ? model.columns.map((column) => column.name) : columns);
+  const unknownIn = (names: Iterable<string>) => [...names].find((name) => !model.columns.some((column) => column.name === name));
+  const each = <P>(
+    kind: 'insert' | 'update' | 'delete',
+    list: PermissionEntry<P>[] | undefined,
+    names: (permission: P) => string[],
+    add: (role: string, permission: P) => void,
+  ) => {
+    for (const { role, permission } of list ?? []) {
+      const unknown = unknownIn(names(permission));
+      if (unknown !== undefined) {
+        const reason = `no column "${unknown}" in ${tableText(entry.table)}`;
+        inconsistencies.push({ type: `${kind}_permission`, name: `${role} of ${tableText(entry.table)}`, reason, definition: permission });
+      } else add(role, permission);
+    }
+  };
+  each(
+    'insert',
+    entry.insert_permissions,
+    (permission) => [...columnsOf(permission.columns), ...Object.keys(permission.set ?? {})],
+    (role, permission) =>
+      model.insertPermissions.set(role, {
+        columns: new Set(columnsOf(permission.columns)),
+        check: permission.check,
+        set: permission.set ?? {},
+        backendOnly: permission.backend_only === true,
+      }),
+  );
+  each(
+    'update',
+    entry.update_permissions,
+    (permission) => [...columnsOf(permission.columns), ...Object.keys(permission.set ?? {})],
+    (role, permission) =>
+      model.updatePermissions.set(role, {
+        columns: new Set(columnsOf(permission.columns)),
+        filter: permission.filter,
+        check: permission.check,
+        set: permission.set ?? {},
+      }),
+  );
+  each(
+    'delete',
+    entry.delete_permissions,
+    () => [],
+    (role, permission) => model.deletePermissions.set(role, { filter: permission.filter }),
+  );
 }
 
 function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
@@ -224,11 +321,25 @@ function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
       selectByPk: roots.select_by_pk ?? `${typeName}_by_pk`,
       selectAggregate: roots.select_aggregate ?? `${typeName}_aggregate`,
     },
+    mutationRoots: {
+      insert: roots.insert ?? `insert_${typeName}`,
+      insertOne: roots.insert_one ?? `insert_${typeName}_one`,
+      update: roots.update ?? `update_${typeName}`,
+      updateByPk: roots.update_by_pk ?? `update_${typeName}_by_pk`,
+      updateMany: roots.update_many ?? `update_${typeName}_many`,
+      delete: roots.delete ?? `delete_${typeName}`,
+      deleteByPk: roots.delete_by_pk ?? `delete_${typeName}_by_pk`,
+    },
+    // An enum value must be a GraphQL name: a constraint named otherwise cannot be named by on_conflict.
+    constraints: found.uniqueConstraints.filter((constraint) => GRAPHQL_NAME.test(constraint.name)),
     columns,
     columnsByField: new Map(columns.map((column) => [column.field, column])),
     primaryKey: found.primaryKey.map((name) => columns.find((column) => column.name === name)!),
     relationships: new Map(),
     permissions: new Map(),
+    insertPermissions: new Map(),
+    updatePermissions: new Map(),
+    deletePermissions: new Map(),
   };
 }
 

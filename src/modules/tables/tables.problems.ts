@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
 import { tableKey, type CatalogTable } from './tables.catalog';
 import { StatementCompiler } from './tables.compiler';
-import { sameTable, tableText, type TrackedTableEntry } from './tables.metadata';
+import { sameTable, tableText, type BoolExp, type TrackedTableEntry } from './tables.metadata';
 import { resolveTables, type Inconsistency, type TableModel } from './tables.model';
 
 /* What of the tracked tables' metadata cannot be served: get_inconsistent_metadata's answer, and what run_sql's changes break. */
@@ -9,9 +9,13 @@ import { resolveTables, type Inconsistency, type TableModel } from './tables.mod
 /** Why `role`'s filter on `table` cannot be compiled against `tables`, if it cannot. */
 export function filterProblem(tables: readonly TableModel[], table: TableModel, role: string): string | undefined {
   const permission = table.permissions.get(role);
-  if (!permission) return undefined;
+  return permission ? conditionProblem(tables, table, role, permission.filter) : undefined;
+}
+
+/** Why a permission's boolean expression (a filter or a check) of `role` on `table` cannot be compiled against `tables`, if it cannot. */
+export function conditionProblem(tables: readonly TableModel[], table: TableModel, role: string, condition: BoolExp): string | undefined {
   try {
-    new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).filterOf(table, permission);
+    new StatementCompiler({ role, admin: false }, new Map(tables.map((item) => [tableKey(item.table), item]))).conditionOf(table, condition);
     return undefined;
   } catch (error) {
     if (!(error instanceof GraphQLError)) throw error;
@@ -29,6 +33,18 @@ export function problemsOf(entries: readonly TrackedTableEntry[], catalog: Map<s
       const problem = model.permissions.has(role) ? filterProblem(tables, model, role) : undefined;
       if (problem) inconsistencies.push({ type: 'select_permission', name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
     }
+    for (const kind of ['insert', 'update', 'delete'] as const) {
+      const resolved = kind === 'insert' ? model.insertPermissions : kind === 'update' ? model.updatePermissions : model.deletePermissions;
+      for (const { role, permission } of entry[`${kind}_permissions`] ?? []) {
+        if (!resolved.has(role)) continue;
+        const conditions = [(permission as { filter?: BoolExp }).filter, (permission as { check?: BoolExp }).check].filter(
+          (item): item is BoolExp => item !== undefined,
+        );
+        const problem = conditions.map((condition) => conditionProblem(tables, model, role, condition)).find((item) => item !== undefined);
+        if (problem)
+          inconsistencies.push({ type: `${kind}_permission`, name: `${role} of ${tableText(entry.table)}`, reason: problem, definition: permission });
+      }
+    }
   }
   return inconsistencies;
 }
@@ -36,6 +52,6 @@ export function problemsOf(entries: readonly TrackedTableEntry[], catalog: Map<s
 export const problemKey = (item: Inconsistency) => `${item.type} ${item.name} ${item.reason}`;
 
 export function describeProblem(item: Inconsistency): string {
-  const kind = item.type === 'table' ? 'table' : item.type === 'select_permission' ? 'select permission' : 'relationship';
+  const kind = item.type === 'table' ? 'table' : item.type.endsWith('_permission') ? item.type.replace('_', ' ') : 'relationship';
   return `${kind} ${item.name} (${item.reason})`;
 }

@@ -6,9 +6,8 @@ import type { GraphQLContext } from '../../graphql/context';
 import type { RawFieldRequest } from '../../graphql/raw-root-fields';
 import type { Session } from '../../platform/session';
 import { StatementCompiler, type Operation } from './tables.compiler';
-import { tableText } from './tables.metadata';
 import type { RootKind, TableModel } from './tables.model';
-import { boundValues, type CompiledStatement } from './tables.sql';
+import { asInputError, boundValues, changedUnderMetadata, type CompiledStatement } from './tables.sql';
 
 /** Statements kept per root field and role, one per set of the values the text depends on (an ordering, a `where` object given as a variable). */
 const PLANS_PER_FIELD = 16;
@@ -58,8 +57,8 @@ export class RootFieldStatements {
     private readonly pool: pg.Pool,
     /** The tracked tables served now, by tableKey. */
     private readonly tables: () => ReadonlyMap<string, TableModel>,
-    /** Called when a statement met a table or column gone since the metadata was read. */
-    private readonly changed: () => void,
+    /** The error of a statement that met a table or column gone since the metadata was read (which it has read again). */
+    private readonly staleCatalog: (table: TableModel, error: Error) => GraphQLError,
   ) {}
 
   /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
@@ -69,12 +68,7 @@ export class RootFieldStatements {
     try {
       result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, operation.variableValues));
     } catch (error) {
-      if (changedUnderMetadata(error)) {
-        this.changed();
-        throw new GraphQLError(`the table ${tableText(table.table)} changed under its metadata: ${(error as Error).message} (see get_inconsistent_metadata)`, {
-          extensions: { code: 'INCONSISTENT_METADATA' },
-        });
-      }
+      if (changedUnderMetadata(error)) throw this.staleCatalog(table, error as Error);
       throw asInputError(error);
     }
     return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
@@ -166,23 +160,4 @@ function variablesKey(names: readonly string[], bound: ReadonlySet<string>, valu
     key += '\u0002';
   }
   return key;
-}
-
-/**
- * A value PostgreSQL refused (a class 22 "data exception": not a uuid, out of range, an invalid
- * regular expression), or an operation a column's type does not have (42883, 42804: ordering or
- * distinct_on by a json column), is the caller's mistake, told as PostgreSQL says it.
- */
-function asInputError(error: unknown): unknown {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (code.startsWith('22') || code === '42883' || code === '42804')) {
-    return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
-  }
-  return error;
-}
-
-/** PostgreSQL's undefined_table and undefined_column: a tracked table dropped or altered since it was read. */
-function changedUnderMetadata(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === '42P01' || code === '42703';
 }

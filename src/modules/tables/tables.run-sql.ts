@@ -151,6 +151,29 @@ export function withRenames(entries: readonly TrackedTableEntry[], renames: Rena
           filter: renameFilter(item.permission.filter, owner),
         },
       })),
+      insert_permissions: entry.insert_permissions?.map((item) => ({
+        ...item,
+        permission: {
+          ...item.permission,
+          columns: item.permission.columns === '*' ? '*' : item.permission.columns.map((name) => column(owner, name)),
+          check: renameFilter(item.permission.check, owner),
+          ...(item.permission.set ? { set: renamedKeys(item.permission.set, (name) => column(owner, name)) } : {}),
+        },
+      })),
+      update_permissions: entry.update_permissions?.map((item) => ({
+        ...item,
+        permission: {
+          ...item.permission,
+          columns: item.permission.columns === '*' ? '*' : item.permission.columns.map((name) => column(owner, name)),
+          filter: renameFilter(item.permission.filter, owner),
+          ...(item.permission.check ? { check: renameFilter(item.permission.check, owner) } : {}),
+          ...(item.permission.set ? { set: renamedKeys(item.permission.set, (name) => column(owner, name)) } : {}),
+        },
+      })),
+      delete_permissions: entry.delete_permissions?.map((item) => ({
+        ...item,
+        permission: { ...item.permission, filter: renameFilter(item.permission.filter, owner) },
+      })),
     });
   });
 }
@@ -169,6 +192,9 @@ export function withoutDependents(entries: readonly TrackedTableEntry[], dropped
         object_relationships: entry.object_relationships?.filter((item) => !definitions.has(item)),
         array_relationships: entry.array_relationships?.filter((item) => !definitions.has(item)),
         select_permissions: entry.select_permissions?.filter((item) => !definitions.has(item.permission)),
+        insert_permissions: entry.insert_permissions?.filter((item) => !definitions.has(item.permission)),
+        update_permissions: entry.update_permissions?.filter((item) => !definitions.has(item.permission)),
+        delete_permissions: entry.delete_permissions?.filter((item) => !definitions.has(item.permission)),
       }),
     );
 }
@@ -182,3 +208,6 @@ export function catalogChanged(before: Map<string, CatalogTable>, after: Map<str
 
 const isBoolExp = (value: unknown): value is BoolExp => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isTable = (value: unknown): value is { schema?: string; name: string } => isBoolExp(value) && typeof value.name === 'string';
+
+const renamedKeys = (object: Record<string, unknown>, rename: (name: string) => string) =>
+  Object.fromEntries(Object.entries(object).map(([name, value]) => [rename(name), value]));

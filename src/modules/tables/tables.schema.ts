@@ -11,16 +11,26 @@ import {
   fieldType,
   type ColumnModel,
   type Inconsistency,
+  type MutationKind,
   type RootKind,
   type TableModel,
 } from './tables.model';
 import { wholeView, type TableView } from './tables.views';
+import { mutationFieldNames, mutationRootsSdl, mutationScalars, mutationTypeNames, mutationTypesSdl } from './tables.mutation-schema';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
   select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
   /** The same answer as the statement's JSON text, where it is what GraphQL would write; undefined where not. */
   selectJson?(table: TableModel, kind: RootKind, request: RawFieldRequest): Promise<string | undefined>;
+  mutate?(table: TableModel, kind: MutationKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+}
+
+/** Marks a generated mutation root field (in its extensions): the table and kind it writes. */
+export const MUTATION_FIELD = 'plinthTableMutation';
+export interface MutationField {
+  table: TableModel;
+  kind: MutationKind;
 }
 
 const ORDER_BY_ENUM = `"""column ordering options"""
@@ -52,6 +62,7 @@ export function generatedTypeNames(table: TableModel): string[] {
     `${base}_order_by`,
     `${base}_select_column`,
     ...perAggregate,
+    ...mutationTypeNames(table),
   ];
 }
 
@@ -188,9 +199,15 @@ function rootFieldsSdl(view: TableView): string[] {
   return roots;
 }
 
-/** Every name the tables generate in a schema: their types and `Query.<root field>`. */
+/** Every name the tables generate in a schema: their types, `Query.<root field>` and `Mutation.<root field>`. */
 export function generatedNames(tables: readonly TableModel[]): Set<string> {
-  return new Set(tables.flatMap((table) => [...generatedTypeNames(table), ...rootFieldNames(table).map((field) => `Query.${field}`)]));
+  return new Set(
+    tables.flatMap((table) => [
+      ...generatedTypeNames(table),
+      ...rootFieldNames(table).map((field) => `Query.${field}`),
+      ...mutationFieldNames(table).map((field) => `Mutation.${field}`),
+    ]),
+  );
 }
 
 /** The root field names of a table (by_pk only with a primary key). */
@@ -216,6 +233,13 @@ export function nameClash(base: GraphQLSchema, table: TableModel, others: readon
     if (query[field] && !ours.has(`Query.${field}`))
       return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
     const other = others.find((candidate) => rootFieldNames(candidate).includes(field));
+    if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
+  }
+  const mutation = base.getMutationType()?.getFields() ?? {};
+  for (const field of mutationFieldNames(table)) {
+    if (mutation[field] && !ours.has(`Mutation.${field}`))
+      return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Mutation.${field}: set custom_root_fields or a custom_name`;
+    const other = others.find((candidate) => mutationFieldNames(candidate).includes(field));
     if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
   }
   return undefined;
@@ -270,7 +294,7 @@ export function fittingTables(base: GraphQLSchema, tables: readonly TableModel[]
 export function withTableViews(base: GraphQLSchema, views: readonly TableView[], runner?: TableRunner): GraphQLSchema {
   if (views.length === 0) return base;
   const columns = views.flatMap((view) => view.columns);
-  const scalars = new Set(columns.map((column) => column.scalar));
+  const scalars = new Set([...columns.map((column) => column.scalar), ...views.flatMap(mutationScalars)]);
   for (const view of views) if (view.aggregates) for (const column of view.columns) if (!column.array) scalars.add(sumScalar(column));
   const parts: string[] = [];
   for (const scalar of scalars) {
@@ -279,11 +303,21 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   const comparisons = new Map(columns.map((column) => [comparisonTypeName(column), column]));
   for (const [name, column] of comparisons) if (!base.getType(name)) parts.push(comparisonType(column.scalar, column.array));
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
-  for (const view of views) parts.push(...tableSdl(view));
+  for (const view of views) if (view.select) parts.push(...tableSdl(view));
+  for (const view of views) parts.push(...mutationTypesSdl(view));
   const roots = views.flatMap(rootFieldsSdl).join('\n');
   if (roots) {
     const queryRoot = base.getQueryType();
     parts.push(queryRoot ? `extend type ${queryRoot.name} {\n${roots}\n}` : `type Query {\n${roots}\n}\n\nextend schema {\n  query: Query\n}`);
+  }
+  const mutationRoots = views.flatMap((view) => mutationRootsSdl(view).map((field) => field.sdl)).join('\n');
+  if (mutationRoots) {
+    const mutationRoot = base.getMutationType();
+    parts.push(
+      mutationRoot
+        ? `extend type ${mutationRoot.name} {\n${mutationRoots}\n}`
+        : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
+    );
   }
   const schema = extendSchema(base, parse(parts.join('\n\n')));
   if (runner) attachResolvers(schema, views, runner);
@@ -298,7 +332,8 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
 function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], runner: TableRunner): void {
   const query = schema.getQueryType()!.getFields();
   const byResponseKey: GraphQLFieldResolver<Record<string, unknown>, unknown> = (source, _args, _context, info) => source[info.path.key as string];
-  for (const { table } of views) {
+  for (const view of views) {
+    const { table } = view;
     for (const [kind, field] of [
       ['select', table.roots.select],
       ['selectAggregate', table.roots.selectAggregate],
@@ -312,6 +347,16 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       >;
       const { selectJson } = runner;
       if (selectJson) offerRawAnswer(query[field], (request) => selectJson.call(runner, table, kind, request));
+    }
+    const mutationRoot = schema.getMutationType()?.getFields() ?? {};
+    for (const { kind } of runner.mutate ? mutationRootsSdl(view) : []) {
+      const field = mutationRoot[table.mutationRoots[kind]];
+      const marker: MutationField = { table, kind };
+      field.extensions = { ...field.extensions, [MUTATION_FIELD]: marker };
+      field.resolve = ((_source, _args, context: GraphQLContext, info) => runner.mutate!(table, kind, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

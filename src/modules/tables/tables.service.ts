@@ -1,4 +1,4 @@
-import type { GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { one, poolOf, type Queryable } from '../../db/sql';
@@ -16,20 +16,24 @@ import {
   fail,
   graphqlNameAt,
   qualifiedTableAt,
+  PERMISSION_PARSERS,
   relationshipAt,
   roleAt,
   sameTable,
-  selectPermissionAt,
   stringAt,
   TABLE_KEYS,
   tableText,
   trackedEntryAt,
+  type BoolExp,
+  type PermissionEntry,
+  type PermissionKind,
   type QualifiedTable,
   type TrackedTableEntry,
   withoutEmpty,
 } from './tables.metadata';
-import { resolveTables, type Inconsistency, type RootKind, type TableModel } from './tables.model';
-import { describeProblem, filterProblem, problemKey, problemsOf } from './tables.problems';
+import { resolveTables, type Inconsistency, type MutationKind, type RootKind, type TableModel } from './tables.model';
+import { MutationRunner } from './tables.mutation-runner';
+import { conditionProblem, describeProblem, problemKey, problemsOf } from './tables.problems';
 import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
 import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
@@ -41,6 +45,9 @@ const CHANGED_TOPIC = 'plinth:tables-metadata';
 const SUCCESS = { message: 'success' } as const;
 /** The view of a role no permission names: none of the tables (a role is never empty). */
 const WITHOUT_TABLES = '';
+/** Ends the view of a role for backend sessions (its backend_only insert permissions shown): a header's value holds no NUL. */
+const BACKEND = '\u0000backend';
+const USE_BACKEND_ONLY = 'x-gql-use-backend-only-permissions';
 
 export interface TablesDependencies {
   dataSource: DataSource;
@@ -72,17 +79,18 @@ export class TablesService implements TableRunner {
   private inSchema: TableModel[] = [];
   /** By role named in their permissions: the view it is served (undefined: the whole schema). */
   private roleViews = new Map<string, string | undefined>();
+  /** Roles with a backend_only insert permission: a backend session of one is served another view. */
+  private backendRoles = new Set<string>();
+  private readonly mutations: MutationRunner;
 
   constructor(private readonly deps: TablesDependencies) {
+    const pool = poolOf(deps.dataSource);
     this.statements = new RootFieldStatements(
-      poolOf(deps.dataSource),
+      pool,
       () => this.served.byKey,
-      // Resolved again against the catalog: the table (or the columns) gone are no longer served.
-      () =>
-        void this.apply(this.served.entries, this.served.version, this.deps.dataSource.manager).catch((reloadError: unknown) =>
-          this.deps.logger.error({ err: reloadError }, 'could not re-read the tracked tables'),
-        ),
+      (table, error) => this.staleCatalog(error, table),
     );
+    this.mutations = new MutationRunner(pool, (table, error) => this.staleCatalog(error, table));
   }
 
   /** Reads the metadata and extends the served schema with it. */
@@ -124,8 +132,18 @@ export class TablesService implements TableRunner {
   /** Keeps `tables` as those the served schema has, and the view each role their permissions name is served. */
   private serving(tables: TableModel[]): void {
     this.inSchema = tables;
-    const roles = new Set(tables.flatMap((table) => [...table.permissions.keys()]));
+    const roles = new Set(
+      tables.flatMap((table) => [
+        ...table.permissions.keys(),
+        ...table.insertPermissions.keys(),
+        ...table.updatePermissions.keys(),
+        ...table.deletePermissions.keys(),
+      ]),
+    );
     this.roleViews = new Map([...roles].map((role) => [role, seesEverything(tables, role) ? undefined : role]));
+    this.backendRoles = new Set(
+      tables.flatMap((table) => [...table.insertPermissions].filter(([, permission]) => permission.backendOnly).map(([role]) => role)),
+    );
   }
 
   /**
@@ -135,12 +153,15 @@ export class TablesService implements TableRunner {
    */
   private viewOf(session: Session): string | undefined {
     if (this.inSchema.length === 0 || isAdmin(session)) return undefined;
-    return this.roleViews.has(session.role) ? this.roleViews.get(session.role) : WITHOUT_TABLES;
+    if (!this.roleViews.has(session.role)) return WITHOUT_TABLES;
+    return isBackend(session) && this.backendRoles.has(session.role) ? `${session.role}${BACKEND}` : this.roleViews.get(session.role);
   }
 
   /** The served schema's extension for a role's view: what the role's permissions open of the tables served. */
   private extensionFor(base: GraphQLSchema, view: string): GraphQLSchema {
-    return view === WITHOUT_TABLES ? base : withTableViews(base, roleViews(this.inSchema, view), this);
+    if (view === WITHOUT_TABLES) return base;
+    const backend = view.endsWith(BACKEND);
+    return withTableViews(base, roleViews(this.inSchema, backend ? view.slice(0, -BACKEND.length) : view, backend), this);
   }
 
   private async reload(manager: EntityManager, force = false): Promise<void> {
@@ -316,32 +337,49 @@ export class TablesService implements TableRunner {
     return this.commit(current, next, context);
   }
 
-  async createSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+  /** `pg_create_<kind>_permission`: the role's permission of that kind on the table, its filter and check compiled once. */
+  async createPermission(kind: PermissionKind, args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const key = `${kind}_permissions` as const;
     let role = '';
+    let conditions: [BoolExp, string][] = [];
     const { current, next, table } = await this.changeEntry(args, context, (entry, given) => {
       role = roleAt(given.role, '$.args.role');
-      const permission = selectPermissionAt(given.permission, '$.args.permission');
-      if ((entry.select_permissions ?? []).some((item) => item.role === role))
-        fail('already-exists', `select permission already defined on table "${tableText(entry.table)}" with role "${role}"`, '$.args.role');
+      const permission = PERMISSION_PARSERS[kind](given.permission, '$.args.permission');
+      const list = (entry[key] ?? []) as PermissionEntry<unknown>[];
+      if (list.some((item) => item.role === role))
+        fail('already-exists', `${kind} permission already defined on table "${tableText(entry.table)}" with role "${role}"`, '$.args.role');
+      conditions = (['filter', 'check'] as const).flatMap((name) => {
+        const value = (permission as { filter?: BoolExp; check?: BoolExp })[name];
+        return value ? [[value, `$.args.permission.${name}`] as [BoolExp, string]] : [];
+      });
       const item = typeof given.comment === 'string' ? { role, permission, comment: given.comment } : { role, permission };
-      return { ...entry, select_permissions: [...(entry.select_permissions ?? []), item] };
+      return { ...entry, [key]: [...list, item] };
     });
-    await this.checkFilter(next, table, role, context);
+    await this.checkConditions(next, table, role, conditions, context);
     return this.commit(current, next, context);
   }
 
-  async dropSelectPermission(args: unknown, context: MetadataRequestContext): Promise<unknown> {
+  /** `pg_drop_<kind>_permission`. */
+  async dropPermission(kind: PermissionKind, args: unknown, context: MetadataRequestContext): Promise<unknown> {
+    const key = `${kind}_permissions` as const;
     const { current, next } = await this.changeEntry(args, context, (entry, given) => {
       const role = roleAt(given.role, '$.args.role');
-      if (!(entry.select_permissions ?? []).some((item) => item.role === role))
-        fail('not-exists', `select permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
-      return { ...entry, select_permissions: entry.select_permissions?.filter((item) => item.role !== role) };
+      const list = (entry[key] ?? []) as PermissionEntry<unknown>[];
+      if (!list.some((item) => item.role === role))
+        fail('not-exists', `${kind} permission on "${tableText(entry.table)}" for role "${role}" does not exist`, '$.args.role');
+      return { ...entry, [key]: list.filter((item) => item.role !== role) };
     });
     return this.commit(current, next, context);
   }
 
-  /** Compiles the new permission's filter once (unknown columns, relationships, operators are refused now). */
-  private async checkFilter(entries: TrackedTableEntry[], table: QualifiedTable, role: string, context: MetadataRequestContext): Promise<void> {
+  /** Compiles a new permission's filter and check once (unknown columns, relationships, operators are refused now). */
+  private async checkConditions(
+    entries: TrackedTableEntry[],
+    table: QualifiedTable,
+    role: string,
+    conditions: [BoolExp, string][],
+    context: MetadataRequestContext,
+  ): Promise<void> {
     const { tables } = resolveTables(
       entries,
       await readCatalog(
@@ -350,8 +388,10 @@ export class TablesService implements TableRunner {
       ),
     );
     const model = tables.find((candidate) => sameTable(candidate.table, table));
-    const problem = model && filterProblem(tables, model, role);
-    if (problem) fail('validation-failed', problem, '$.args.permission.filter');
+    for (const [condition, path] of conditions) {
+      const problem = model && conditionProblem(tables, model, role, condition);
+      if (problem) fail('validation-failed', problem, path);
+    }
   }
 
   /**
@@ -452,6 +492,24 @@ export class TablesService implements TableRunner {
 
   // --- Root fields ----------------------------------------------------------------------------
 
+  /** A generated mutation root field's value: the operation's mutation fields run together in one transaction. */
+  mutate(_table: TableModel, _kind: MutationKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
+    const { session } = context;
+    return this.mutations.mutate(info, context, { role: session.role, admin: isAdmin(session), backend: isBackend(session) }, this.served.byKey);
+  }
+
+  /** A statement met a table or column gone since the catalog was read: read it again, and tell the caller. */
+  private staleCatalog(error: Error, table?: TableModel): GraphQLError {
+    // Resolved again against the catalog: the table (or the columns) gone are no longer served.
+    void this.apply(this.served.entries, this.served.version, this.deps.dataSource.manager).catch((reloadError: unknown) =>
+      this.deps.logger.error({ err: reloadError }, 'could not re-read the tracked tables'),
+    );
+    const what = table ? `the table ${tableText(table.table)}` : 'a tracked table';
+    return new GraphQLError(`${what} changed under its metadata: ${error.message} (see get_inconsistent_metadata)`, {
+      extensions: { code: 'INCONSISTENT_METADATA' },
+    });
+  }
+
   select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
     return this.statements.select(table, kind, info, context);
   }
@@ -459,6 +517,11 @@ export class TablesService implements TableRunner {
   selectJson(table: TableModel, kind: RootKind, request: RawFieldRequest): Promise<string | undefined> {
     return this.statements.selectJson(table, kind, request);
   }
+}
+
+/** A session that may use backend_only permissions: the admin secret with X-Gql-Use-Backend-Only-Permissions: true (Hasura's header). */
+function isBackend(session: Session): boolean {
+  return session.viaAdminSecret && session.variables[USE_BACKEND_ONLY] === 'true';
 }
 
 /** The name of a relationship `entry` has, or a refusal. */

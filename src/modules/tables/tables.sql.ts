@@ -182,3 +182,22 @@ export function buildObject(pairs: string[]): string {
   for (let index = 0; index < pairs.length; index += 50) chunks.push(`jsonb_build_object(${pairs.slice(index, index + 50).join(', ')})`);
   return `(${chunks.join(' || ')})::json`;
 }
+
+/**
+ * A value PostgreSQL refused (a class 22 "data exception": not a uuid, out of range, an invalid
+ * regular expression), or an operation a column's type does not have (42883, 42804: ordering or
+ * distinct_on by a json column), is the caller's mistake, told as PostgreSQL says it.
+ */
+export function asInputError(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (code.startsWith('22') || code === '42883' || code === '42804')) {
+    return new GraphQLError(`invalid input: ${(error as Error).message}`, { extensions: { code: 'BAD_USER_INPUT' } });
+  }
+  return error;
+}
+
+/** PostgreSQL's undefined_table and undefined_column: a tracked table dropped or altered since it was read. */
+export function changedUnderMetadata(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === '42P01' || code === '42703';
+}

@@ -1,0 +1,131 @@
+import { GraphQLError, type GraphQLResolveInfo, type OperationDefinitionNode } from 'graphql';
+import { collectFields } from 'graphql/execution/collectFields';
+import type pg from 'pg';
+import { SESSION_VARIABLES_SETTING } from '../../db/session-variables';
+import type { GraphQLContext } from '../../graphql/context';
+import type { TableModel } from './tables.model';
+import { checkFailed, MutationCompiler, type CompiledWrite, type Writer } from './tables.mutations';
+import { MUTATION_FIELD, type MutationField } from './tables.schema';
+import { asInputError, boundValues, changedUnderMetadata } from './tables.sql';
+
+/** What the generated mutation root fields of one operation came to: each field's value by response key, or the field that failed. */
+interface Outcome {
+  results: Map<string, unknown>;
+  failed?: { key: string; error: unknown };
+}
+
+/** Hasura's messages for PostgreSQL's integrity constraint violations (class 23). */
+const VIOLATIONS: Record<string, string> = {
+  '23505': 'Uniqueness violation',
+  '23503': 'Foreign key violation',
+  '23502': 'Not-NULL violation',
+  '23514': 'Check constraint violation',
+  '23P01': 'Exclusion violation',
+};
+
+/**
+ * Runs the generated mutation root fields of an operation: when the first of them resolves, all of
+ * them are compiled (a refusal stops everything before anything is written) and run in order in
+ * one transaction, which first records the caller's session for the event triggers' capture
+ * functions; one failing rolls them all back. The other fields then take their values from it.
+ */
+export class MutationRunner {
+  /** Per request (its context) and operation: the outcome of its mutation root fields. */
+  private readonly outcomes = new WeakMap<object, Map<OperationDefinitionNode, Promise<Outcome>>>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Called when a statement met a table or column gone from the catalog. */
+    private readonly onStaleCatalog: (table: TableModel, error: Error) => GraphQLError,
+  ) {}
+
+  async mutate(info: GraphQLResolveInfo, context: GraphQLContext, writer: Writer, tables: ReadonlyMap<string, TableModel>): Promise<unknown> {
+    let byOperation = this.outcomes.get(context);
+    if (!byOperation) this.outcomes.set(context, (byOperation = new Map()));
+    let outcome = byOperation.get(info.operation);
+    if (!outcome) byOperation.set(info.operation, (outcome = this.runAll(info, context, writer, tables)));
+    const { results, failed } = await outcome;
+    const key = String(info.path.key);
+    if (failed) {
+      // The failing field carries the error; the others were rolled back or never ran.
+      if (failed.key === key) throw failed.error;
+      return null;
+    }
+    return results.get(key) ?? null;
+  }
+
+  private async runAll(info: GraphQLResolveInfo, context: GraphQLContext, writer: Writer, tables: ReadonlyMap<string, TableModel>): Promise<Outcome> {
+    const results = new Map<string, unknown>();
+    const writes: { key: string; write: CompiledWrite; table: TableModel }[] = [];
+    const fields = collectFields(info.schema, info.fragments, info.variableValues, info.parentType, info.operation.selectionSet);
+    for (const [key, nodes] of fields) {
+      const marker = info.parentType.getFields()[nodes[0].name.value]?.extensions?.[MUTATION_FIELD] as MutationField | undefined;
+      if (!marker) continue;
+      try {
+        const operation = { ...info, fieldNodes: nodes };
+        writes.push({ key, table: marker.table, write: new MutationCompiler(writer, tables, operation).compileWrite(marker.table, marker.kind) });
+      } catch (error) {
+        return { results, failed: { key, error } };
+      }
+    }
+    const client = await this.pool.connect();
+    // A connection lost meanwhile fails the statement; unheard, its 'error' event would end the process.
+    const ignore = () => undefined;
+    client.on('error', ignore);
+    let current = writes[0]?.key ?? String(info.path.key);
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const session = context.session.variables;
+      // Hasura's own setting too, with Hasura's names, for triggers written for Hasura.
+      const hasuraNames = Object.fromEntries(Object.entries(session).map(([name, value]) => [name.replace(/^x-gql-/, 'x-hasura-'), value]));
+      await client.query('SELECT set_config($1, $2, true), set_config($3, $4, true)', [
+        SESSION_VARIABLES_SETTING,
+        JSON.stringify(session),
+        'hasura.user',
+        JSON.stringify(hasuraNames),
+      ]);
+      for (const { key, write, table } of writes) {
+        current = key;
+        const answers: unknown[] = [];
+        for (const statement of write.statements) {
+          let row: { j: unknown; ok: boolean };
+          try {
+            [row] = (await client.query<{ j: unknown; ok: boolean }>(statement.text, boundValues(statement, session, info.variableValues))).rows;
+          } catch (error) {
+            throw this.asWriteError(error, table);
+          }
+          if (!row.ok) throw checkFailed();
+          answers.push(row.j);
+        }
+        results.set(key, write.shape === 'responses' ? answers : answers[0]);
+      }
+      await client.query('COMMIT');
+      return { results };
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError as Error;
+      }
+      return { results: new Map(), failed: { key: current, error } };
+    } finally {
+      client.removeListener('error', ignore);
+      client.release(broken);
+    }
+  }
+
+  /** PostgreSQL's refusal of a write as the caller's error where it is the caller's (a constraint, a value), else as it is. */
+  private asWriteError(error: unknown, table: TableModel): unknown {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string') return error;
+    const message = (error as Error).message;
+    if (VIOLATIONS[code] || code.startsWith('23')) {
+      return new GraphQLError(`${VIOLATIONS[code] ?? 'Integrity constraint violation'}. ${message}`, { extensions: { code: 'constraint-violation' } });
+    }
+    // An upsert naming one conflicting row twice ("ON CONFLICT DO UPDATE command cannot affect row a second time").
+    if (code === '21000') return new GraphQLError(`invalid input: ${message}`, { extensions: { code: 'BAD_USER_INPUT' } });
+    if (changedUnderMetadata(error)) return this.onStaleCatalog(table, error as Error);
+    return asInputError(error);
+  }
+}
