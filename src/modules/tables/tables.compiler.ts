@@ -123,6 +123,22 @@ export class StatementCompiler {
     return { text, parameters: this.parameters };
   }
 
+  /**
+   * Relationship fields (`fieldNodes`, one response key) of objects another module answered (an
+   * action's output), for all `parents` at once: `owner` stands for their type, its columns the
+   * mapped fields read as the target columns' types. One row per parent, in their order.
+   */
+  compileJoins(owner: TableModel, fieldNodes: readonly FieldNode[], parents: readonly Record<string, unknown>[]): CompiledStatement {
+    const fields = this.fieldsOf([{ kind: Kind.SELECTION_SET, selections: fieldNodes }], this.objectType(owner.typeName));
+    const values = parents.map((parent) => Object.fromEntries(owner.columns.map((column) => [column.name, parent[column.name] ?? null])));
+    const list = this.bind(JSON.stringify(values), 'jsonb');
+    const alias = this.alias();
+    const columns = owner.columns.map((column) => `("e"."v"->>${key(column.name)})::${column.sqlType} AS ${quote(column.name)}`);
+    const { json, joins } = this.rowJson(owner, alias, fields);
+    const rows = `SELECT "e"."n", ${columns.join(', ')} FROM jsonb_array_elements(${list}) WITH ORDINALITY AS "e"("v", "n")`;
+    return { text: `SELECT ${json} AS "j" FROM (${rows}) AS ${alias}${joins} ORDER BY ${alias}."n"`, parameters: this.parameters };
+  }
+
   /** The variables of the operation this statement binds when it runs and whose values its text does not depend on. */
   boundVariables(): Set<string> {
     return new Set(

@@ -44,6 +44,7 @@ import { resolveTables, type Inconsistency, type RootKind, type TableModel } fro
 import { describeProblem, filterProblem, problemKey, problemsOf } from './tables.problems';
 import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
 import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
+import { TableJoinsService } from './tables.joins';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
 import { roleViews, seesEverything, wholeView } from './tables.views';
 
@@ -103,9 +104,16 @@ export class TablesService implements TableRunner {
   private inSchema: TableModel[] = [];
   /** By role named in their permissions: the view it is served (undefined: the whole schema). */
   private roleViews = new Map<string, string | undefined>();
+  /** Relationships to the tracked tables from other modules' object types (the actions'). */
+  readonly joins: TableJoinsService;
 
   constructor(private readonly deps: TablesDependencies) {
     this.pool = poolOf(deps.dataSource);
+    this.joins = new TableJoinsService({
+      served: () => new Map(this.inSchema.map((table) => [tableKey(table.table), table])),
+      compile: (info, context, build) => build(new StatementCompiler({ role: context.session.role, admin: isAdmin(context.session) }, this.served.byKey, info)),
+      run: (statement, table, info, context) => this.run(statement, table, info, context),
+    });
   }
 
   /** Reads the metadata and extends the served schema with it. */
@@ -220,6 +228,7 @@ export class TablesService implements TableRunner {
     const known = new Set(before.map((item) => `${item.type} ${item.name} ${item.reason}`));
     const added = after.inconsistencies.find((item) => !known.has(`${item.type} ${item.name} ${item.reason}`));
     if (added) throw new MetadataError(added.type === 'table' ? 'invalid-configuration' : 'validation-failed', `${added.name}: ${added.reason}`);
+    this.joins.tablesChanging(context);
     const row = (await one<{ version: string }>(
       context.manager,
       'UPDATE tables_metadata SET tables = $1, version = version + 1 WHERE id = 1 RETURNING version',
@@ -477,10 +486,14 @@ export class TablesService implements TableRunner {
 
   /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
   async select(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown> {
-    const statement = this.compile(table, kind, info, context);
-    let result: pg.QueryResult<{ j: unknown }>;
+    const rows = await this.run(this.compile(table, kind, info, context), table, info, context);
+    return kind === 'selectByPk' ? (rows[0]?.j ?? null) : rows[0].j;
+  }
+
+  /** Runs a statement for a request: a value PostgreSQL refuses is the caller's mistake; a table changed under its metadata is read again. */
+  private async run(statement: CompiledStatement, table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): Promise<{ j: unknown }[]> {
     try {
-      result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, info.variableValues));
+      return (await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, info.variableValues))).rows;
     } catch (error) {
       if (changedUnderMetadata(error)) {
         // Resolved again against the catalog: the table (or the columns) gone are no longer served.
@@ -493,7 +506,6 @@ export class TablesService implements TableRunner {
       }
       throw asInputError(error);
     }
-    return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
   }
 
   /**
