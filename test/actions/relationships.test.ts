@@ -181,7 +181,10 @@ describe('the admin', () => {
 
 describe('a role', () => {
   it('reads through its select permissions: their filter, columns and limit', async () => {
-    const result = await data<{ findAuthors: unknown[] }>(`{ findAuthors(ids: [1, 2]) { author_id author { id name } posts(order_by: {id: asc}) { title } } }`, asUser);
+    const result = await data<{ findAuthors: unknown[] }>(
+      `{ findAuthors(ids: [1, 2]) { author_id author { id name } posts(order_by: {id: asc}) { title } } }`,
+      asUser,
+    );
     // Alice owns author 1 only; only published posts, at most 2 of them.
     expect(result.findAuthors).toEqual([
       { author_id: 1, author: { id: 1, name: 'Ada' }, posts: [{ title: 'p1' }, { title: 'p3' }] },
@@ -190,7 +193,12 @@ describe('a role', () => {
   });
 
   it('does not see columns, aggregates or relationships its permissions do not open', async () => {
-    for (const selection of ['author { secret }', 'posts_aggregate { aggregate { count } }', 'hidden { x }', 'posts(where: {published: {_eq: false}}) { id }']) {
+    for (const selection of [
+      'author { secret }',
+      'posts_aggregate { aggregate { count } }',
+      'hidden { x }',
+      'posts(where: {published: {_eq: false}}) { id }',
+    ]) {
       const body = await query(`{ findAuthor(id: 1) { ${selection} } }`, asUser);
       expect(firstError(body)?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     }
@@ -226,11 +234,23 @@ describe('the metadata', () => {
   };
 
   it('refuses a relationship to an unknown or untracked table, an unknown column or field, or mismatched types, changing nothing', async () => {
-    await refused({ name: 'x', type: 'object', remote_table: 'rel_nope', field_mapping: { author_id: 'id' } }, /relationship "x" of the custom type AuthorRef: no table or view rel_nope exists/);
-    await refused({ name: 'x', type: 'object', remote_table: 'rel_untracked', field_mapping: { author_id: 'id' } }, /"x" of the custom type AuthorRef: the table rel_untracked is not tracked/);
+    await refused(
+      { name: 'x', type: 'object', remote_table: 'rel_nope', field_mapping: { author_id: 'id' } },
+      /relationship "x" of the custom type AuthorRef: no table or view rel_nope exists/,
+    );
+    await refused(
+      { name: 'x', type: 'object', remote_table: 'rel_untracked', field_mapping: { author_id: 'id' } },
+      /"x" of the custom type AuthorRef: the table rel_untracked is not tracked/,
+    );
     await refused({ name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: { author_id: 'nope' } }, /"x" .*no column "nope" in rel_authors/);
-    await refused({ name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: { note: 'id' } }, /the field AuthorRef.note \(String\) does not match the column id of rel_authors \(Int\)/);
-    await refused({ name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: { nope: 'id' } }, /maps the field "nope", which AuthorRef does not have/);
+    await refused(
+      { name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: { note: 'id' } },
+      /the field AuthorRef.note \(String\) does not match the column id of rel_authors \(Int\)/,
+    );
+    await refused(
+      { name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: { nope: 'id' } },
+      /maps the field "nope", which AuthorRef does not have/,
+    );
     await refused({ name: 'note', type: 'object', remote_table: 'rel_authors', field_mapping: { author_id: 'id' } }, /has the name of a field/);
     await refused({ name: 'x', type: 'many', remote_table: 'rel_authors', field_mapping: { author_id: 'id' } }, /must be "object" or "array"/);
     await refused({ name: 'x', type: 'object', remote_table: 'rel_authors', field_mapping: {} }, /at least one field/);
@@ -273,7 +293,9 @@ describe('the metadata', () => {
     expect(await metadata({ type: 'reload_metadata', args: {} })).toMatchObject({ status: 200 });
     const inconsistent = await metadata({ type: 'get_inconsistent_metadata', args: {} });
     expect(inconsistent.body.inconsistent_objects).toEqual(
-      expect.arrayContaining([expect.objectContaining({ type: 'custom_types', name: 'relationship hidden of AuthorRef', reason: 'no column "id" in rel_hidden' })]),
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'custom_types', name: 'relationship hidden of AuthorRef', reason: 'no column "id" in rel_hidden' }),
+      ]),
     );
     expect(firstError(await query(`{ findAuthor(id: 1) { hidden { y } } }`, asAdmin))?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(await data(`{ findAuthor(id: 1) { author { name } } }`, asAdmin)).toEqual({ findAuthor: { author: { name: 'Ada' } } });

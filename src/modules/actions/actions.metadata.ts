@@ -226,7 +226,8 @@ function relationshipsAt(value: unknown, path: string, object: CustomObject): Ta
     if (names.has(name)) fail(`${at}.name`, `${object.name} has the relationship "${name}" twice`, 'already-exists');
     names.add(name);
     if (fields.has(name)) fail(`${at}.name`, `${what} has the name of a field of ${object.name}: rename one`, 'already-exists');
-    if (entry.type !== 'object' && entry.type !== 'array') fail(`${at}.type`, `the type of ${what} must be "object" or "array"; got ${JSON.stringify(entry.type)}`);
+    if (entry.type !== 'object' && entry.type !== 'array')
+      fail(`${at}.type`, `the type of ${what} must be "object" or "array"; got ${JSON.stringify(entry.type)}`);
     if (entry.type === 'array' && fields.has(`${name}_aggregate`))
       fail(`${at}.name`, `${what} gives the field ${name}_aggregate, which ${object.name} has: rename one`, 'already-exists');
     if (entry.source !== undefined && entry.source !== DEFAULT_SOURCE)

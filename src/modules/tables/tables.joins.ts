@@ -1,4 +1,13 @@
-import { extendSchema, GraphQLError, isObjectType, parse, type FieldNode, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import {
+  extendSchema,
+  GraphQLError,
+  isObjectType,
+  parse,
+  type FieldNode,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+} from 'graphql';
 import type { EntityManager } from 'typeorm';
 import { one } from '../../db/sql';
 import type { GraphQLContext } from '../../graphql/context';
@@ -134,7 +143,8 @@ export class TableJoinsService implements TableJoins {
         if (relationship.kind === 'object') fields.push(`  ${relationship.name}: ${target}`);
         else {
           fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
-          if (isObjectType(schema.getType(`${target}_aggregate`))) fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
+          if (isObjectType(schema.getType(`${target}_aggregate`)))
+            fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
         }
       }
       if (fields.length) owners.push({ owner, fields });
