@@ -288,10 +288,12 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   const schema = await introspect(target.url);
   // Each role is served its own view of the tables: table cases are built on the view of their credentials.
   const userSchema = await introspect(target.url, 'user');
-  const tableQueries = tableCases(
-    { admin: schema, user: userSchema, 'admin-as-user': userSchema, 'user-other-role': await introspect(target.url, 'user-other-role') },
-    CREDENTIALS,
-  );
+  const tableQueries = tableCases({
+    admin: schema,
+    user: userSchema,
+    'admin-as-user': userSchema,
+    'user-other-role': await introspect(target.url, 'user-other-role'),
+  });
   const subscriptionFields = Object.keys(schema.getSubscriptionType()?.getFields() ?? {});
   const subscriptionQueries = fc.oneof(
     fc.constantFrom(
