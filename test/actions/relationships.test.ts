@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { poolOf } from '../../src/db/sql';
+import { actionsFiles } from '../../src/modules/actions/actions.files';
+import { metadataFromFiles, metadataToFiles } from '../../src/platform/metadata-files';
 import { startActionHandler, type ActionHandlerServer } from '../support/action-handler';
 import { postGraphQL, type GraphQLErrorBody } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
@@ -276,7 +278,10 @@ describe('the metadata', () => {
     ]);
     expect(await metadata({ type: 'clear_metadata', args: {} })).toMatchObject({ status: 200 });
     expect(firstError(await query(`{ findAuthor(id: 1) { author_id } }`, asAdmin))?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(await metadata({ type: 'replace_metadata', args: exported.body })).toMatchObject({ status: 200 });
+    // Through the files of `plinth metadata export|apply` (the relationships in actions.yaml).
+    const files = metadataToFiles(exported.body as never, [actionsFiles]);
+    expect(files['actions.yaml']).toContain('field_mapping:');
+    expect(await metadata({ type: 'replace_metadata', args: metadataFromFiles((file) => files[file], [actionsFiles]) })).toMatchObject({ status: 200 });
     expect(await metadata({ type: 'export_metadata', args: {} })).toEqual(exported);
     expect(await data(`{ findAuthor(id: 1) { author { name } } }`, asUser)).toEqual({ findAuthor: { author: { name: 'Ada' } } });
     // A replacement whose relationship names a table it does not track is refused whole.

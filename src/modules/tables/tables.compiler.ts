@@ -424,7 +424,8 @@ export class StatementCompiler {
     const rows = this.rowsQuery(table, args, nodes.length ? (at) => this.rowJson(table, at, nodeFields) : undefined, extra, conditions, permission, alias);
     const nodesJson = `coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json)`;
     const json = buildObject(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
-    return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s"`;
+    // One row even when nothing selected aggregates (`{ __typename }`): a relationship's must not vanish in its LEFT JOIN.
+    return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s" GROUP BY ()`;
   }
 
   /** The ORDER BY items of one `<table>_order_by` object (through object relationships). */
