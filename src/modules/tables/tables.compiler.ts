@@ -19,7 +19,19 @@ import { tableKey } from './tables.catalog';
 import { arrayOperand, comparison, type Binder } from './tables.comparisons';
 import { isObject, tableText, type BoolExp } from './tables.metadata';
 import type { ColumnModel, PermissionModel, RelationshipModel, RootKind, TableModel } from './tables.model';
-import { AGGREGATES, badInput, buildObject, DIRECTIONS, key, qualified, quote, SessionValue, VariableValue, type CompiledStatement } from './tables.sql';
+import {
+  AGGREGATES,
+  badInput,
+  buildObject,
+  DIRECTIONS,
+  key,
+  notPermitted,
+  qualified,
+  quote,
+  SessionValue,
+  VariableValue,
+  type CompiledStatement,
+} from './tables.sql';
 
 /** Whom a statement is compiled for (its session variables are bound when it runs: boundValues). */
 export interface Reader {
@@ -36,15 +48,6 @@ export interface Operation {
   fragments: Record<string, FragmentDefinitionNode>;
   operation: OperationDefinitionNode;
   variableValues: Record<string, unknown>;
-}
-
-/**
- * A table, column, root field or aggregate the reader's permission does not open. The reader's
- * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
- * it: meeting one here is a fault, and nothing is read.
- */
-function notPermitted(what: string): Error {
-  return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
 }
 
 interface ListArguments {
