@@ -81,7 +81,7 @@ interface Batch {
 
 /** Whether a field's GraphQL type (`Int!`) can map to a column shown as `scalar` (ID maps to any). */
 function fits(reference: string, column: ColumnModel): boolean {
-  if (reference.includes('[')) return false;
+  if (reference.includes('[') || column.array) return false;
   const named = reference.replace(/!/g, '');
   return named === column.scalar || named === 'ID';
 }
@@ -221,7 +221,7 @@ function ownerModel(type: JoinedType, served: ReadonlyMap<string, TableModel>, s
     if (targetColumns.some((column, index) => !column || !fits(type.fields[mapping[index][0]] ?? '', column))) continue;
     for (const [index, [field]] of mapping.entries()) {
       const column = targetColumns[index]!;
-      if (!columns.has(field)) columns.set(field, { name: field, field, scalar: column.scalar, sqlType: column.sqlType, nullable: true });
+      if (!columns.has(field)) columns.set(field, { name: field, field, scalar: column.scalar, sqlType: column.sqlType, nullable: true, array: false });
     }
     owner.relationships.set(relationship.name, { name: relationship.name, kind: relationship.type, target, mapping });
   }
