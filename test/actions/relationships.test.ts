@@ -176,6 +176,12 @@ describe('the admin', () => {
     expect(firstError(huge)?.extensions?.code).toMatch(/BAD_USER_INPUT|GRAPHQL_VALIDATION_FAILED/);
     const unknown = await query(`{ findAuthor(id: 1) { posts(where: {nope: {_eq: 1}}) { id } } }`, asAdmin);
     expect(firstError(unknown)?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    // Past graphql-js's 50 variable errors, its last (uncoded) one is the variables' fault too.
+    const many = await query(`query ($w: [rel_posts_bool_exp!]) { findAuthor(id: 1) { posts(where: {_or: $w}) { id } } }`, asAdmin, {
+      w: Array.from({ length: 60 }, () => 'x'),
+    });
+    expect(many.errors?.length).toBe(51);
+    expect(many.errors?.every((error) => error.extensions?.code === 'BAD_USER_INPUT')).toBe(true);
     const negative = await query(`query ($o: Int) { findAuthor(id: 1) { posts(offset: $o) { id } } }`, asAdmin, { o: -1 });
     expect(firstError(negative)?.extensions?.code).toBe('BAD_USER_INPUT');
   });
