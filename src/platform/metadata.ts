@@ -87,6 +87,13 @@ export interface MetadataRequestContext {
    * entries in line with what the SQL changed.
    */
   followSql?(): Promise<(cascade: boolean) => Promise<void>>;
+  /**
+   * Runs `check` once at the end of the request (a whole `bulk`, every section of a replace), in its
+   * transaction, before it commits: a refusal it throws refuses the request. For rules spanning
+   * modules (an action's relationship to a tracked table), which only hold once every part is changed.
+   * A second check under the same key is not added.
+   */
+  beforeCommit(key: string, check: () => Promise<void>): void;
 }
 
 /** One request type: takes its `args` (not yet validated) and answers a JSON value. */
@@ -194,6 +201,7 @@ export class MetadataApi {
   /** Runs one request (a `bulk` included) of `api`; throws MetadataError when it is refused. */
   async run(request: MetadataRequest, api: MetadataApiKind = 'metadata'): Promise<unknown> {
     const callbacks: (() => void | Promise<void>)[] = [];
+    const checks = new Map<string, () => Promise<void>>();
     const result = await this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.metadata]);
       const context: MetadataRequestContext = {
@@ -206,8 +214,11 @@ export class MetadataApi {
             for (const follow of after) await follow(cascade);
           };
         },
+        beforeCommit: (key, check) => void (checks.has(key) || checks.set(key, check)),
       };
-      return this.dispatch(request, context, '$', api);
+      const answer = await this.dispatch(request, context, '$', api);
+      for (const check of checks.values()) await check();
+      return answer;
     });
     for (const callback of callbacks) await callback();
     return result;

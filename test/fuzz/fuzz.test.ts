@@ -18,6 +18,9 @@ it(
       // The run reached every kind of surface.
       expect(report.requests).toBeGreaterThan(SECONDS * 20);
       expect(Object.keys(report.webSocketCloses).length).toBeGreaterThan(0);
+      // The generated API answered with data, to the admin and to a role.
+      expect(report.tables.answered.admin).toBeGreaterThan(0);
+      expect((report.tables.answered.user ?? 0) + (report.tables.answered['admin-as-user'] ?? 0)).toBeGreaterThan(0);
     } finally {
       await stop();
     }

@@ -9,6 +9,8 @@ import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { signToken, unsignedToken } from '../support/tokens';
 import { graphqlCases, type GraphQLCase } from './graphql-cases';
 import { restCases, type RestCase, type RouteSummary } from './rest-cases';
+import { tableCases, type TableCase } from './table-cases';
+import { setUpTables } from './tables-setup';
 import { webSocketCases, type WebSocketCase } from './ws-cases';
 
 /** The server under test, as the fuzzer reaches and watches it. */
@@ -61,6 +63,11 @@ export interface FuzzReport {
    */
   heap: { warm: HeapAccount; after: HeapAccount };
   slowest: { ms: number; case: string };
+  /**
+   * The cases over the generated API (tracked tables, and actions with relationships to them): how
+   * many, and the 200 answers whose root field had data, by credentials.
+   */
+  tables: { cases: number; answered: Record<string, number> };
   failure?: { message: string; counterexample: string; path: string };
 }
 
@@ -71,7 +78,7 @@ export interface HeapAccount {
   resident: number;
 }
 
-type FuzzCase = GraphQLCase | RestCase | WebSocketCase;
+type FuzzCase = GraphQLCase | TableCase | RestCase | WebSocketCase;
 
 const GRAPHQL_PATH = '/v1/graphql';
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -242,11 +249,11 @@ function playWebSocket(base: string, c: WebSocketCase): Promise<{ closedBy: 'ser
   });
 }
 
-/** Fetches the schema by introspection, as an explorer would. */
-async function introspect(base: string) {
+/** Fetches the schema by introspection, as an explorer would (with `credentials`: the schema they are served). */
+async function introspect(base: string, credentials = 'admin') {
   const response = await fetch(`${base}${GRAPHQL_PATH}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
+    headers: { 'content-type': 'application/json', ...credentialHeaders(credentials) },
     body: JSON.stringify({ query: getIntrospectionQuery() }),
   });
   const { data } = (await response.json()) as { data: IntrospectionQuery };
@@ -267,15 +274,26 @@ export async function fuzz(target: FuzzTarget, options: FuzzOptions): Promise<Fu
    * left open behind the run.
    */
   const connections = new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 });
+  // Tracked tables and actions related to them, before the schema is read: the generated API is fuzzed too.
+  const stopTables = await setUpTables(target.url);
   try {
     return await fuzzWith(connections, target, options);
   } finally {
     await connections.close();
+    await stopTables();
   }
 }
 
 async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOptions): Promise<FuzzReport> {
   const schema = await introspect(target.url);
+  // Each role is served its own view of the tables: table cases are built on the view of their credentials.
+  const userSchema = await introspect(target.url, 'user');
+  const tableQueries = tableCases({
+    admin: schema,
+    user: userSchema,
+    'admin-as-user': userSchema,
+    'user-other-role': await introspect(target.url, 'user-other-role'),
+  });
   const subscriptionFields = Object.keys(schema.getSubscriptionType()?.getFields() ?? {});
   const subscriptionQueries = fc.oneof(
     fc.constantFrom(
@@ -295,6 +313,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   );
   const cases: fc.Arbitrary<FuzzCase> = fc.oneof(
     { weight: 5, arbitrary: graphqlCases(schema, CREDENTIALS) },
+    ...(tableQueries ? [{ weight: 3, arbitrary: tableQueries }] : []),
     { weight: 3, arbitrary: restCases(target.routes, CREDENTIALS, (url) => url === GRAPHQL_PATH) },
     { weight: 1, arbitrary: webSocketCases(wsCredentials, subscriptionQueries) },
   );
@@ -308,6 +327,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
     rss: { warm: 0, peak: 0, after: 0, settled: 0, settledSeconds: 0 },
     heap: { warm: { used: 0, total: 0, external: 0, resident: 0 }, after: { used: 0, total: 0, external: 0, resident: 0 } },
     slowest: { ms: 0, case: '' },
+    tables: { cases: 0, answered: {} },
   };
   const snapshot = async (name: string) => {
     if (options.heapSnapshots)
@@ -353,6 +373,7 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
       else {
         report.statuses[outcome.status] = (report.statuses[outcome.status] ?? 0) + 1;
         problem = httpProblem(outcome.status, outcome.text, outcome.contentType);
+        if ('tables' in c) countTableAnswer(report, c, outcome.status, outcome.text);
       }
     }
     const ms = performance.now() - started;
@@ -407,6 +428,21 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
   return report;
 }
 
+/** Counts a table case, and its answer when it is a 200 whose root field has data (rows, an object, an aggregate). */
+function countTableAnswer(report: FuzzReport, c: TableCase, status: number, text: string): void {
+  report.tables.cases += 1;
+  if (status !== 200) return;
+  let body: { data?: Record<string, unknown> | null } | undefined;
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    return;
+  }
+  const value = body?.data?.[c.tables.root];
+  if (value === null || value === undefined || (Array.isArray(value) && value.length === 0)) return;
+  report.tables.answered[c.credentials] = (report.tables.answered[c.credentials] ?? 0) + 1;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function heapAccount(target: FuzzTarget): Promise<HeapAccount> {
@@ -450,6 +486,7 @@ export function describeReport(report: FuzzReport): string {
       return `  server heap ${when === 'warm' ? 'warm' : 'right after'}: ${mb(used)} used of ${mb(total)}, ${mb(external)} external, ${mb(resident - total)} resident outside the heap`;
     }),
     `  slowest case: ${report.slowest.ms.toFixed(0)} ms: ${report.slowest.case}`,
+    `  generated API: ${report.tables.cases} table cases, 200 with table data by credentials: ${JSON.stringify(report.tables.answered)}`,
   ];
   if (report.failure) {
     lines.push(`  FAILED: ${report.failure.message}`, `  case: ${report.failure.counterexample.slice(0, 2000)}`);

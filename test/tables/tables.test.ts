@@ -217,6 +217,17 @@ describe("the metadata files (Hasura's CLI layout)", () => {
 });
 
 describe('generated root fields (admin)', () => {
+  it('answers an aggregate that selects nothing aggregated (only __typename), over no rows too', async () => {
+    const result = await data<{ authors: { articles_aggregate: unknown }[]; authors_aggregate: unknown }>(`{
+      authors { articles_aggregate(limit: 0) { __typename aggregate { __typename } } }
+      authors_aggregate(where: {id: {_eq: -1}}) { __typename }
+    }`);
+    expect(result.authors.length).toBeGreaterThan(0);
+    for (const author of result.authors)
+      expect(author.articles_aggregate).toEqual({ __typename: 'articles_aggregate', aggregate: { __typename: 'articles_aggregate_fields' } });
+    expect(result.authors_aggregate).toEqual({ __typename: 'authors_aggregate' });
+  });
+
   it('filters, orders, pages and follows relationships, as hand-written SQL does', async () => {
     const result = await data<{ articles: { title: string; author: { name: string } }[] }>(`{
       articles(where: {_and: [{published: {_eq: true}}, {author: {rating: {_gte: 3}}}]}, order_by: [{createdAt: desc}], limit: 2, offset: 0) {

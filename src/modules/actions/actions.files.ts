@@ -146,7 +146,7 @@ export const actionsFiles: MetadataFiles = {
       custom_types: {
         enums: (types.enums ?? []).map((item) => ({ name: item.name })),
         input_objects: (types.input_objects ?? []).map((item) => ({ name: item.name })),
-        objects: (types.objects ?? []).map((item) => ({ name: item.name })),
+        objects: (types.objects ?? []).map((item) => ({ name: item.name, ...(item.relationships?.length ? { relationships: item.relationships } : {}) })),
         scalars: (types.scalars ?? []).map((item) => ({ name: item.name })),
       },
     };
@@ -191,6 +191,12 @@ export const actionsFiles: MetadataFiles = {
     const [orphan] = fields.keys();
     if (orphan !== undefined) throw new MetadataFilesError(`${ACTIONS_GRAPHQL}: the action ${orphan} has no entry in ${ACTIONS_YAML} (its handler)`);
     if (actions.length) metadata.actions = actions;
+    // The relationships of object types are kept in the YAML (Hasura's CLI layout), beside their names.
+    const listed = (yaml as { custom_types?: { objects?: unknown } }).custom_types?.objects;
+    for (const entry of Array.isArray(listed) ? (listed as { name?: unknown; relationships?: unknown }[]) : []) {
+      const object = types.objects.find((item) => item.name === entry?.name);
+      if (object && entry.relationships !== undefined) object.relationships = entry.relationships as CustomObject['relationships'];
+    }
     const present = Object.fromEntries(Object.entries(types).filter(([, list]) => list.length > 0));
     if (Object.keys(present).length) metadata.custom_types = present;
   },

@@ -1,4 +1,5 @@
-import { MetadataError } from '../../platform/metadata';
+import { DEFAULT_SOURCE, MetadataError } from '../../platform/metadata';
+import type { TableRelationship } from '../tables/tables.joins';
 
 /**
  * Actions and custom types in Hasura's metadata shapes (what `set_custom_types`, `create_action`
@@ -28,7 +29,8 @@ export interface CustomObject {
   name: string;
   description?: string | null;
   fields: CustomField[];
-  relationships?: unknown[];
+  /** Relationships to tracked tables (objects only). */
+  relationships?: TableRelationship[];
 }
 
 export interface CustomTypes {
@@ -196,13 +198,59 @@ export function parseCustomTypes(value: unknown, path = '$.args'): CustomTypes {
         name: entry.name as string,
         fields: fieldsAt(entry.fields, `${at}.fields`, entry.name as string, kind === 'input_objects'),
       };
-      if (kind === 'objects' && Array.isArray(entry.relationships) && entry.relationships.length > 0) {
-        fail(`${at}.relationships`, 'relationships from action output types to tables are not supported (Plinth exposes no tables)', 'not-supported');
+      if (kind === 'objects') {
+        const relationships = relationshipsAt(entry.relationships, `${at}.relationships`, parsed);
+        if (relationships.length) parsed.relationships = relationships;
+      } else if (entry.relationships !== undefined && entry.relationships !== null) {
+        fail(`${at}.relationships`, `the input object ${parsed.name} cannot have relationships (only object types can)`);
       }
       return described(entry, at, parsed);
     });
   }
   return types;
+}
+
+/**
+ * The relationships of an object type to tracked tables (Hasura's `{name, type, remote_table,
+ * field_mapping}`), checked for their shape and against the object's fields; whether the table and
+ * columns exist is checked against the tracked tables before the change commits.
+ */
+function relationshipsAt(value: unknown, path: string, object: CustomObject): TableRelationship[] {
+  const names = new Set<string>();
+  const fields = new Map(object.fields.map((field) => [field.name, field]));
+  return listAt(value, path, `the relationships of ${object.name}`).map((raw, index) => {
+    const at = `${path}[${index}]`;
+    const entry = objectAt(raw, at, `a relationship of ${object.name}`);
+    const name = nameAt(entry.name, `${at}.name`, `a relationship name of ${object.name}`);
+    const what = `the relationship "${name}" of ${object.name}`;
+    if (names.has(name)) fail(`${at}.name`, `${object.name} has the relationship "${name}" twice`, 'already-exists');
+    names.add(name);
+    if (fields.has(name)) fail(`${at}.name`, `${what} has the name of a field of ${object.name}: rename one`, 'already-exists');
+    if (entry.type !== 'object' && entry.type !== 'array')
+      fail(`${at}.type`, `the type of ${what} must be "object" or "array"; got ${JSON.stringify(entry.type)}`);
+    if (entry.type === 'array' && fields.has(`${name}_aggregate`))
+      fail(`${at}.name`, `${what} gives the field ${name}_aggregate, which ${object.name} has: rename one`, 'already-exists');
+    if (entry.source !== undefined && entry.source !== DEFAULT_SOURCE)
+      fail(`${at}.source`, `Plinth has one source, "${DEFAULT_SOURCE}"; ${what} names ${JSON.stringify(entry.source)}`, 'not-supported');
+    const table = entry.remote_table;
+    const remote = isObject(table) ? table : { name: table };
+    if (typeof remote.name !== 'string' || remote.name === '' || (remote.schema !== undefined && (typeof remote.schema !== 'string' || remote.schema === '')))
+      fail(`${at}.remote_table`, `the remote_table of ${what} must be a table name or {schema, name}`);
+    const mapping = objectAt(entry.field_mapping, `${at}.field_mapping`, `the field_mapping of ${what}`);
+    if (Object.keys(mapping).length === 0) fail(`${at}.field_mapping`, `the field_mapping of ${what} must map at least one field to a column`);
+    for (const [field, column] of Object.entries(mapping)) {
+      const declared = fields.get(field);
+      if (!declared) fail(`${at}.field_mapping`, `${what} maps the field "${field}", which ${object.name} does not have`, 'validation-failed');
+      if (declared.type.includes('[')) fail(`${at}.field_mapping`, `${what} maps the list field "${field}": map scalar fields only`, 'validation-failed');
+      if (typeof column !== 'string' || column === '') fail(`${at}.field_mapping.${field}`, `${what} must map "${field}" to a column name`);
+    }
+    return {
+      name,
+      type: entry.type,
+      remote_table: { schema: (remote.schema as string | undefined) ?? 'public', name: remote.name },
+      field_mapping: mapping as Record<string, string>,
+    };
+  });
 }
 
 /** An action's definition, checked for its shape (types and URLs are checked against the schema later). */

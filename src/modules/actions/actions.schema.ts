@@ -16,7 +16,7 @@ import {
 } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { MetadataError } from '../../platform/metadata';
-import { namedType, type ActionEntry, type ActionsMetadata, type CustomObject } from './actions.metadata';
+import { namedType, type ActionEntry, type ActionsMetadata, type CustomObject, type CustomTypes } from './actions.metadata';
 
 /** What the generated root fields call: the service. */
 export interface ActionRunner {
@@ -233,21 +233,38 @@ function attachResolvers(schema: GraphQLSchema, actions: ActionEntry[], runner: 
   }
 }
 
+/** The fields the relationships of each custom object type give (`<name>_aggregate` too for an array one). */
+export function relationshipFields(customTypes: CustomTypes): Map<string, Set<string>> {
+  return new Map(
+    (customTypes.objects ?? [])
+      .filter((object) => object.relationships?.length)
+      .map((object) => [
+        object.name,
+        new Set(object.relationships!.flatMap((item) => (item.type === 'array' ? [item.name, `${item.name}_aggregate`] : [item.name]))),
+      ]),
+  );
+}
+
 /**
  * Why `value` (a handler's answer) does not fit `type`, naming the field, or undefined when it
  * fits: unexpected fields, a null where the type forbids it, a scalar or enum value the type
  * does not take.
  */
-export function outputProblem(value: unknown, type: GraphQLOutputType, path: string): string | undefined {
+export function outputProblem(
+  value: unknown,
+  type: GraphQLOutputType,
+  path: string,
+  joined: ReadonlyMap<string, ReadonlySet<string>> = new Map(),
+): string | undefined {
   if (isNonNullType(type)) {
     if (value === null || value === undefined) return `expecting a not-null value for the field "${path}"`;
-    return outputProblem(value, type.ofType, path);
+    return outputProblem(value, type.ofType, path, joined);
   }
   if (value === null || value === undefined) return undefined;
   if (isListType(type)) {
     if (!Array.isArray(value)) return `expecting a list for the field "${path}"`;
     for (const [index, item] of value.entries()) {
-      const problem = outputProblem(item, type.ofType, `${path}[${index}]`);
+      const problem = outputProblem(item, type.ofType, `${path}[${index}]`, joined);
       if (problem) return problem;
     }
     return undefined;
@@ -255,9 +272,12 @@ export function outputProblem(value: unknown, type: GraphQLOutputType, path: str
   if (isObjectType(type)) {
     if (typeof value !== 'object' || Array.isArray(value)) return `expecting an object for the field "${path}"`;
     const fields = type.getFields();
-    for (const key of Object.keys(value)) if (!fields[key]) return `unexpected field "${path}.${key}" in the handler's response`;
+    // Relationship fields come from the tables, never from the handler.
+    const relationships = joined.get(type.name);
+    for (const key of Object.keys(value)) if (!fields[key] || relationships?.has(key)) return `unexpected field "${path}.${key}" in the handler's response`;
     for (const [name, field] of Object.entries(fields)) {
-      const problem = outputProblem((value as Record<string, unknown>)[name], field.type, `${path}.${name}`);
+      if (relationships?.has(name)) continue;
+      const problem = outputProblem((value as Record<string, unknown>)[name], field.type, `${path}.${name}`, joined);
       if (problem) return problem;
     }
     return undefined;

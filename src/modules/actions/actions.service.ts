@@ -24,7 +24,8 @@ import {
   type ActionsMetadata,
   type CustomTypes,
 } from './actions.metadata';
-import { extendWithActions, outputProblem, type ActionRunner, type AsyncActionResult } from './actions.schema';
+import { extendWithActions, outputProblem, relationshipFields, type ActionRunner, type AsyncActionResult } from './actions.schema';
+import type { JoinedType, JoinProblem, TableJoins } from '../tables/tables.joins';
 import { UUID } from '../../common/ids';
 
 /** The queue of asynchronous action calls. */
@@ -78,6 +79,10 @@ export interface ActionsDependencies {
 export class ActionsService implements ActionRunner {
   private metadata: ActionsMetadata = { customTypes: {}, actions: [] };
   private version = -1;
+  /** The tracked tables the custom types' relationships reach (given by the tables module once it is created). */
+  private joins?: TableJoins;
+  /** The relationship fields of each custom object type (a handler does not answer them). */
+  private joinedFields: ReadonlyMap<string, ReadonlySet<string>> = new Map();
 
   constructor(private readonly deps: ActionsDependencies) {}
 
@@ -93,6 +98,48 @@ export class ActionsService implements ActionRunner {
    */
   followChanges(): Promise<() => Promise<void>> {
     return followMetadataChanges(this.deps.pubSub, CHANGED_TOPIC, () => this.reload(this.deps.dataSource.manager), this.deps.logger, 'actions metadata');
+  }
+
+  /**
+   * Serves the custom types' relationships to tracked tables: their fields are added after the
+   * tables (in each role's view, as the role's permissions show the tables), and a change to the
+   * tracked tables that would break one is refused.
+   */
+  useTables(joins: TableJoins): void {
+    this.joins = joins;
+    this.deps.schema.addExtension((base) => {
+      try {
+        return joins.extend(base, joinedTypes(this.metadata.customTypes));
+      } catch (error) {
+        this.deps.logger.error({ reason: (error as Error).message }, "the custom types' relationships do not fit the schema: they are not served");
+        return base;
+      }
+    });
+    joins.beforeTablesChange((context) => this.checkRelationships(context.manager, 'dependency-error'));
+    this.deps.schema.rebuild();
+  }
+
+  /**
+   * Refuses the request when, as its transaction leaves the actions and the tables, a relationship
+   * of a custom type cannot be served that could before (a table untracked, a column gone).
+   */
+  private async checkRelationships(manager: EntityManager, code: 'validation-failed' | 'dependency-error'): Promise<void> {
+    if (!this.joins) return;
+    const after = await this.joins.problems(joinedTypes((await storedActions(manager)).customTypes), manager);
+    if (after.length === 0) return;
+    const key = (problem: JoinProblem) => `${problem.type} ${problem.relationship} ${problem.reason}`;
+    const before = new Set(
+      (await this.joins.problems(joinedTypes((await storedActions(this.deps.dataSource.manager)).customTypes), this.deps.dataSource.manager)).map(key),
+    );
+    const added = after.filter((problem) => !before.has(key(problem)));
+    if (added.length === 0) return;
+    const named = (problem: JoinProblem) => `the relationship "${problem.relationship}" of the custom type ${problem.type}: ${problem.reason}`;
+    if (code === 'validation-failed') throw new MetadataError(code, added.map(named).join('; '), '$.args');
+    throw new MetadataError(
+      code,
+      `cannot continue due to the following dependent objects: ${added.map(named).join('; ')} (change the custom types first)`,
+      '$.args',
+    );
   }
 
   /** The served schema's extension: the actions as declared, or none when they no longer fit (logged). */
@@ -121,6 +168,7 @@ export class ActionsService implements ActionRunner {
     if (version < this.version) return;
     this.metadata = metadata;
     this.version = version;
+    this.joinedFields = relationshipFields(metadata.customTypes);
     this.deps.schema.rebuild();
   }
 
@@ -158,6 +206,10 @@ export class ActionsService implements ActionRunner {
       }
     }
     if (this.deps.schema.built) extendWithActions(this.deps.schema.base, next);
+    if (joinedTypes(next.customTypes).length) {
+      if (!this.joins) throw new MetadataError('not-supported', 'relationships of custom types need the tables module', '$.args');
+      context.beforeCommit('action relationships', () => this.checkRelationships(context.manager, 'validation-failed'));
+    }
     const [row] = (await context.manager.query(
       'UPDATE actions_metadata SET custom_types = $1, actions = $2, version = version + 1 WHERE id = 1 RETURNING version',
       [JSON.stringify(next.customTypes), JSON.stringify(next.actions)],
@@ -248,6 +300,18 @@ export class ActionsService implements ActionRunner {
     context.afterCommit(() => this.reload(this.deps.dataSource.manager, true));
   }
 
+  /** The custom types' relationships that cannot be served as the tracked tables are now (get_inconsistent_metadata). */
+  async inconsistenciesNow(context: MetadataRequestContext): Promise<unknown[]> {
+    if (!this.joins) return [];
+    const types = joinedTypes((await storedActions(context.manager)).customTypes);
+    return (await this.joins.problems(types, context.manager)).map((problem) => ({
+      type: 'custom_types',
+      name: `relationship ${problem.relationship} of ${problem.type}`,
+      reason: problem.reason,
+      definition: types.find((type) => type.name === problem.type)?.relationships.find((item) => item.name === problem.relationship),
+    }));
+  }
+
   private read(manager: EntityManager): Promise<ActionsMetadata> {
     return storedActions(manager);
   }
@@ -275,7 +339,7 @@ export class ActionsService implements ActionRunner {
       clientHeaders: context.requestHeaders,
       clientAddress: context.clientIp,
     });
-    const problem = outputProblem(result, returnType, action.name);
+    const problem = outputProblem(result, returnType, action.name, this.joinedFields);
     if (problem) {
       context.logger.warn({ action: action.name, problem }, "an action handler's answer does not fit the output type");
       throw handlerError(problem, HANDLER_ERROR_CODES.unexpected);
@@ -369,7 +433,7 @@ export class ActionsService implements ActionRunner {
     if (!row || !sameRole(row, context.session)) return { result: null, done: true };
     const result: AsyncActionResult = { id: row.id, created_at: row.created_at.toISOString(), output: row.output, errors: row.errors };
     if (row.status === 'completed') {
-      const problem = outputProblem(row.output, outputType, action.name);
+      const problem = outputProblem(row.output, outputType, action.name, this.joinedFields);
       if (problem)
         return { result: { ...result, output: null, errors: { message: problem, extensions: { code: HANDLER_ERROR_CODES.unexpected } } }, done: true };
     }
@@ -406,6 +470,17 @@ export async function storedActions(manager: EntityManager): Promise<ActionsMeta
     actions: ActionEntry[];
   }[];
   return { customTypes: row.custom_types, actions: row.actions };
+}
+
+/** The custom object types with relationships to tables. */
+function joinedTypes(customTypes: CustomTypes): JoinedType[] {
+  return (customTypes.objects ?? [])
+    .filter((object) => object.relationships?.length)
+    .map((object) => ({
+      name: object.name,
+      fields: Object.fromEntries(object.fields.map((field) => [field.name, field.type])),
+      relationships: object.relationships!,
+    }));
 }
 
 /** Plinth's schema with the stored actions, resolving nothing: what `plinth schema --with-metadata` prints. */

@@ -26,6 +26,7 @@ export const actionsModule: PlinthModule<ActionsService> = {
       export: (metadata, manager) => service.exportTo(metadata, manager),
       replace: (metadata, context) => service.replaceFrom(metadata, context),
       reload: (context) => service.reloadMetadata(context),
+      inconsistencies: (context) => service.inconsistenciesNow(context),
     },
   }),
   metadataFiles: actionsFiles,

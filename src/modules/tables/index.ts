@@ -11,7 +11,7 @@ import { createTablesService, schemaWithStoredTables } from './tables.services';
  */
 export const tablesModule: PlinthModule<TablesService> = {
   name: 'tables',
-  create: (platform) => createTablesService(platform),
+  create: (platform, modules) => createTablesService(platform, modules),
   work: (service) => service.followChanges(),
   // Handlers reach the service only when a request comes (plinth build passes a stand-in).
   metadata: (service) => ({

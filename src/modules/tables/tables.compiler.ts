@@ -116,6 +116,22 @@ export class StatementCompiler {
     return { text, parameters: this.parameters, output: this.output };
   }
 
+  /**
+   * Relationship fields (`fieldNodes`, one response key) of objects another module answered (an
+   * action's output), for all `parents` at once: `owner` stands for their type, its columns the
+   * mapped fields read as the target columns' types. One row per parent, in their order.
+   */
+  compileJoins(owner: TableModel, fieldNodes: readonly FieldNode[], parents: readonly Record<string, unknown>[]): CompiledStatement {
+    const fields = this.fieldsOf([{ kind: Kind.SELECTION_SET, selections: fieldNodes }], this.objectType(owner.typeName));
+    const values = parents.map((parent) => Object.fromEntries(owner.columns.map((column) => [column.name, parent[column.name] ?? null])));
+    const list = this.bind(JSON.stringify(values), 'jsonb');
+    const alias = this.alias();
+    const columns = owner.columns.map((column) => `("e"."v"->>${key(column.name)})::${column.sqlType} AS ${quote(column.name)}`);
+    const { json, joins } = this.rowJson(owner, alias, fields);
+    const rows = `SELECT "e"."n", ${columns.join(', ')} FROM jsonb_array_elements(${list}) WITH ORDINALITY AS "e"("v", "n")`;
+    return { text: `SELECT ${json} AS "j" FROM (${rows}) AS ${alias}${joins} ORDER BY ${alias}."n"`, parameters: this.parameters };
+  }
+
   /** The variables of the operation this statement binds when it runs and whose values its text does not depend on. */
   boundVariables(): Set<string> {
     return new Set(
@@ -424,7 +440,8 @@ export class StatementCompiler {
     const rows = this.rowsQuery(table, args, nodes.length ? (at) => this.rowJson(table, at, nodeFields) : undefined, extra, conditions, permission, alias);
     const nodesJson = `coalesce(json_agg("_s"."j"${rows.order.length ? ` ORDER BY ${rows.order.join(', ')}` : ''}), '[]'::json)`;
     const json = this.object(pairs.map((pair) => pair.replace(/, NODES$/, `, ${nodesJson}`)));
-    return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s"`;
+    // One row even when nothing selected aggregates (`{ __typename }`): a relationship's must not vanish in its LEFT JOIN.
+    return `SELECT ${json} AS "j" FROM (${rows.text}) AS "_s" GROUP BY ()`;
   }
 
   /** The ORDER BY items of one `<table>_order_by` object (through object relationships). */

@@ -63,15 +63,18 @@ export class RootFieldStatements {
 
   /** One root field's answer, by its statement (whose arguments the compiler reads from the operation, its variables marked). */
   async select(table: TableModel, kind: RootKind, operation: Operation, context: GraphQLContext): Promise<unknown> {
-    const statement = this.compile(table, kind, operation, context.session);
-    let result: pg.QueryResult<{ j: unknown }>;
+    const rows = await this.run(this.compile(table, kind, operation, context.session), table, operation, context);
+    return kind === 'selectByPk' ? (rows[0]?.j ?? null) : rows[0].j;
+  }
+
+  /** Runs a statement for a request: a value PostgreSQL refuses is the caller's mistake; a table changed under its metadata is read again. */
+  async run(statement: CompiledStatement, table: TableModel, operation: Pick<Operation, 'variableValues'>, context: GraphQLContext): Promise<{ j: unknown }[]> {
     try {
-      result = await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, operation.variableValues));
+      return (await this.pool.query<{ j: unknown }>(statement.text, boundValues(statement, context.session.variables, operation.variableValues))).rows;
     } catch (error) {
       if (changedUnderMetadata(error)) throw this.staleCatalog(table, error as Error);
       throw asInputError(error);
     }
-    return kind === 'selectByPk' ? (result.rows[0]?.j ?? null) : result.rows[0].j;
   }
 
   /**

@@ -113,7 +113,7 @@ function comparisonType(scalar: string, array: boolean): string {
 /** The aggregates besides count, each with its `<table>_<aggregate>_fields` and `_order_by` types. */
 const AGGREGATE_FUNCTIONS = ['sum', 'avg', 'max', 'min'] as const;
 
-const listArguments = (typeName: string) =>
+export const listArguments = (typeName: string) =>
   `distinct_on: [${typeName}_select_column!], limit: Int, offset: Int, order_by: [${typeName}_order_by!], where: ${typeName}_bool_exp`;
 
 function tableSdl(view: TableView): string[] {

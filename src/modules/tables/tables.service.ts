@@ -36,7 +36,9 @@ import { MutationRunner } from './tables.mutation-runner';
 import { conditionProblem, describeProblem, problemKey, problemsOf } from './tables.problems';
 import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
+import { StatementCompiler } from './tables.compiler';
 import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
+import { TableJoinsService } from './tables.joins';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
 import { roleViews, seesEverything, wholeView } from './tables.views';
 
@@ -83,6 +85,9 @@ export class TablesService implements TableRunner {
   private backendRoles = new Set<string>();
   private readonly mutations: MutationRunner;
 
+  /** Relationships to the tracked tables from other modules' object types (the actions'). */
+  readonly joins: TableJoinsService;
+
   constructor(private readonly deps: TablesDependencies) {
     const pool = poolOf(deps.dataSource);
     this.statements = new RootFieldStatements(
@@ -91,6 +96,11 @@ export class TablesService implements TableRunner {
       (table, error) => this.staleCatalog(error, table),
     );
     this.mutations = new MutationRunner(pool, (table, error) => this.staleCatalog(error, table));
+    this.joins = new TableJoinsService({
+      served: () => new Map(this.inSchema.map((table) => [tableKey(table.table), table])),
+      compile: (info, context, build) => build(new StatementCompiler({ role: context.session.role, admin: isAdmin(context.session) }, this.served.byKey, info)),
+      run: (statement, table, info, context) => this.statements.run(statement, table, info, context),
+    });
   }
 
   /** Reads the metadata and extends the served schema with it. */
@@ -218,6 +228,7 @@ export class TablesService implements TableRunner {
     const known = new Set(before.map((item) => `${item.type} ${item.name} ${item.reason}`));
     const added = after.inconsistencies.find((item) => !known.has(`${item.type} ${item.name} ${item.reason}`));
     if (added) throw new MetadataError(added.type === 'table' ? 'invalid-configuration' : 'validation-failed', `${added.name}: ${added.reason}`);
+    this.joins.tablesChanging(context);
     const row = (await one<{ version: string }>(
       context.manager,
       'UPDATE tables_metadata SET tables = $1, version = version + 1 WHERE id = 1 RETURNING version',

@@ -1,17 +1,22 @@
 import type { GraphQLSchema } from 'graphql';
 import type { EntityManager } from 'typeorm';
 import { one } from '../../db/sql';
-import type { Platform } from '../../platform/module';
+import type { ModuleServices, Platform } from '../../platform/module';
+import { actionsModule } from '../actions';
 import { readCatalog } from './tables.catalog';
 import type { TrackedTableEntry } from './tables.metadata';
 import { resolveTables } from './tables.model';
 import { extendWithTables } from './tables.schema';
 import { TablesService } from './tables.service';
 
-/** The module's service, with the stored metadata loaded into the served schema. */
-export async function createTablesService({ dataSource, schema, pubSub, logger }: Platform): Promise<TablesService> {
+/**
+ * The module's service, with the stored metadata loaded into the served schema; the actions'
+ * relationships to tables are served through it (their fields are added after the tables).
+ */
+export async function createTablesService({ dataSource, schema, pubSub, logger }: Platform, modules: ModuleServices): Promise<TablesService> {
   const service = new TablesService({ dataSource, schema, pubSub, logger: logger.child({ module: 'tables' }) });
   await service.load();
+  modules.get(actionsModule).useTables(service.joins);
   return service;
 }
 

@@ -105,7 +105,7 @@ export function badInput(message: string): GraphQLError {
 /**
  * A table, column, root field or aggregate the reader's permission does not open. The reader's
  * schema does not have it (tables.views.ts), so GraphQL's validation refused a document naming
- * it: meeting one here is a fault, and nothing is read.
+ * it: meeting one in the compiler is a fault, and nothing is read.
  */
 export function notPermitted(what: string): Error {
   return new Error(`${what} is not open to the role: the operation was not validated against the role's schema`);
