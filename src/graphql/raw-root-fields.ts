@@ -17,8 +17,8 @@ import {
 /** The field extension under which a root field offers its answer as JSON text (rawRootField). */
 const RAW_ROOT_FIELD = 'plinthRawJson';
 
-/** What a raw root field is given: the parts of a resolve info it reads, and the request's context. */
-export interface RawFieldRequest {
+/** The parts of a resolve info that a root field's statement is compiled from. */
+export interface OperationParts {
   schema: GraphQLSchema;
   /** The root field's nodes under one response key (merged as GraphQL merges them). */
   fieldNodes: readonly FieldNode[];
@@ -27,6 +27,10 @@ export interface RawFieldRequest {
   operation: OperationDefinitionNode;
   /** The operation's variables as graphql-js coerced them. */
   variableValues: Record<string, unknown>;
+}
+
+/** What a raw root field is given: those parts, and the request's context. */
+export interface RawFieldRequest extends OperationParts {
   contextValue: unknown;
 }
 

@@ -1,4 +1,4 @@
-import type { FieldNode, FragmentDefinitionNode, GraphQLObjectType, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import type { OperationParts } from '../../graphql/raw-root-fields';
 import { tableKey, type CatalogForeignKey, type CatalogTable, type CatalogUniqueConstraint } from './tables.catalog';
 import {
   sameTable,
@@ -102,14 +102,7 @@ export interface Reader {
 }
 
 /** What the compiler reads of GraphQL's resolve info. */
-export interface Operation {
-  schema: GraphQLSchema;
-  fieldNodes: readonly FieldNode[];
-  parentType: GraphQLObjectType;
-  fragments: Record<string, FragmentDefinitionNode>;
-  operation: OperationDefinitionNode;
-  variableValues: Record<string, unknown>;
-}
+export type Operation = OperationParts;
 
 /** A part of the metadata that cannot be served now (get_inconsistent_metadata). */
 export interface Inconsistency {
