@@ -34,9 +34,12 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver();
   api = await startTestServer({ PLINTH_PROCESS_ROLES: 'api' }, { database });
   await database.query('CREATE TABLE jobs (id serial PRIMARY KEY, batch text NOT NULL)');
-  for (const [name, delayMs] of [
-    ['shared', 5],
-    ['crash', 400],
+  // The crash case's webhook timeout is short so that its lease (timeout + margin) ends soon after
+  // the kill; the shared case's is long, so that a worker slowed by a loaded machine never times
+  // an answer out and retries it (an honest second attempt, which this test would count as a repeat).
+  for (const [name, delayMs, timeoutSeconds] of [
+    ['shared', 5, 30],
+    ['crash', 400, 1],
   ] as const) {
     receiver.answer(`/${name}`, (request) => {
       const id = request.body.id as string;
@@ -54,7 +57,7 @@ beforeAll(async () => {
         insert: { columns: '*' },
         condition: { new: { batch: { _eq: name } } },
         headers: [{ name: 'X-Instance', value: '{{PLINTH_TEST_INSTANCE}}' }],
-        retry_conf: { num_retries: 5, interval_sec: 1, timeout_sec: 1 },
+        retry_conf: { num_retries: 5, interval_sec: 1, timeout_sec: timeoutSeconds },
       },
     });
     expect(created.status).toBe(200);
