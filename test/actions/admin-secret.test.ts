@@ -1,7 +1,8 @@
 import { postGraphQL } from '../support/graphql';
 import { startActionHandler, type ActionHandlerServer } from '../support/action-handler';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
-import { eventually, metadataRequest } from '../events/support';
+import { metadataRequest } from '../support/metadata';
+import { eventually } from '../events/support';
 
 // Who gets X-Gql-Admin-Secret (docs/decisions.md, "the admin-secret rule"): the CS_<N> services
 // (their handler URL is http://<name>:<port>), and any other handler or webhook only when its

@@ -7,6 +7,7 @@ import { postGraphQL, type GraphQLErrorBody } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 import { until } from '../support/until';
+import { metadataRequest } from '../support/metadata';
 
 /*
  * Action relationships (Hasura's custom type relationships): an action's output type gets a field
@@ -24,14 +25,7 @@ const asViewer = bearer(signToken({ roles: ['viewer'], userId: alice }));
 /** The statements that joined an action's answer to a table. */
 const joins: string[] = [];
 
-async function metadata(body: unknown) {
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...asAdmin },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 async function runSql(sql: string) {
   const response = await fetch(`${server.url}/v2/query`, {

@@ -13,7 +13,8 @@ import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/serve
 import { bearer, signToken } from '../support/tokens';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 import { subscribe, subscriptionClient } from '../support/ws';
-import { eventually, metadataRequest } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually } from './support';
 
 let server: TestServer;
 let receiver: WebhookReceiver;

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { eventually, metadataRequest, sleep } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually, sleep } from './support';
 
 /** One second of interval_sec or Retry-After lasts this long in this file. */
 const SECOND_MS = 20;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { runCli } from '../support/spawn';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { metadataRequest } from './support';
+import { metadataRequest } from '../support/metadata';
 
 let server: TestServer;
 let receiver: WebhookReceiver;

@@ -2,7 +2,8 @@ import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { spawnServer, type SpawnedServer } from '../support/spawn';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { eventually, metadataRequest } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually } from './support';
 
 let database: TestDatabase;
 /** Serves the metadata API; delivers nothing. */

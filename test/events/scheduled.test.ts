@@ -1,7 +1,8 @@
 import { cronProblem, nextCronTimes } from '../../src/modules/events/scheduled-events.service';
 import { startTestServer, type TestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { eventually, metadataRequest, sleep } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually, sleep } from './support';
 
 let server: TestServer;
 let second: TestServer;

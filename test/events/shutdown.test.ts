@@ -1,7 +1,7 @@
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startTestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { metadataRequest } from './support';
+import { metadataRequest } from '../support/metadata';
 
 let database: TestDatabase;
 let receiver: WebhookReceiver;

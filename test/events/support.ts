@@ -1,15 +1,3 @@
-import { ADMIN_SECRET } from '../support/server';
-
-/** Sends a metadata request; answers the status and the parsed body. */
-export async function metadataRequest(baseUrl: string, body: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() };
-}
-
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns a value (not undefined), or fails after `timeoutMs`. */

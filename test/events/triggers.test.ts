@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { eventually, metadataRequest, sleep } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually, sleep } from './support';
 
 let server: TestServer;
 let receiver: WebhookReceiver;

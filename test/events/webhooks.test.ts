@@ -6,7 +6,8 @@ import { installErrorHandling } from '../../src/http/errors';
 import { registerEventReceiver, type ScheduledEvent, type TriggerEvent } from '../../src/platform/event-receiver';
 import { ADMIN_SECRET, startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
-import { eventually, metadataRequest, sleep } from './support';
+import { metadataRequest } from '../support/metadata';
+import { eventually, sleep } from './support';
 
 const GITHUB_SECRET = 'github-webhook-secret-0123';
 const ACME_SECRET = 'acme-signing-secret-4567';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { metadataRequest } from '../events/support';
+import { metadataRequest } from '../support/metadata';
 import { PaymentsDocument, ProcessPaymentDocument, type PaymentInput } from '../generated/graphql';
 import { graphql } from '../support/graphql';
 import { startPrimaryProvider, type PrimaryProviderServer } from '../support/primary-provider';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
+import { metadataRequest } from '../support/metadata';
 
 /* Mutations given hostile or wrong input: every argument bound, never spliced; clear errors; nothing changed. Write permissions in the metadata API. */
 
@@ -18,14 +19,7 @@ const HOSTILE = [
   `i_notes"; DELETE FROM i_notes; --`,
 ];
 
-async function metadata(body: unknown) {
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...asAdmin },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
-}
+const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 async function gql(query: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>) {
   const response = await postGraphQL<Record<string, any>>(server.graphqlUrl, { query, variables }, headers);

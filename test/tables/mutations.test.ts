@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
+import { metadataRequest } from '../support/metadata';
 
 /* The generated API's mutations (insert, update, delete) per role, over real HTTP and PostgreSQL. */
 
@@ -11,14 +12,7 @@ const bob = randomUUID();
 const asAdmin = { 'x-gql-admin-secret': ADMIN_SECRET };
 const asUser = (userId = alice) => bearer(signToken({ roles: ['user'], userId }));
 
-async function metadata(body: unknown) {
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...asAdmin },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 async function gql(query: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>) {
   const response = await postGraphQL<Record<string, unknown>>(server.graphqlUrl, { query, variables }, headers);

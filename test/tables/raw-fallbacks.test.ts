@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as rawRootFields from '../../src/graphql/raw-root-fields';
-import { metadataRequest } from '../events/support';
+import { metadataRequest } from '../support/metadata';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { metadataRequest } from '../events/support';
+import { metadataRequest } from '../support/metadata';
 import { postGraphQL } from '../support/graphql';
 import { generator, type Random } from '../support/random';
 import { startTestServer, type TestServer } from '../support/server';

@@ -6,6 +6,7 @@ import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/serve
 import { SPEC_PERMISSIONS, TEST_RELATIONSHIPS } from '../support/tables';
 import { bearer, signToken } from '../support/tokens';
 import { subscriptionClient } from '../support/ws';
+import { metadataRequest } from '../support/metadata';
 
 let server: TestServer;
 const alice = randomUUID();
@@ -15,14 +16,7 @@ const asUser = (userId = alice) => bearer(signToken({ roles: ['user'], userId })
 /** The statements the generated API ran (they all read a schema-qualified table). */
 const statements: string[] = [];
 
-async function metadata(body: unknown) {
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...asAdmin },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as unknown };
-}
+const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 async function data<T = Record<string, unknown>>(query: string, headers: Record<string, string>): Promise<T> {
   const response = await postGraphQL<T>(server.graphqlUrl, { query }, headers);

@@ -12,19 +12,13 @@ import { generator } from '../support/random';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { SPEC_PERMISSIONS, TEST_RELATIONSHIPS } from '../support/tables';
 import { signToken } from '../support/tokens';
+import { metadataRequest } from '../support/metadata';
 
 let server: TestServer;
 const alice = randomUUID();
 const bob = randomUUID();
 
-async function metadata(body: unknown) {
-  const response = await fetch(`${server.url}/v1/metadata`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gql-admin-secret': ADMIN_SECRET },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+const metadata = (body: unknown) => metadataRequest(server.url, body);
 
 const asAdmin = { 'x-gql-admin-secret': ADMIN_SECRET };
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
