@@ -82,6 +82,12 @@ type FuzzCase = GraphQLCase | TableCase | RestCase | WebSocketCase;
 
 const GRAPHQL_PATH = '/v1/graphql';
 const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Node's HTTP parser reads at most 16 KiB of request line and headers: past it the server answers
+ * 431 and closes the connection, so a client still writing its request line may see a reset instead.
+ */
+const REQUEST_HEAD_LIMIT = 16 * 1024;
+const CONNECTION_FAILED = 'the connection failed';
 /** Resident memory may grow to this multiple of its warmed-up size during the run... */
 const MEMORY_BOUND = 2;
 /** ...and must be back within this multiple of it within SETTLE_SECONDS of the run's end. */
@@ -166,7 +172,7 @@ async function sendHttp(
     // A request fetch itself refuses to send (an invalid header value) never reached the server.
     // (Compared by name: under jest, fetch's TypeError comes from another realm.)
     if (name === 'TypeError' && !(error as { cause?: unknown }).cause) return { status: 0, text: '', contentType: null };
-    return { problem: `the connection failed: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}` };
+    return { problem: `${CONNECTION_FAILED}: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}` };
   }
 }
 
@@ -369,7 +375,14 @@ async function fuzzWith(connections: Agent, target: FuzzTarget, options: FuzzOpt
       const [url, init] = c.kind === 'graphql' ? graphqlRequest(target.url, c) : restRequest(target.url, c);
       report.requests += 1;
       const outcome = await sendHttp(connections, url, init);
-      if ('problem' in outcome) problem = outcome.problem;
+      // fetch adds a few hundred bytes of headers of its own: near the limit, either answer is right.
+      const headLength = url.length + Object.entries(init.headers ?? {}).reduce((sum, [name, value]) => sum + name.length + String(value).length + 4, 0);
+      const overLimit = url.length > REQUEST_HEAD_LIMIT;
+      const nearLimit = headLength + 1024 > REQUEST_HEAD_LIMIT;
+      if ('problem' in outcome) {
+        if (nearLimit && outcome.problem.startsWith(CONNECTION_FAILED)) report.statuses[431] = (report.statuses[431] ?? 0) + 1;
+        else problem = outcome.problem;
+      } else if (overLimit && outcome.status !== 431) problem = `a request line of ${url.length} characters was answered ${outcome.status}, not 431`;
       else {
         report.statuses[outcome.status] = (report.statuses[outcome.status] ?? 0) + 1;
         problem = httpProblem(outcome.status, outcome.text, outcome.contentType);
