@@ -1,11 +1,12 @@
 import { Kind, parse, print } from 'graphql';
 import * as rawRootFields from '../../src/graphql/raw-root-fields';
-import type { GraphQLResponse } from '../support/graphql';
+import type { GraphQLResponse } from './graphql';
 
 /*
  * The raw answer (an accepted query whose root fields are generated table fields, answered with
  * PostgreSQL's JSON text, src/graphql/raw-root-fields.ts) against the ordinary execution, over
- * every query the tables' tests send: each POST of a query is sent first with `extensions: {}`,
+ * every query of the test files that load their cases through compareRawAnswers (tables,
+ * hasura-docs, role-differential, role-schemas): each POST of a query is sent first with `extensions: {}`,
  * which the accepted-query lane leaves to Apollo (parsing, validation, graphql-jit or graphql-js
  * completing the parsed rows), then as the test wrote it, which the lane now takes. The two
  * answers must have the same status and, parsed and written again, the same text (key order
@@ -42,7 +43,7 @@ async function post(url: string, body: unknown, headers: Record<string, string>)
 }
 
 async function postTwice<TData>(url: string, body: unknown, headers: Record<string, string> = {}): Promise<GraphQLResponse<TData>> {
-  const actual = jest.requireActual<typeof import('../support/graphql')>('../support/graphql');
+  const actual = jest.requireActual<typeof import('./graphql')>('./graphql');
   if (!comparable(body)) return actual.postGraphQL<TData>(url, body, headers);
   const reference = await post(url, { ...body, extensions: {} }, headers);
   // A table dropped under its metadata: the first answer's error re-reads the metadata, and the
@@ -59,25 +60,22 @@ async function postTwice<TData>(url: string, body: unknown, headers: Record<stri
   return { status: answer.status, contentType: answer.response.headers.get('content-type'), headers: answer.response.headers, body: JSON.parse(answer.text) };
 }
 
-jest.mock('../support/graphql', () => ({
-  ...jest.requireActual<typeof import('../support/graphql')>('../support/graphql'),
+jest.mock('./graphql', () => ({
+  ...jest.requireActual<typeof import('./graphql')>('./graphql'),
   postGraphQL: postTwice,
   graphql: (url: string, document: Parameters<typeof print>[0], variables?: unknown, headers?: Record<string, string>) =>
     postTwice(url, { query: print(document), variables }, headers),
 }));
 
-// Each file's tests, with their own servers and data, under the comparison.
-for (const file of ['./tables.test', './hasura-docs.test', './role-differential.test', './role-schemas.test']) {
-  describe(file, () => {
-    const before = { ...counts };
-    beforeAll(() => Object.assign(before, counts));
-    require(file);
-    afterAll(() => {
-      const compared = counts.compared - before.compared;
-      const raw = counts.raw - before.raw;
-      console.log(`${file}: ${compared} queries compared, ${raw} answered raw, ${counts.sameBytes - before.sameBytes} byte for byte`);
-      expect(compared).toBeGreaterThan(0);
-      expect(raw).toBeGreaterThan(0);
-    });
+/**
+ * Runs a file of test cases (required by `loadCases`, after the comparison is in place) with every
+ * query it sends compared on both paths; the file must send some queries the lane answers raw.
+ */
+export function compareRawAnswers(label: string, loadCases: () => void): void {
+  loadCases();
+  afterAll(() => {
+    console.log(`${label}: ${counts.compared} queries compared, ${counts.raw} answered raw, ${counts.sameBytes} byte for byte`);
+    expect(counts.compared).toBeGreaterThan(0);
+    expect(counts.raw).toBeGreaterThan(0);
   });
 }
