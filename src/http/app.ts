@@ -11,6 +11,7 @@ import { attachSubscriptions, type SubscriptionSettings } from '../graphql/subsc
 import type { ActionDefinition } from '../platform/actions';
 import { clientAddress, trustFunction } from '../platform/client-address';
 import { observeResponses } from '../platform/fastify/response-observers';
+import { sharedSchemaCompilers } from '../platform/fastify/schema-compilers';
 import type { MetadataApi } from '../platform/metadata';
 import type { Metrics, MetricsAccess } from '../platform/metrics';
 import type { RateLimits } from '../platform/rate-limits';
@@ -137,6 +138,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: trust,
     clientErrorHandler: answerClientError,
+    schemaController: { compilersFactory: sharedSchemaCompilers },
     serverFactory: (route, settings) => createHttpServer(route, settings as ServerTimeouts, beforeRouting),
   });
   app.decorate('dispatch', (request: IncomingMessage, response: ServerResponse) => {
