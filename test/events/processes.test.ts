@@ -64,9 +64,14 @@ beforeAll(async () => {
     expect(created.status).toBe(200);
   }
 }, 60_000);
-afterAll(async () => {
+/** Kills every worker still running, so that none of one case delivers the next case's events (a failed case stops before its own clean-up). */
+async function killWorkers(): Promise<void> {
   for (const worker of running) worker.child.kill('SIGKILL');
   await Promise.all([...running].map((worker) => worker.exited));
+}
+afterEach(killWorkers);
+afterAll(async () => {
+  await killWorkers();
   await api.close();
   await receiver.close();
   await database.drop();
@@ -77,7 +82,7 @@ const deliveredCount = async (trigger: string) =>
 
 describe('delivery across processes', () => {
   it('two processes on one database deliver every event, share the work, and never attempt one twice at once', async () => {
-    const workers = await Promise.all([startWorker('a'), startWorker('b')]);
+    await Promise.all([startWorker('a'), startWorker('b')]);
     await database.query("INSERT INTO jobs (batch) SELECT 'shared' FROM generate_series(1, 300)");
     await eventually(async () => ((await deliveredCount('shared')) === 300 ? true : undefined), 60_000, 'all 300 events delivered');
     const requests = receiver.at('/shared');
@@ -88,8 +93,6 @@ describe('delivery across processes', () => {
     const byInstance = new Map<string, number>();
     for (const request of requests) byInstance.set(String(request.headers['x-instance']), (byInstance.get(String(request.headers['x-instance'])) ?? 0) + 1);
     expect([...byInstance.keys()].sort()).toEqual(['a', 'b']);
-    for (const worker of workers) worker.child.kill('SIGKILL');
-    await Promise.all(workers.map((worker) => worker.exited));
   }, 90_000);
 
   it('kill -9 while events are pending and in flight loses none: a new process delivers them all after the lease', async () => {
