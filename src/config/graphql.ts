@@ -77,6 +77,11 @@ export const graphqlVariables = {
     .describe(
       "graphql-ws subscribers with the same document, variables and session share one execution and one serialised message per event (`false`: each subscriber's own)",
     ),
+  GQL_GRAPHQL_STREAMING_QUERIES_REFETCH_INTERVAL_MS: integer(10, 60_000)
+    .default(1000)
+    .describe(
+      "how often a streaming subscription (`<table>_stream`) reads the rows after its cursor, in milliseconds; a full batch is followed at once by the next (Hasura's `HASURA_GRAPHQL_STREAMING_QUERIES_MULTIPLEXED_REFETCH_INTERVAL`)",
+    ),
 };
 
 export const graphql = {
@@ -113,6 +118,7 @@ export const graphql = {
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
       compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheBytes: values.GQL_GRAPHQL_COMPILED_CACHE_BYTES },
       subscriptionMultiplexing: values.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING,
+      streamingRefetchIntervalMs: values.GQL_GRAPHQL_STREAMING_QUERIES_REFETCH_INTERVAL_MS,
     },
   }),
 } satisfies Area;

@@ -34,6 +34,8 @@ export interface CatalogUniqueConstraint {
 
 export interface CatalogTable {
   table: QualifiedTable;
+  /** A table, partitioned table or materialized view, whose row versions carry the inserting transaction (`xmin`); not a view or foreign table. */
+  rowVersions: boolean;
   columns: CatalogColumn[];
   primaryKey: string[];
   foreignKeys: CatalogForeignKey[];
@@ -58,13 +60,14 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
     element_type_name: string | null;
     sql_type: string;
     nullable: boolean;
+    row_versions: boolean;
   }>(
     db,
     // An array type is its element type's typarray (int2vector and point have a typelem too, and are not arrays).
     `SELECT n.nspname AS schema, c.relname AS table, a.attname AS name, t.typname AS type_name, e.typname AS element_type_name,
             CASE coalesce(e.typname, t.typname) WHEN 'bpchar' THEN 'bpchar' WHEN 'bit' THEN 'bit varying' ELSE format_type(coalesce(e.oid, t.oid), NULL) END
               || CASE WHEN e.oid IS NULL THEN '' ELSE '[]' END AS sql_type,
-            NOT a.attnotnull AS nullable
+            NOT a.attnotnull AS nullable, c.relkind IN ('r', 'p', 'm') AS row_versions
        FROM unnest($1::text[], $2::text[]) AS wanted(schema, name)
        JOIN pg_namespace n ON n.nspname = wanted.schema
        JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.name AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
@@ -78,7 +81,17 @@ export async function readCatalog(db: Queryable, tables: readonly QualifiedTable
     const key = tableKey({ schema: column.schema, name: column.table });
     let table = found.get(key);
     if (!table)
-      found.set(key, (table = { table: { schema: column.schema, name: column.table }, columns: [], primaryKey: [], foreignKeys: [], uniqueConstraints: [] }));
+      found.set(
+        key,
+        (table = {
+          table: { schema: column.schema, name: column.table },
+          rowVersions: column.row_versions,
+          columns: [],
+          primaryKey: [],
+          foreignKeys: [],
+          uniqueConstraints: [],
+        }),
+      );
     table.columns.push({
       name: column.name,
       typeName: column.type_name,

@@ -210,7 +210,7 @@ export class StatementCompiler {
     return permission ? this.boolExp(permission.filter, table, alias, 'permission') : 'true';
   }
 
-  private visibleColumn(table: TableModel, field: string, permission: PermissionModel | undefined): ColumnModel {
+  protected visibleColumn(table: TableModel, field: string, permission: PermissionModel | undefined): ColumnModel {
     const column = table.columnsByField.get(field);
     if (!column || (permission && !permission.columns.has(column.name))) throw notPermitted(`the field ${field} of ${table.typeName}`);
     return column;

@@ -206,6 +206,8 @@ function ownerModel(type: JoinedType, served: ReadonlyMap<string, TableModel>, s
     table: { schema: '', name: type.name },
     typeName: type.name,
     roots: { select: '', selectByPk: '', selectAggregate: '' },
+    streamRoot: '',
+    rowVersions: false,
     mutationRoots: { insert: '', insertOne: '', update: '', updateByPk: '', updateMany: '', delete: '', deleteByPk: '' },
     constraints: [],
     columns: [],

@@ -26,6 +26,8 @@ export type BoolExp = Record<string, unknown>;
 
 /** The root fields a permission may open (Hasura's names). */
 export const QUERY_ROOT_FIELDS = ['select', 'select_by_pk', 'select_aggregate'] as const;
+/** The subscription root fields a select permission may open: the query ones as live queries, and the stream. */
+export const SUBSCRIPTION_ROOT_FIELDS = [...QUERY_ROOT_FIELDS, 'select_stream'] as const;
 
 export interface SelectPermission {
   columns: string[] | '*';
@@ -34,8 +36,8 @@ export interface SelectPermission {
   allow_aggregations?: boolean;
   /** Left out: every root field (select_aggregate with allow_aggregations). */
   query_root_fields?: (typeof QUERY_ROOT_FIELDS)[number][];
-  /** Kept as given: no subscription root field is served yet. */
-  subscription_root_fields?: string[];
+  /** Left out: every subscription root field; `select_stream` opens `<table>_stream` (the others are kept as given). */
+  subscription_root_fields?: (typeof SUBSCRIPTION_ROOT_FIELDS)[number][];
 }
 
 export interface SelectPermissionEntry {
@@ -111,6 +113,7 @@ export const CUSTOM_ROOT_FIELDS = [
   'update_many',
   'delete',
   'delete_by_pk',
+  'select_stream',
 ] as const;
 
 /** A GraphQL name (also what custom names must be). */
@@ -261,10 +264,11 @@ export function selectPermissionAt(value: unknown, path: string): SelectPermissi
     if (list === undefined || list === null) continue;
     if (!Array.isArray(list)) fail('parse-failed', `${key} must be a list`, `${path}.${key}`);
     const names = list.map((name, index) => stringAt(name, `${path}.${key}[${index}]`));
-    const unknown = names.find((name) => !(QUERY_ROOT_FIELDS as readonly string[]).includes(name));
-    if (unknown) fail('parse-failed', `unknown root field "${unknown}" (one of ${QUERY_ROOT_FIELDS.join(', ')})`, `${path}.${key}`);
+    const known: readonly string[] = key === 'query_root_fields' ? QUERY_ROOT_FIELDS : SUBSCRIPTION_ROOT_FIELDS;
+    const unknown = names.find((name) => !known.includes(name));
+    if (unknown) fail('parse-failed', `unknown root field "${unknown}" (one of ${known.join(', ')})`, `${path}.${key}`);
     if (key === 'query_root_fields') permission.query_root_fields = names as SelectPermission['query_root_fields'];
-    else permission.subscription_root_fields = names;
+    else permission.subscription_root_fields = names as SelectPermission['subscription_root_fields'];
   }
   if (given.allow_aggregations !== undefined) {
     if (typeof given.allow_aggregations !== 'boolean') fail('parse-failed', 'allow_aggregations must be a boolean', `${path}.allow_aggregations`);

@@ -42,6 +42,8 @@ export interface PermissionModel {
   allowAggregations: boolean;
   /** The root fields it opens (all of them when the permission does not say). */
   rootFields: Set<RootKind>;
+  /** Whether it opens `<table>_stream` (subscription_root_fields left out, or naming select_stream). */
+  stream: boolean;
 }
 
 export interface InsertPermissionModel {
@@ -81,6 +83,10 @@ export interface TableModel {
   /** The GraphQL name of its object type, the base of every generated name. */
   typeName: string;
   roots: { select: string; selectByPk: string; selectAggregate: string };
+  /** Whether its rows carry the transaction that wrote them (`xmin`: not a view or foreign table); see tables.stream.ts. */
+  rowVersions: boolean;
+  /** Its streaming subscription root field (`<table>_stream`, or custom_root_fields' select_stream). */
+  streamRoot: string;
   mutationRoots: MutationRoots;
   /** Its primary key and unique constraints (`<table>_constraint`). */
   constraints: CatalogUniqueConstraint[];
@@ -237,6 +243,7 @@ export function resolveTables(
         limit: permission.limit,
         allowAggregations: permission.allow_aggregations === true,
         rootFields,
+        stream: permission.subscription_root_fields?.includes('select_stream') ?? true,
       });
     }
     resolveWritePermissions(entry, model, inconsistencies);
@@ -314,6 +321,8 @@ function tableModel(entry: TrackedTableEntry, found: CatalogTable): TableModel {
       selectByPk: roots.select_by_pk ?? `${typeName}_by_pk`,
       selectAggregate: roots.select_aggregate ?? `${typeName}_aggregate`,
     },
+    streamRoot: roots.select_stream ?? `${typeName}_stream`,
+    rowVersions: found.rowVersions,
     mutationRoots: {
       insert: roots.insert ?? `insert_${typeName}`,
       insertOne: roots.insert_one ?? `insert_${typeName}_one`,

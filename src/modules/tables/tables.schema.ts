@@ -17,6 +17,7 @@ import {
 } from './tables.model';
 import { wholeView, type TableView } from './tables.views';
 import { mutationFieldNames, mutationRootsSdl, mutationScalars, mutationTypeNames, mutationTypesSdl } from './tables.mutation-schema';
+import { CURSOR_ORDERING_ENUM, showsStream, streamRootSdl, streamTypeNames, streamTypesSdl } from './tables.stream-schema';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
@@ -24,6 +25,8 @@ export interface TableRunner {
   /** The same answer as the statement's JSON text, where it is what GraphQL would write; undefined where not. */
   selectJson?(table: TableModel, kind: RootKind, request: RawFieldRequest): Promise<string | undefined>;
   mutate?(table: TableModel, kind: MutationKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
+  /** `<table>_stream`'s events: its batches of rows (or the error that ended it). */
+  stream?(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<unknown>>;
 }
 
 /** Marks a generated mutation root field (in its extensions): the table and kind it writes. */
@@ -63,6 +66,7 @@ export function generatedTypeNames(table: TableModel): string[] {
     `${base}_select_column`,
     ...perAggregate,
     ...mutationTypeNames(table),
+    ...streamTypeNames(table),
   ];
 }
 
@@ -206,6 +210,7 @@ export function generatedNames(tables: readonly TableModel[]): Set<string> {
       ...generatedTypeNames(table),
       ...rootFieldNames(table).map((field) => `Query.${field}`),
       ...mutationFieldNames(table).map((field) => `Mutation.${field}`),
+      `Subscription.${table.streamRoot}`,
     ]),
   );
 }
@@ -242,6 +247,11 @@ export function nameClash(base: GraphQLSchema, table: TableModel, others: readon
     const other = others.find((candidate) => mutationFieldNames(candidate).includes(field));
     if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
   }
+  const stream = table.streamRoot;
+  if (base.getSubscriptionType()?.getFields()[stream] && !ours.has(`Subscription.${stream}`))
+    return `the root field ${stream} generated for the table ${tableText(table.table)} clashes with the field Subscription.${stream}: set custom_root_fields or a custom_name`;
+  const other = others.find((candidate) => candidate.streamRoot === stream);
+  if (other) return `the root field ${stream} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
   return undefined;
 }
 
@@ -305,6 +315,8 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
   for (const view of views) if (view.select) parts.push(...tableSdl(view));
   for (const view of views) parts.push(...mutationTypesSdl(view));
+  if (views.some(showsStream) && !base.getType('cursor_ordering')) parts.push(CURSOR_ORDERING_ENUM);
+  for (const view of views) parts.push(...streamTypesSdl(view));
   const roots = views.flatMap(rootFieldsSdl).join('\n');
   if (roots) {
     const queryRoot = base.getQueryType();
@@ -317,6 +329,15 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
       mutationRoot
         ? `extend type ${mutationRoot.name} {\n${mutationRoots}\n}`
         : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
+    );
+  }
+  const streamRoots = views.flatMap((view) => streamRootSdl(view) ?? []).join('\n');
+  if (streamRoots) {
+    const subscriptionRoot = base.getSubscriptionType();
+    parts.push(
+      subscriptionRoot
+        ? `extend type ${subscriptionRoot.name} {\n${streamRoots}\n}`
+        : `type Subscription {\n${streamRoots}\n}\n\nextend schema {\n  subscription: Subscription\n}`,
     );
   }
   const schema = extendSchema(base, parse(parts.join('\n\n')));
@@ -357,6 +378,19 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
         unknown,
         GraphQLContext
       >;
+    }
+    const streamField = schema.getSubscriptionType()?.getFields()[table.streamRoot];
+    const { stream } = runner;
+    if (streamField && stream && showsStream(view)) {
+      // Each event is a batch of rows (its JSON built under the document's keys), or the error that ends the stream.
+      streamField.subscribe = ((_source, _args, context: GraphQLContext, info) => stream.call(runner, table, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
+      streamField.resolve = (event: unknown) => {
+        if (event instanceof Error) throw event;
+        return event;
+      };
     }
     for (const typeName of generatedTypeNames(table)) {
       const type = schema.getType(typeName);

@@ -39,6 +39,7 @@ import { isAdmin, RootFieldStatements } from './tables.root-fields';
 import { StatementCompiler } from './tables.compiler';
 import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
 import { TableJoinsService } from './tables.joins';
+import { TableStreams } from './tables.stream';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
 import { roleViews, seesEverything, wholeView } from './tables.views';
 
@@ -56,6 +57,8 @@ export interface TablesDependencies {
   schema: ServedSchema;
   pubSub: PostgresPubSub;
   logger: Logger;
+  /** How long a streaming subscription waits between polls that found nothing more to send. */
+  streamIntervalMs: number;
 }
 
 /** The tracked tables as served: their entries, resolved against the catalog. */
@@ -84,6 +87,7 @@ export class TablesService implements TableRunner {
   /** Roles with a backend_only insert permission: a backend session of one is served another view. */
   private backendRoles = new Set<string>();
   private readonly mutations: MutationRunner;
+  private readonly streams: TableStreams;
 
   /** Relationships to the tracked tables from other modules' object types (the actions'). */
   readonly joins: TableJoinsService;
@@ -96,6 +100,12 @@ export class TablesService implements TableRunner {
       (table, error) => this.staleCatalog(error, table),
     );
     this.mutations = new MutationRunner(pool, (table, error) => this.staleCatalog(error, table));
+    this.streams = new TableStreams({
+      pool,
+      tables: () => this.served.byKey,
+      staleCatalog: (table, error) => this.staleCatalog(error, table),
+      intervalMs: deps.streamIntervalMs,
+    });
     this.joins = new TableJoinsService({
       served: () => new Map(this.inSchema.map((table) => [tableKey(table.table), table])),
       compile: (info, context, build) => build(new StatementCompiler({ role: context.session.role, admin: isAdmin(context.session) }, this.served.byKey, info)),
@@ -527,6 +537,11 @@ export class TablesService implements TableRunner {
 
   selectJson(table: TableModel, kind: RootKind, request: RawFieldRequest): Promise<string | undefined> {
     return this.statements.selectJson(table, kind, request);
+  }
+
+  /** `<table>_stream`: its batches of rows after the cursor. */
+  stream(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<unknown>> {
+    return Promise.resolve(this.streams.open(table, info, context));
   }
 }
 

@@ -17,6 +17,8 @@ export interface TableView {
   /** Whether the table's aggregate types are shown (its `_aggregate` root field and relationships' `<name>_aggregate`). */
   aggregates: boolean;
   roots: Set<RootKind>;
+  /** Whether its streaming subscription field (`<table>_stream`) is shown. */
+  stream: boolean;
   /** Whether its object type and query types are shown (a role may insert into a table it cannot read). */
   select: boolean;
   mutations: MutationView;
@@ -38,6 +40,7 @@ export function wholeView(table: TableModel): TableView {
     columns: table.columns,
     relationships: [...table.relationships.values()].map((relationship) => ({ relationship, aggregate: relationship.kind === 'array' })),
     aggregates: true,
+    stream: true,
     roots: new Set(table.primaryKey.length > 0 ? ROOT_KINDS : ROOT_KINDS.filter((kind) => kind !== 'selectByPk')),
   };
 }
@@ -59,7 +62,8 @@ export function roleViews(tables: readonly TableModel[], role: string, backend =
   return tables.flatMap((table): TableView[] => {
     const permission = permitted.get(table);
     const mutations = mutationView(table, role, backend, permission);
-    if (!permission) return mutations.insert ? [{ table, columns: [], relationships: [], aggregates: false, roots: new Set(), select: false, mutations }] : [];
+    if (!permission)
+      return mutations.insert ? [{ table, columns: [], relationships: [], aggregates: false, roots: new Set(), stream: false, select: false, mutations }] : [];
     const roots = new Set<RootKind>();
     if (permission.rootFields.has('select')) roots.add('select');
     if (permission.rootFields.has('selectByPk') && byPkOpen(table, permission)) roots.add('selectByPk');
@@ -73,6 +77,7 @@ export function roleViews(tables: readonly TableModel[], role: string, backend =
           .map((relationship) => ({ relationship, aggregate: relationship.kind === 'array' && permitted.get(relationship.target)!.allowAggregations })),
         aggregates: permission.allowAggregations,
         roots,
+        stream: permission.stream,
         select: true,
         mutations,
       },
@@ -114,6 +119,7 @@ export function seesEverything(tables: readonly TableModel[], role: string): boo
       permission.allowAggregations &&
       table.columns.every((column) => permission.columns.has(column.name)) &&
       [...wholeView(table).roots].every((kind) => permission.rootFields.has(kind)) &&
+      permission.stream &&
       writesEverything(table, role)
     );
   });
