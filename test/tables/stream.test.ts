@@ -294,6 +294,51 @@ describe('permissions', () => {
   });
 });
 
+describe('a change of the metadata under an open stream', () => {
+  const userPermission = (filter: Record<string, unknown>) => ({
+    type: 'pg_create_select_permission',
+    args: { table: 's_events', role: 'user', permission: { columns: ['id', 'owner_id', 'body', 'created_at', 'payload'], filter } },
+  });
+  const dropUserPermission = { type: 'pg_drop_select_permission', args: { table: 's_events', role: 'user' } };
+  const ownRows = { owner_id: { _eq: 'X-Gql-User-Id' } };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 3 * INTERVAL_MS));
+
+  it('applies the new permission from the next poll, from the same cursor', async () => {
+    await insert(alice, 2);
+    const subscription = new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }', 'id body'), asUser());
+    expect(await subscription.ids()).toEqual([1, 2]);
+    // One replace (a bulk of drop and create would serve the table without the permission between its steps).
+    const exported = (await metadataRequest(server.url, { type: 'export_metadata', args: {} })).body as any;
+    const tightened = structuredClone(exported);
+    const entry = tightened.sources[0].tables.find((candidate: any) => candidate.table.name === 's_events');
+    entry.select_permissions.find((permission: any) => permission.role === 'user').permission.filter = { _and: [ownRows, { body: { _like: 'keep%' } }] };
+    expect((await metadataRequest(server.url, { type: 'replace_metadata', args: tightened })).status).toBe(200);
+    try {
+      await settle();
+      await insert(alice, 1, 'drop');
+      await insert(alice, 1, 'keep');
+      expect(await subscription.rows()).toEqual([{ id: 4, body: 'keep1' }]);
+      await subscription.quiet();
+    } finally {
+      await metadataRequest(server.url, { type: 'replace_metadata', args: exported });
+    }
+  });
+
+  it('ends the stream with METADATA_CHANGED when the role may no longer read the table', async () => {
+    const subscription = new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }'), asUser());
+    await subscription.quiet(2 * INTERVAL_MS);
+    expect((await metadataRequest(server.url, dropUserPermission)).status).toBe(200);
+    try {
+      await insert(alice, 1);
+      expect(await subscription.error()).toEqual({ message: expect.stringContaining('subscribe again'), code: 'METADATA_CHANGED' });
+      await settle();
+      expect(subscription.ended).toBe(true);
+    } finally {
+      await metadataRequest(server.url, userPermission(ownRows));
+    }
+  });
+});
+
 describe('bad arguments', () => {
   const cases: [string, string, Record<string, unknown> | undefined, string, RegExp][] = [
     ['two columns in one cursor', 'batch_size: 1, cursor: { initial_value: { id: 1, body: "a" } }', undefined, 'BAD_USER_INPUT', /multiple column cursors/],

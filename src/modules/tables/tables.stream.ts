@@ -116,11 +116,18 @@ export class TableStreams {
   /** The stream of one subscription; a refusal of its arguments is thrown (GraphQL answers it as the subscription's error). */
   open(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): AsyncIterableIterator<unknown> {
     const { session } = context;
-    const compiler = new StreamCompiler({ role: session.role, admin: isAdmin(session) }, this.deps.tables(), info);
-    const stream = compiler.compileStream(table);
-    const values = boundValues(stream.statement, session.variables, info.variableValues);
-    return new StreamPoll(this.deps, table, stream, values);
+    const compile = (model: TableModel): CompiledStream => {
+      const stream = new StreamCompiler({ role: session.role, admin: isAdmin(session) }, this.deps.tables(), info).compileStream(model);
+      return { model, ...stream, values: boundValues(stream.statement, session.variables, info.variableValues) };
+    };
+    return new StreamPoll(this.deps, compile, compile(table));
   }
+}
+
+/** A stream's statement for one model of its table, with the values it runs with (the cursor's the last one sent). */
+interface CompiledStream extends StreamStatement {
+  model: TableModel;
+  values: unknown[];
 }
 
 /** One poll's answer. */
@@ -137,7 +144,9 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
  * The poll loop of one stream, as an async iterator graphql-js maps to messages. `return()` (the
  * client's `complete`, or its socket closing) stops it at once, even while it waits. An error is
  * yielded as the last event (GraphQL sends it as that message's error) and the stream ends: the
- * client may subscribe again from the last cursor value it received.
+ * client may subscribe again from the last cursor value it received. When the table's metadata
+ * changes, the stream is compiled again for it (the new permission applies from the next poll),
+ * or ends if the document no longer fits it.
  */
 class StreamPoll implements AsyncIterableIterator<unknown> {
   private stopped = false;
@@ -148,9 +157,8 @@ class StreamPoll implements AsyncIterableIterator<unknown> {
 
   constructor(
     private readonly deps: TableStreamsDependencies,
-    private readonly table: TableModel,
-    private readonly stream: StreamStatement,
-    private readonly values: unknown[],
+    private readonly compile: (model: TableModel) => CompiledStream,
+    private stream: CompiledStream,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -171,7 +179,7 @@ class StreamPoll implements AsyncIterableIterator<unknown> {
       this.more = batch.sent === this.stream.limit;
       if (this.stopped) break;
       if (batch.sent > 0) {
-        this.values[this.stream.cursor] = batch.last;
+        this.stream.values[this.stream.cursor] = batch.last;
         return { done: false, value: batch.j };
       }
     }
@@ -197,18 +205,31 @@ class StreamPoll implements AsyncIterableIterator<unknown> {
   }
 
   private async poll(): Promise<Batch> {
-    const { table } = this;
-    if (this.deps.tables().get(tableKey(table.table)) !== table) {
-      // Its permissions, columns or name may have changed: the stream was compiled for the old ones.
-      throw new GraphQLError(`the metadata of the table ${table.typeName} changed: subscribe again from the last cursor value received`, {
+    const { model } = this.stream;
+    const current = this.deps.tables().get(tableKey(model.table));
+    if (current !== model) this.follow(current);
+    const { statement, values } = this.stream;
+    try {
+      return (await this.deps.pool.query<Batch>(statement.text, values)).rows[0];
+    } catch (error) {
+      if (changedUnderMetadata(error)) throw this.deps.staleCatalog(model, error as Error);
+      throw asInputError(error);
+    }
+  }
+
+  /** The stream compiled again for the table's new model (its permission, columns, relationships), from the same cursor value. */
+  private follow(current: TableModel | undefined): void {
+    const { model, values, cursor } = this.stream;
+    let next: CompiledStream;
+    try {
+      if (!current) throw new Error('no longer tracked');
+      next = this.compile(current);
+    } catch {
+      throw new GraphQLError(`the metadata of the table ${model.typeName} changed so that this stream no longer fits it: subscribe again`, {
         extensions: { code: 'METADATA_CHANGED' },
       });
     }
-    try {
-      return (await this.deps.pool.query<Batch>(this.stream.statement.text, this.values)).rows[0];
-    } catch (error) {
-      if (changedUnderMetadata(error)) throw this.deps.staleCatalog(table, error as Error);
-      throw asInputError(error);
-    }
+    next.values[next.cursor] = values[cursor];
+    this.stream = next;
   }
 }
