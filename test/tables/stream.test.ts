@@ -108,9 +108,21 @@ beforeAll(async () => {
     CREATE TABLE s_events (
       id serial PRIMARY KEY, owner_id uuid NOT NULL, body text NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
       payload json, tags text[], secret text);
+    CREATE TABLE s_owners (id uuid PRIMARY KEY, name text NOT NULL);
   `);
   const requests = [
     { type: 'pg_track_table', args: { table: 's_events' } },
+    { type: 'pg_track_table', args: { table: 's_owners' } },
+    {
+      type: 'pg_create_object_relationship',
+      args: { table: 's_events', name: 'owner', using: { manual_configuration: { remote_table: 's_owners', column_mapping: { owner_id: 'id' } } } },
+    },
+    // A viewer reads every event, and only its own owner row.
+    { type: 'pg_create_select_permission', args: { table: 's_events', role: 'viewer', permission: { columns: ['id', 'owner_id'], filter: {} } } },
+    {
+      type: 'pg_create_select_permission',
+      args: { table: 's_owners', role: 'viewer', permission: { columns: ['name'], filter: { id: { _eq: 'X-Gql-User-Id' } } } },
+    },
     {
       type: 'pg_create_select_permission',
       args: {
@@ -130,7 +142,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const client of clients.splice(0)) await client.dispose();
-  await server.database.query('TRUNCATE s_events RESTART IDENTITY');
+  await server.database.query('TRUNCATE s_events, s_owners RESTART IDENTITY');
 });
 
 afterAll(async () => {
@@ -284,6 +296,26 @@ describe('permissions', () => {
     await insert(bob, 1, 'a');
     expect(await filtered.ids()).toEqual([10]);
     await subscription.quiet(INTERVAL_MS);
+  });
+
+  it("builds relationships' JSON under the target's permission", async () => {
+    await rows("INSERT INTO s_owners (id, name) VALUES ($1, 'Alice'), ($2, 'Bob')", [alice, bob]);
+    await insert(alice, 1);
+    await insert(bob, 1);
+    const admin = new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }', 'id author: owner { name }'));
+    expect(await admin.rows()).toEqual([
+      { id: 1, author: { name: 'Alice' } },
+      { id: 2, author: { name: 'Bob' } },
+    ]);
+    // Every event, and of the owners only the viewer's own.
+    const viewer = new Stream(
+      stream('batch_size: 10, cursor: { initial_value: { id: 0 } }', 'id owner { name }'),
+      bearer(signToken({ roles: ['viewer'], userId: bob })),
+    );
+    expect(await viewer.rows()).toEqual([
+      { id: 1, owner: null },
+      { id: 2, owner: { name: 'Bob' } },
+    ]);
   });
 
   it('refuses a column outside the role\u2019s permission and a role without the stream', async () => {
