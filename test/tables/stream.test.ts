@@ -5,6 +5,7 @@ import { postGraphQL } from '../support/graphql';
 import { metadataRequest } from '../support/metadata';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
+import { until } from '../support/until';
 import { subscriptionClient } from '../support/ws';
 
 /* Streaming subscriptions (`<table>_stream`) over a real graphql-ws client and PostgreSQL. */
@@ -333,7 +334,12 @@ describe('a change of the metadata under an open stream', () => {
   });
   const dropUserPermission = { type: 'pg_drop_select_permission', args: { table: 's_events', role: 'user' } };
   const ownRows = { owner_id: { _eq: 'X-Gql-User-Id' } };
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 3 * INTERVAL_MS));
+  /** Waits until this instance serves the user the ids `expected` of its rows (null: no s_events at all). */
+  const servedToUser = (expected: number[] | null) =>
+    until(async () => {
+      const body = (await postGraphQL<{ s_events: Row[] }>(server.graphqlUrl, { query: '{ s_events(order_by: { id: asc }) { id } }' }, asUser())).body;
+      return JSON.stringify(body.data ? body.data.s_events.map((row) => row.id) : null) === JSON.stringify(expected);
+    });
 
   it('applies the new permission from the next poll, from the same cursor', async () => {
     await insert(alice, 2);
@@ -346,13 +352,14 @@ describe('a change of the metadata under an open stream', () => {
     entry.select_permissions.find((permission: any) => permission.role === 'user').permission.filter = { _and: [ownRows, { body: { _like: 'keep%' } }] };
     expect((await metadataRequest(server.url, { type: 'replace_metadata', args: tightened })).status).toBe(200);
     try {
-      await settle();
+      await servedToUser([]);
       await insert(alice, 1, 'drop');
       await insert(alice, 1, 'keep');
       expect(await subscription.rows()).toEqual([{ id: 4, body: 'keep1' }]);
       await subscription.quiet();
     } finally {
       await metadataRequest(server.url, { type: 'replace_metadata', args: exported });
+      await servedToUser([1, 2, 3, 4]);
     }
   });
 
@@ -363,10 +370,10 @@ describe('a change of the metadata under an open stream', () => {
     try {
       await insert(alice, 1);
       expect(await subscription.error()).toEqual({ message: expect.stringContaining('subscribe again'), code: 'METADATA_CHANGED' });
-      await settle();
-      expect(subscription.ended).toBe(true);
+      await until(() => subscription.ended, 5000, 'the stream ending');
     } finally {
       await metadataRequest(server.url, userPermission(ownRows));
+      await servedToUser([1]);
     }
   });
 });
