@@ -251,6 +251,33 @@ describe('batches', () => {
   });
 });
 
+describe('concurrent writers', () => {
+  it('delivers every row exactly once and in order while transactions commit out of id order', async () => {
+    const subscription = new Stream(stream('batch_size: 7, cursor: { initial_value: { id: 0 } }'));
+    const writers = Array.from({ length: 4 }, async () => {
+      const client = new pg.Client({ connectionString: server.database.url });
+      await client.connect();
+      try {
+        for (let index = 0; index < 25; index++) {
+          await client.query('BEGIN');
+          await client.query("INSERT INTO s_events (owner_id, body) VALUES ($1, 'w')", [alice]);
+          // Holds its id for a while, so that later ids commit first.
+          await client.query('SELECT pg_sleep($1)', [Math.random() * 0.03]);
+          await client.query('COMMIT');
+        }
+      } finally {
+        await client.end();
+      }
+    });
+    const received: number[] = [];
+    const writing = Promise.all(writers);
+    while (received.length < 100) received.push(...(await subscription.ids(10_000)));
+    await writing;
+    expect(received).toEqual(Array.from({ length: 100 }, (_, index) => index + 1));
+    await subscription.quiet();
+  });
+});
+
 describe('reconnecting with the last cursor value', () => {
   it('gives every row once, with no gap, by id and by timestamp', async () => {
     for (const [column, fields] of [
