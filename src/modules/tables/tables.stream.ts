@@ -72,7 +72,7 @@ export class StreamCompiler extends StatementCompiler {
     const text =
       `SELECT coalesce(json_agg("_s"."j" ORDER BY "_s"."c" ${order}) ${sent}, '[]'::json) AS "j",` +
       ` (array_agg("_s"."c"::text ORDER BY "_s"."c" ${descending ? 'ASC' : 'DESC'}) ${sent})[1] AS "last",` +
-      ` (count(*) ${sent})::integer AS "sent", count(*)::integer AS "read" FROM (${cut}) AS "_s"`;
+      ` (count(*) ${sent})::integer AS "sent" FROM (${cut}) AS "_s"`;
     return { statement: { text, parameters: this.parameters }, cursor, limit };
   }
 
@@ -135,7 +135,6 @@ interface Batch {
   j: unknown[];
   last: string | null;
   sent: number;
-  read: number;
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
@@ -152,7 +151,7 @@ class StreamPoll implements AsyncIterableIterator<unknown> {
   private stopped = false;
   private timer?: NodeJS.Timeout;
   private wake?: () => void;
-  /** Whether the last poll read a full batch (more rows may be waiting). */
+  /** Whether the last poll sent a full batch (more rows may be waiting: the next poll runs at once). */
   private more = true;
 
   constructor(
@@ -176,7 +175,8 @@ class StreamPoll implements AsyncIterableIterator<unknown> {
         this.stop();
         return { done: false, value: error };
       }
-      this.more = batch.sent === this.stream.limit;
+      // (A permission's limit may be 0: nothing is ever sent, and the loop still waits.)
+      this.more = batch.sent > 0 && batch.sent === this.stream.limit;
       if (this.stopped) break;
       if (batch.sent > 0) {
         this.stream.values[this.stream.cursor] = batch.last;
