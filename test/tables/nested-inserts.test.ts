@@ -72,6 +72,9 @@ const METADATA = [
   permission('insert', 'n_comments', 'user', { columns: ['body', 'article_id'], check: { body: { _nlike: '%spam%' } } }),
   permission('select', 'n_profiles', 'user', { columns: '*', filter: {} }),
   permission('insert', 'n_profiles', 'user', { columns: ['bio'], check: {} }),
+  // A role whose preset is a column a relationship determines.
+  permission('insert', 'n_authors', 'editor', { columns: ['name'], check: {} }),
+  permission('insert', 'n_articles', 'editor', { columns: ['title'], set: { author_id: '1' }, check: {} }),
 ];
 
 beforeAll(async () => {
@@ -261,6 +264,14 @@ describe('nested inserts as the admin', () => {
       code: 'not-supported',
       message: 'cannot proceed to insert object relation "author" since insert to table "n_authors" affects zero rows',
     });
+    // So can a row its array relationship's rows need.
+    const childless = await refusal(
+      'mutation { insert_n_authors_one(object: {name: "Ada", articles: {data: [{title: "w"}]}}, on_conflict: {constraint: n_authors_name_key}) { id } }',
+    );
+    expect(childless).toEqual({
+      code: 'not-supported',
+      message: 'cannot proceed to insert array relations since insert to table "n_authors" affects zero rows',
+    });
     expect(await snapshot()).toBe(before);
   });
 
@@ -330,6 +341,38 @@ describe('nested inserts per role', () => {
     expect(await rows('SELECT likes FROM n_articles')).toEqual([{ likes: 0 }]);
     await data(upsert(40), asUser());
     expect(await rows('SELECT likes FROM n_articles')).toEqual([{ likes: 40 }]);
+  });
+
+  it("fires the nested tables' event triggers with the caller's session", async () => {
+    const created = await metadataRequest(server.url, {
+      type: 'pg_create_event_trigger',
+      args: { name: 'n_comments_created', table: 'n_comments', webhook: 'http://127.0.0.1:9/none', insert: { columns: '*' } },
+    });
+    expect(created).toEqual({ status: 200, body: { message: 'success' } });
+    try {
+      await data(
+        'mutation { insert_n_authors_one(object: {name: "Ada", articles: {data: [{title: "a", comments: {data: [{body: "c1"}, {body: "c2"}]}}]}}) { id } }',
+        asUser(),
+      );
+      const events = await rows(`SELECT payload FROM event_log WHERE trigger_name = 'n_comments_created' ORDER BY seq`);
+      expect(events.map((event) => [event.payload.data.new.body, event.payload.data.new.article_id, event.payload.session_variables['x-gql-user-id']])).toEqual(
+        [
+          ['c1', 1, alice],
+          ['c2', 1, alice],
+        ],
+      );
+    } finally {
+      await metadataRequest(server.url, { type: 'pg_delete_event_trigger', args: { name: 'n_comments_created' } });
+    }
+  });
+
+  it('refuses a relationship determining a column the role presets', async () => {
+    const editor = bearer(signToken({ roles: ['editor'] }));
+    expect(await refusal('mutation { insert_n_authors(objects: [{name: "E", articles: {data: [{title: "e"}]}}]) { affected_rows } }', editor)).toEqual({
+      code: 'BAD_USER_INPUT',
+      message: `the column "author_id" of n_articles is set by the role's insert permission, so no relationship may determine it`,
+    });
+    expect(await counts()).toEqual({ n_authors: 0, n_articles: 0, n_comments: 0, n_notes: 0, n_profiles: 0 });
   });
 
   it('does not let a role insert through a relationship into a table it may not insert into', async () => {
