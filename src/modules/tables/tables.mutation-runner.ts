@@ -88,10 +88,10 @@ export class MutationRunner {
       for (const { key, write, table } of writes) {
         current = key;
         const answers: unknown[] = [];
-        let written: unknown[] = [];
+        let written: string[] = [];
         if (write.nested) {
           const { statement, gaps } = write.nested;
-          let row: { written: unknown[]; gap: number | null };
+          let row: { written: string[]; gap: number | null };
           try {
             [row] = (await client.query<typeof row>(statement.text, boundValues(statement, session, info.variableValues))).rows;
           } catch (error) {
@@ -103,9 +103,7 @@ export class MutationRunner {
         }
         for (const statement of write.statements) {
           let row: { j: unknown; ok: boolean };
-          const values = boundValues(statement, session, info.variableValues).map((value) =>
-            value instanceof WrittenRows ? JSON.stringify(written[value.index]) : value,
-          );
+          const values = boundValues(statement, session, info.variableValues).map((value) => (value instanceof WrittenRows ? written[value.index] : value));
           try {
             [row] = (await client.query<{ j: unknown; ok: boolean }>(statement.text, values)).rows;
           } catch (error) {

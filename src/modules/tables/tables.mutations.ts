@@ -18,8 +18,8 @@ export interface Writer extends Reader {
  */
 export interface CompiledWrite {
   /**
-   * A nested insert's writes, run before `statements`: it answers `written` (each group's rows, which
-   * `statements` bind as WrittenRows) and `gap` (the index in `gaps` of the refusal of a row with
+   * A nested insert's writes, run before `statements`: it answers `written` (each group's rows as JSON
+   * text, which `statements` bind as WrittenRows) and `gap` (the index in `gaps` of the refusal of a row with
    * relationships that was not written, or null).
    */
   nested?: { statement: CompiledStatement; gaps: string[] };
@@ -225,10 +225,11 @@ export class MutationCompiler extends StatementCompiler {
     const groups = [...plan.groups.values()];
     const written = groups.map(({ ctes }) => {
       const rows = ctes.map((cte) => `SELECT * FROM ${cte}`).join(' UNION ALL ');
-      return `(SELECT coalesce(json_agg("_r"), '[]') FROM (${rows}) AS "_r")`;
+      // As text, bound back as it is: parsed in JavaScript, a bigint or numeric beyond a double's precision would change.
+      return `(SELECT coalesce(json_agg("_r"), '[]')::text FROM (${rows}) AS "_r")`;
     });
     const gap = plan.gaps.length ? `CASE ${plan.gaps.map(({ cte }, index) => `WHEN NOT EXISTS (SELECT FROM ${cte}) THEN ${index}`).join(' ')} END` : 'NULL';
-    const writes = `WITH ${plan.ctes.join(', ')} SELECT array_to_json(ARRAY[${written.join(', ')}]) AS "written", ${gap}::int AS "gap"`;
+    const writes = `WITH ${plan.ctes.join(', ')} SELECT ARRAY[${written.join(', ')}] AS "written", ${gap}::int AS "gap"`;
     // The answer's own values: those of the writes are bound where they run.
     const answer = new MutationCompiler(this.writer, this.tables, this.operation);
     const decoded = groups.map((group, index) => answer.writtenRows(group.table, answer.bind(new WrittenRows(index), 'jsonb')));
