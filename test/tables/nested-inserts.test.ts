@@ -71,7 +71,8 @@ const METADATA = [
   permission('select', 'n_comments', 'user', { columns: '*', filter: {} }),
   permission('insert', 'n_comments', 'user', { columns: ['body', 'article_id'], check: { body: { _nlike: '%spam%' } } }),
   permission('select', 'n_profiles', 'user', { columns: '*', filter: {} }),
-  permission('insert', 'n_profiles', 'user', { columns: ['bio'], check: {} }),
+  // The check tells 2^53 + 1 from 2^53: the written rows must reach it whole.
+  permission('insert', 'n_profiles', 'user', { columns: ['bio', 'big'], check: { _or: [{ big: { _is_null: true } }, { big: { _gt: '9007199254740992' } }] } }),
   // A role whose preset is a column a relationship determines.
   permission('insert', 'n_authors', 'editor', { columns: ['name'], check: {} }),
   permission('insert', 'n_articles', 'editor', { columns: ['title'], set: { author_id: '1' }, check: {} }),
@@ -86,7 +87,7 @@ beforeAll(async () => {
       owner_id uuid, likes int NOT NULL DEFAULT 0);
     CREATE TABLE n_comments (id serial PRIMARY KEY, article_id int NOT NULL REFERENCES n_articles (id), body text NOT NULL);
     CREATE TABLE n_notes (id serial PRIMARY KEY, article_ref int, text text NOT NULL);
-    CREATE TABLE n_profiles (id serial PRIMARY KEY, author_id int NOT NULL UNIQUE REFERENCES n_authors (id), bio text);
+    CREATE TABLE n_profiles (id serial PRIMARY KEY, author_id int NOT NULL UNIQUE REFERENCES n_authors (id), bio text, big bigint);
   `);
   const tracked = await metadataRequest(server.url, { type: 'bulk', args: METADATA });
   expect(tracked).toEqual({ status: 200, body: METADATA.map(() => ({ message: 'success' })) });
@@ -364,6 +365,14 @@ describe('nested inserts per role', () => {
     } finally {
       await metadataRequest(server.url, { type: 'pg_delete_event_trigger', args: { name: 'n_comments_created' } });
     }
+  });
+
+  it('checks nested rows with their values whole (a bigint beyond a double)', async () => {
+    const write = (big: string) =>
+      gql('mutation($big: bigint) { insert_n_authors_one(object: {name: "Ada", profile: {data: {bio: "b", big: $big}}}) { id } }', asUser(), { big });
+    expect((await write('9007199254740992')).errors![0].extensions!.code).toBe('permission-error');
+    expect((await write('9007199254740993')).errors).toBeUndefined();
+    expect(await rows('SELECT big::text FROM n_profiles')).toEqual([{ big: '9007199254740993' }]);
   });
 
   it('refuses a relationship determining a column the role presets', async () => {
