@@ -5,8 +5,9 @@ import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/serve
 import { bearer, signToken } from '../support/tokens';
 
 /*
- * Random inserts (with and without on_conflict), updates (every operator but the element and path
- * deletions) and deletes, as the admin and as two users, through Plinth on d_plinth and through
+ * Random inserts (with and without on_conflict, and nested: rows with their items through an array
+ * relationship), updates (every operator but the element and path deletions) and deletes, as the
+ * admin and as two users, through Plinth on d_plinth and through
  * hand-written SQL on d_mirror, which starts equal: every step answers the same, and the tables end equal.
  */
 
@@ -17,6 +18,8 @@ const STEPS = 150;
 const SEED = 20261128;
 /** The users' update check: n stays under this. */
 const CEILING = 20;
+/** The users' insert check on items: v stays under this. */
+const ITEM_CEILING = 8;
 
 const rows = (sql: string, values: unknown[] = []) => server.database.query<Record<string, any>>(sql, values);
 
@@ -25,6 +28,8 @@ beforeAll(async () => {
   await rows(`
     CREATE TABLE d_plinth (k text PRIMARY KEY, n int NOT NULL DEFAULT 0, owner text, doc jsonb NOT NULL DEFAULT '{}');
     CREATE TABLE d_mirror (LIKE d_plinth INCLUDING ALL);
+    CREATE TABLE d_plinth_items (id text PRIMARY KEY, parent_k text NOT NULL REFERENCES d_plinth (k) ON DELETE CASCADE, v int NOT NULL);
+    CREATE TABLE d_mirror_items (id text PRIMARY KEY, parent_k text NOT NULL REFERENCES d_mirror (k) ON DELETE CASCADE, v int NOT NULL);
     INSERT INTO d_plinth VALUES ('k0', 1, NULL, '{"a": 1}'), ('k1', 2, '${users[0]}', '{"b": 2}'), ('k2', 3, '${users[1]}', '{}');
     INSERT INTO d_mirror SELECT * FROM d_plinth;
   `);
@@ -35,6 +40,15 @@ beforeAll(async () => {
       type: 'bulk',
       args: [
         { type: 'pg_track_table', args: { table: 'd_plinth' } },
+        { type: 'pg_track_table', args: { table: 'd_plinth_items' } },
+        {
+          type: 'pg_create_array_relationship',
+          args: { table: 'd_plinth', name: 'items', using: { foreign_key_constraint_on: { table: 'd_plinth_items', column: 'parent_k' } } },
+        },
+        {
+          type: 'pg_create_insert_permission',
+          args: { table: 'd_plinth_items', role: 'user', permission: { columns: ['id', 'v'], check: { v: { _lt: ITEM_CEILING } } } },
+        },
         { type: 'pg_create_select_permission', args: { table: 'd_plinth', role: 'user', permission: { columns: '*', filter: {} } } },
         {
           type: 'pg_create_insert_permission',
@@ -99,7 +113,8 @@ function randomStep(random: Random, owner: string | null): Step {
       return null;
     }
   };
-  const kind = random.pick(['insert', 'insert', 'update', 'update', 'delete'] as const);
+  const kind = random.pick(['insert', 'insert', 'nested', 'update', 'update', 'delete'] as const);
+  if (kind === 'nested') return nestedStep(random, owner);
   if (kind === 'insert') {
     const keys = random.some(KEYS, 3);
     const objects = keys.map((k) => ({
@@ -186,6 +201,36 @@ function randomStep(random: Random, owner: string | null): Step {
   };
 }
 
+/** Rows with 0 to 2 items each (the items' keys may exist already), and the same rows and items in SQL in one statement. */
+function nestedStep(random: Random, owner: string | null): Step {
+  const objects = random.some(KEYS, 2).map((k) => ({
+    k,
+    n: Math.floor(random.pick([0, 2, 6])),
+    items: { data: random.some(['x', 'y', 'z'], Math.floor(random.pick([0, 1, 2]))).map((suffix) => ({ id: `${k}-${suffix}`, v: random.pick([1, 5, 9]) })) },
+  }));
+  return {
+    query: 'mutation ($objects: [d_plinth_insert_input!]!) { r: insert_d_plinth(objects: $objects) { affected_rows } }',
+    variables: { objects },
+    mirror: async () => {
+      const items = objects.flatMap((object) => object.items.data.map((item) => ({ ...item, parent: object.k })));
+      // A user's item over the check refuses everything.
+      if (owner !== null && items.some((item) => item.v >= ITEM_CEILING)) return null;
+      const values: unknown[] = [];
+      const bound = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+      const parents = objects.map((object) => `(${bound(object.k, 'text')}, ${bound(object.n, 'int')}, ${bound(owner, 'text')})`);
+      const children = items.map((item) => `(${bound(item.id, 'text')}, ${bound(item.parent, 'text')}, ${bound(item.v, 'int')})`);
+      const withChildren = children.length ? `, c AS (INSERT INTO d_mirror_items (id, parent_k, v) VALUES ${children.join(', ')} RETURNING 1)` : '';
+      const sql = `WITH p AS (INSERT INTO d_mirror (k, n, owner) VALUES ${parents.join(', ')} RETURNING 1)${withChildren}
+        SELECT ((SELECT count(*) FROM p)${children.length ? ' + (SELECT count(*) FROM c)' : ''})::int AS n`;
+      try {
+        return (await rows(sql, values))[0].n as number;
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
 it(`${STEPS} random writes through Plinth and through SQL leave the tables equal`, async () => {
   const random = generator(SEED);
   const sessions: [string | null, Record<string, string>][] = [
@@ -193,7 +238,7 @@ it(`${STEPS} random writes through Plinth and through SQL leave the tables equal
     [users[0], bearer(signToken({ roles: ['user'], userId: users[0] }))],
     [users[1], bearer(signToken({ roles: ['user'], userId: users[1] }))],
   ];
-  const outcomes = { written: 0, 'constraint-violation': 0, 'permission-error': 0 };
+  const outcomes = { written: 0, nested: 0, 'constraint-violation': 0, 'permission-error': 0 };
   for (let step = 0; step < STEPS; step++) {
     const [owner, headers] = random.pick(sessions);
     const { query, variables, mirror } = randomStep(random, owner);
@@ -209,13 +254,23 @@ it(`${STEPS} random writes through Plinth and through SQL leave the tables equal
       const code = response.body.errors[0].extensions!.code as 'constraint-violation' | 'permission-error';
       expect(['constraint-violation', 'permission-error']).toContain(code);
       outcomes[code]++;
-    } else outcomes.written++;
-    const [plinth, mirrored] = await Promise.all([rows('SELECT * FROM d_plinth ORDER BY k'), rows('SELECT * FROM d_mirror ORDER BY k')]);
+    } else {
+      outcomes.written++;
+      if (
+        query.includes('insert_d_plinth(objects: $objects)') &&
+        (variables.objects as { items?: { data: unknown[] } }[]).some((object) => object.items?.data.length)
+      )
+        outcomes.nested++;
+    }
+    const [plinth, mirrored] = await Promise.all(
+      ['d_plinth', 'd_mirror'].map(async (table) => [await rows(`SELECT * FROM ${table} ORDER BY k`), await rows(`SELECT * FROM ${table}_items ORDER BY id`)]),
+    );
     if (JSON.stringify(plinth) !== JSON.stringify(mirrored))
       throw new Error(`step ${step} (seed ${SEED}): tables differ after ${query} ${JSON.stringify(variables)}`);
   }
   // The run exercised both outcomes.
   expect(outcomes.written).toBeGreaterThan(50);
+  expect(outcomes.nested).toBeGreaterThan(5);
   expect(outcomes['constraint-violation']).toBeGreaterThan(0);
   expect(outcomes['permission-error']).toBeGreaterThan(0);
 });

@@ -128,7 +128,7 @@ describe('the schema per role', () => {
         'update_m_posts_many',
       ].sort(),
     );
-    expect(admin.insertInput).toEqual(['id', 'meta', 'name', 'owner_id', 'rating', 'secret', 'tags']);
+    expect(admin.insertInput).toEqual(['id', 'meta', 'name', 'owner_id', 'posts', 'rating', 'secret', 'tags']);
     const user = await mutationFields(asUser());
     expect(user.fields).toEqual(
       [
@@ -146,8 +146,8 @@ describe('the schema per role', () => {
         'update_m_posts_many',
       ].sort(),
     );
-    // The preset owner_id and the unlisted secret are not in the role's input type.
-    expect(user.insertInput).toEqual(['meta', 'name', 'rating', 'tags']);
+    // The preset owner_id and the unlisted secret are not in the role's input type; posts is (the role may insert posts).
+    expect(user.insertInput).toEqual(['meta', 'name', 'posts', 'rating', 'tags']);
     const writer = await mutationFields(bearer(signToken({ roles: ['writer'] })));
     expect(writer.fields).toEqual(['insert_m_posts']);
     const response = await data('{ __type(name: "m_posts_mutation_response") { fields { name } } }', bearer(signToken({ roles: ['writer'] })));

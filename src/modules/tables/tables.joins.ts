@@ -230,7 +230,9 @@ function ownerModel(type: JoinedType, served: ReadonlyMap<string, TableModel>, s
       const column = targetColumns[index]!;
       if (!columns.has(field)) columns.set(field, { name: field, field, scalar: column.scalar, sqlType: column.sqlType, nullable: true, array: false });
     }
-    owner.relationships.set(relationship.name, { name: relationship.name, kind: relationship.type, target, mapping });
+    // An owner is never inserted into: the order only completes the model, by the tables' rule.
+    const insertOrder = relationship.type === 'object' ? 'beforeParent' : 'afterParent';
+    owner.relationships.set(relationship.name, { name: relationship.name, kind: relationship.type, target, mapping, insertOrder });
   }
   owner.columns = [...columns.values()];
   return owner;

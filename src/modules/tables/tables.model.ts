@@ -33,6 +33,12 @@ export interface RelationshipModel {
   target: TableModel;
   /** Pairs of (column of this table, column of the target). */
   mapping: [string, string][];
+  /**
+   * In a nested insert, whether the target's row is inserted before this table's (it is the
+   * parent: an object relationship on this table's columns) or after (a child: an array
+   * relationship, or an object relationship on a foreign key of the target).
+   */
+  insertOrder: 'beforeParent' | 'afterParent';
 }
 
 export interface PermissionModel {
@@ -369,7 +375,7 @@ function relationshipModel(
       hasColumn(model, local);
       hasColumn(target, remote);
     }
-    return { name: relationship.name, kind, target, mapping };
+    return { name: relationship.name, kind, target, mapping, insertOrder: kind === 'object' ? 'beforeParent' : 'afterParent' };
   }
   const on = using.foreign_key_constraint_on;
   if (typeof on === 'string' || Array.isArray(on)) {
@@ -378,7 +384,8 @@ function relationshipModel(
     const key = catalogTable.foreignKeys.find((candidate) => sameColumns(candidate.columns, columns));
     if (!key) throw new Error(`no foreign key constraint on ${tableText(model.table)} (${columns.join(', ')})`);
     const target = trackedTarget(key.references);
-    return { name: relationship.name, kind, target, mapping: key.columns.map((column, index) => [column, key.referencedColumns[index]]) };
+    const mapping: [string, string][] = key.columns.map((column, index) => [column, key.referencedColumns[index]]);
+    return { name: relationship.name, kind, target, mapping, insertOrder: kind === 'object' ? 'beforeParent' : 'afterParent' };
   }
   // A foreign key of the remote table, on its columns, referencing this one.
   const target = trackedTarget(on.table);
@@ -387,7 +394,8 @@ function relationshipModel(
     .get(tableKey(on.table))
     ?.foreignKeys.find((candidate) => sameColumns(candidate.columns, remoteColumns) && sameTable(candidate.references, model.table));
   if (!key) throw new Error(`no foreign key constraint on ${tableText(on.table)} (${remoteColumns.join(', ')}) referencing ${tableText(model.table)}`);
-  return { name: relationship.name, kind, target, mapping: key.referencedColumns.map((column, index) => [column, key.columns[index]]) };
+  const mapping: [string, string][] = key.referencedColumns.map((column, index) => [column, key.columns[index]]);
+  return { name: relationship.name, kind, target, mapping, insertOrder: 'afterParent' };
 }
 
 const sameColumns = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((column) => b.includes(column));

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { SESSION_VARIABLES_SETTING } from '../../db/session-variables';
 import type { GraphQLContext } from '../../graphql/context';
 import type { TableModel } from './tables.model';
-import { checkFailed, MutationCompiler, type CompiledWrite, type Writer } from './tables.mutations';
+import { checkFailed, MutationCompiler, WrittenRows, type CompiledWrite, type Writer } from './tables.mutations';
 import { MUTATION_FIELD, type MutationField } from './tables.schema';
 import { asInputError, boundValues, changedUnderMetadata } from './tables.sql';
 
@@ -88,10 +88,24 @@ export class MutationRunner {
       for (const { key, write, table } of writes) {
         current = key;
         const answers: unknown[] = [];
+        let written: string[] = [];
+        if (write.nested) {
+          const { statement, gaps } = write.nested;
+          let row: { written: string[]; gap: number | null };
+          try {
+            [row] = (await client.query<typeof row>(statement.text, boundValues(statement, session, info.variableValues))).rows;
+          } catch (error) {
+            throw this.asWriteError(error, table);
+          }
+          // Hasura's refusal: a row whose relationships need it was not written (an on_conflict that did nothing).
+          if (row.gap !== null) throw new GraphQLError(gaps[row.gap], { extensions: { code: 'not-supported' } });
+          written = row.written;
+        }
         for (const statement of write.statements) {
           let row: { j: unknown; ok: boolean };
+          const values = boundValues(statement, session, info.variableValues).map((value) => (value instanceof WrittenRows ? written[value.index] : value));
           try {
-            [row] = (await client.query<{ j: unknown; ok: boolean }>(statement.text, boundValues(statement, session, info.variableValues))).rows;
+            [row] = (await client.query<{ j: unknown; ok: boolean }>(statement.text, values)).rows;
           } catch (error) {
             throw this.asWriteError(error, table);
           }

@@ -1,5 +1,5 @@
 import { tableText } from './tables.metadata';
-import { fieldType, NUMERIC_SCALARS, type ColumnModel, type MutationKind, type TableModel } from './tables.model';
+import { fieldType, NUMERIC_SCALARS, type ColumnModel, type MutationKind, type RelationshipModel, type TableModel } from './tables.model';
 import type { TableView } from './tables.views';
 
 /* The generated API's mutation types and root fields, in Hasura's names and shapes. */
@@ -61,6 +61,8 @@ export function mutationTypeNames(table: TableModel): string[] {
     `${base}_update_column`,
     `${base}_pk_columns_input`,
     `${base}_updates`,
+    relationshipInsertType(table, 'object'),
+    relationshipInsertType(table, 'array'),
     ...UPDATE_OPERATORS.map((operator) => `${base}_${OPERATOR_TYPES[operator]}`),
   ];
 }
@@ -72,8 +74,37 @@ export function mutationFieldNames(table: TableModel): string[] {
   return table.primaryKey.length ? [...names, roots.updateByPk, roots.deleteByPk] : names;
 }
 
-/** The input and output types of the mutations `view` shows. */
-export function mutationTypesSdl(view: TableView): string[] {
+/** Hasura's input type of a nested insert into `target` through an object or array relationship. */
+const relationshipInsertType = (target: TableModel, kind: RelationshipModel['kind']) =>
+  `${target.typeName}_${kind === 'object' ? 'obj' : 'arr'}_rel_insert_input`;
+
+/** The view of `table` among `views` when it shows an insert (an insert input type). */
+const insertView = (table: TableModel, views: readonly TableView[]) => views.find((view) => view.table === table && view.mutations.insert?.columns.length);
+
+/** The relationships a nested insert into `view`'s table may go through: those into a table the views show an insert of (Hasura's rule). */
+export function insertRelationships(view: TableView, views: readonly TableView[]): RelationshipModel[] {
+  if (!view.mutations.insert) return [];
+  return [...view.table.relationships.values()].filter((relationship) => insertView(relationship.target, views));
+}
+
+/** `<target>_obj_rel_insert_input` and `<target>_arr_rel_insert_input`, for the relationships the views insert through. */
+export function relationshipInsertTypesSdl(views: readonly TableView[]): string[] {
+  const parts = new Map<string, string>();
+  for (const view of views) {
+    for (const { target, kind } of insertRelationships(view, views)) {
+      const name = relationshipInsertType(target, kind);
+      if (parts.has(name)) continue;
+      const data = kind === 'object' ? `${target.typeName}_insert_input!` : `[${target.typeName}_insert_input!]!`;
+      const onConflict = insertView(target, views)!.mutations.insert!.upsert ? `\n  """upsert condition"""\n  on_conflict: ${target.typeName}_on_conflict` : '';
+      const described = `input type for inserting ${kind} relation for remote table ${JSON.stringify(tableText(target.table)).slice(1, -1)}`;
+      parts.set(name, `"""\n${described}\n"""\ninput ${name} {\n  data: ${data}${onConflict}\n}`);
+    }
+  }
+  return [...parts.values()];
+}
+
+/** The input and output types of the mutations `view` shows (`views`: all the schema shows, for the relationships an insert goes through). */
+export function mutationTypesSdl(view: TableView, views: readonly TableView[]): string[] {
   const { table, mutations } = view;
   const name = table.typeName;
   const described = `table ${tableText(table.table)}`;
@@ -84,8 +115,11 @@ export function mutationTypesSdl(view: TableView): string[] {
   parts.push(`"""response of any mutation on the ${described}"""\ntype ${name}_mutation_response {\n${response.join('\n')}\n}`);
   const insert = mutations.insert;
   if (insert && insert.columns.length) {
+    const relationships = insertRelationships(view, views).map(
+      (relationship) => `\n  ${relationship.name}: ${relationshipInsertType(relationship.target, relationship.kind)}`,
+    );
     parts.push(
-      `"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, fieldType(column)]))}\n}`,
+      `"""input type for inserting data into ${described}"""\ninput ${name}_insert_input {\n${fieldLines(insert.columns.map((column) => [column, fieldType(column)]))}${relationships.join('')}\n}`,
     );
   }
   if (insert?.upsert) {

@@ -2,7 +2,7 @@ import { GraphQLError, type FieldNode } from 'graphql';
 import { arrayLiteral, sessionValue } from './tables.comparisons';
 import { StatementCompiler, type Operation, type Reader } from './tables.compiler';
 import { isObject, tableText, type BoolExp, type ColumnPresets } from './tables.metadata';
-import type { ColumnModel, MutationKind, TableModel } from './tables.model';
+import type { ColumnModel, InsertPermissionModel, MutationKind, RelationshipModel, TableModel } from './tables.model';
 import { UPDATE_OPERATORS, type UpdateOperator } from './tables.mutation-schema';
 import { badInput, buildObject, key, notPermitted, qualified, quote, SessionValue, type CompiledStatement } from './tables.sql';
 
@@ -17,8 +17,35 @@ export interface Writer extends Reader {
  * check). `shape` says how the answers make the field's value.
  */
 export interface CompiledWrite {
+  /**
+   * A nested insert's writes, run before `statements`: it answers `written` (each group's rows as JSON
+   * text, which `statements` bind as WrittenRows) and `gap` (the index in `gaps` of the refusal of a row with
+   * relationships that was not written, or null).
+   */
+  nested?: { statement: CompiledStatement; gaps: string[] };
   statements: CompiledStatement[];
   shape: 'response' | 'row' | 'responses';
+}
+
+/** A bound value of a nested insert's answer: the rows of one group (by index) its writes answered, as JSON. */
+export class WrittenRows {
+  constructor(readonly index: number) {}
+}
+
+/** The CTEs of a nested insert's writes: each table's written rows by group (the root field's rows first), and the rows whose absence refuses the insert. */
+interface NestedPlan {
+  ctes: string[];
+  groups: Map<string, { table: TableModel; ctes: string[] }>;
+  gaps: { cte: string; message: string }[];
+}
+
+/** The key of a nested insert's group of the root field's own rows (the others are keyed by their table). */
+const ROOT_ROWS = '';
+
+/** Columns of a nested row the row it is a child of determines: its CTE, and pairs of (column of the child, column of the parent). */
+interface NestedLink {
+  cte: string;
+  columns: [string, string][];
 }
 
 /** The written rows, as the CTE `"_w"` returns them. */
@@ -62,9 +89,15 @@ export class MutationCompiler extends StatementCompiler {
     const single = (text: string, shape: CompiledWrite['shape']): CompiledWrite => ({ statements: [{ text, parameters: this.parameters }], shape });
     switch (kind) {
       case 'insert':
-        return single(this.insert(table, args.objects as Record<string, unknown>[], args.on_conflict as OnConflict | null, fields, false), 'response');
-      case 'insertOne':
-        return single(this.insert(table, [args.object as Record<string, unknown>], args.on_conflict as OnConflict | null, fields, true), 'row');
+      case 'insertOne': {
+        const one = kind === 'insertOne';
+        const objects = (one ? [args.object] : args.objects) as Record<string, unknown>[];
+        const onConflict = args.on_conflict as OnConflict | null;
+        if (!Array.isArray(objects)) throw badInput(`objects of ${table.typeName} must be a list`);
+        const nested = objects.some((object) => isObject(object) && Object.keys(object).some((name) => table.relationships.has(name)));
+        if (nested) return this.nestedInsert(table, objects, onConflict, fields, one);
+        return single(this.insert(table, objects, onConflict, fields, one), one ? 'row' : 'response');
+      }
       case 'update':
         return single(this.update(table, args, this.whereOf(table, args.where), fields, false), 'response');
       case 'updateByPk':
@@ -102,17 +135,30 @@ export class MutationCompiler extends StatementCompiler {
         .join(' AND ');
   }
 
+  /** The role's insert permission on `table` (undefined for the admin), which the role's schema showed. */
+  private insertPermission(table: TableModel): InsertPermissionModel | undefined {
+    if (this.writer.admin) return undefined;
+    const permission = table.insertPermissions.get(this.writer.role);
+    if (!permission || (permission.backendOnly && !this.writer.backend)) throw notPermitted(`inserting into ${tableText(table.table)}`);
+    return permission;
+  }
+
+  /** The column of a row's field, which the role's insert permission must open (a preset column is not the client's). */
+  private insertColumn(table: TableModel, name: string, permission: InsertPermissionModel | undefined): ColumnModel {
+    const column = table.columnsByField.get(name);
+    if (!column || (permission && (!permission.columns.has(column.name) || column.name in permission.set)))
+      throw notPermitted(`the column ${name} of ${table.typeName}`);
+    return column;
+  }
+
   private insert(table: TableModel, objects: Record<string, unknown>[], onConflict: OnConflict | null, fields: FieldNode[], one: boolean): string {
-    const permission = this.writer.admin ? undefined : table.insertPermissions.get(this.writer.role);
-    if (!this.writer.admin && (!permission || (permission.backendOnly && !this.writer.backend))) throw notPermitted(`inserting into ${tableText(table.table)}`);
+    const permission = this.insertPermission(table);
     const presets = permission?.set ?? {};
     const given: ColumnModel[] = [];
     for (const object of objects) {
       if (!isObject(object)) throw badInput(`a row to insert into ${table.typeName} must be an object`);
       for (const name of Object.keys(object)) {
-        const column = table.columnsByField.get(name);
-        if (!column || (permission && (!permission.columns.has(column.name) || column.name in presets)))
-          throw notPermitted(`the column ${name} of ${table.typeName}`);
+        const column = this.insertColumn(table, name, permission);
         if (!given.includes(column)) given.push(column);
       }
     }
@@ -129,40 +175,165 @@ export class MutationCompiler extends StatementCompiler {
     let text = columns.length
       ? `INSERT INTO ${target} (${columns.map((column) => quote(column.name)).join(', ')}) VALUES ${rows.join(', ')}`
       : `INSERT INTO ${target} DEFAULT VALUES`;
-    let updateCheck: BoolExp | undefined;
-    let upserting = false;
-    if (onConflict) {
-      const constraint = table.constraints.find((candidate) => candidate.name === onConflict.constraint);
-      if (!constraint) throw badInput(`no constraint "${String(onConflict.constraint)}" on ${table.typeName}`);
-      const update = this.writer.admin ? undefined : table.updatePermissions.get(this.writer.role);
-      if (!this.writer.admin && !update) throw notPermitted(`the on_conflict argument of ${table.typeName}`);
-      const updatePresets = update?.set ?? {};
-      const sets = (onConflict.update_columns ?? []).map((name) => {
-        const column = table.columnsByField.get(name);
-        if (!column || (update && (!update.columns.has(column.name) || column.name in updatePresets)))
-          throw notPermitted(`updating the column ${name} of ${table.typeName}`);
-        return `${quote(column.name)} = EXCLUDED.${quote(column.name)}`;
-      });
-      if (sets.length === 0) text += ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO NOTHING`;
-      else {
-        for (const [column, value] of this.presetColumns(table, updatePresets)) sets.push(`${quote(column.name)} = ${this.bindColumn(column, value)}`);
-        const conditions = [
-          this.boolExp(onConflict.where ?? {}, table, alias, 'query'),
-          update ? this.boolExp(update.filter, table, alias, 'permission') : 'true',
-        ];
-        text += ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO UPDATE SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')}`;
-        upserting = true;
-        updateCheck = update?.check;
-      }
-    }
-    text += ` RETURNING ${alias}.*${upserting ? `, (${alias}.xmax = 0) AS ${quote(INSERTED)}` : ''}`;
+    const conflict = this.onConflictClause(table, alias, onConflict);
+    text += `${conflict.text} RETURNING ${alias}.*${conflict.upsert ? `, (${alias}.xmax = 0) AS ${quote(INSERTED)}` : ''}`;
     const check = (at: string) => {
       const inserted = permission ? this.boolExp(permission.check, table, at, 'permission') : 'true';
-      if (!upserting) return inserted;
-      const updated = updateCheck ? this.boolExp(updateCheck, table, at, 'permission') : 'true';
+      if (!conflict.upsert) return inserted;
+      const updated = conflict.upsert.check ? this.boolExp(conflict.upsert.check, table, at, 'permission') : 'true';
       return `CASE WHEN ${at}.${quote(INSERTED)} THEN ${inserted} ELSE ${updated} END`;
     };
     return this.finish(table, text, fields, one, this.writer.admin ? undefined : check);
+  }
+
+  /** ` ON CONFLICT ...` of an insert into `table` under `alias` (empty without on_conflict); `upsert` when it may update a row, with the update permission's check. */
+  private onConflictClause(table: TableModel, alias: string, onConflict: OnConflict | null): { text: string; upsert?: { check?: BoolExp } } {
+    if (!onConflict) return { text: '' };
+    if (!isObject(onConflict)) throw badInput(`on_conflict of ${table.typeName} must be an object`);
+    const constraint = table.constraints.find((candidate) => candidate.name === onConflict.constraint);
+    if (!constraint) throw badInput(`no constraint "${String(onConflict.constraint)}" on ${table.typeName}`);
+    const update = this.writer.admin ? undefined : table.updatePermissions.get(this.writer.role);
+    if (!this.writer.admin && !update) throw notPermitted(`the on_conflict argument of ${table.typeName}`);
+    const updatePresets = update?.set ?? {};
+    const sets = (onConflict.update_columns ?? []).map((name) => {
+      const column = table.columnsByField.get(name);
+      if (!column || (update && (!update.columns.has(column.name) || column.name in updatePresets)))
+        throw notPermitted(`updating the column ${name} of ${table.typeName}`);
+      return `${quote(column.name)} = EXCLUDED.${quote(column.name)}`;
+    });
+    if (sets.length === 0) return { text: ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO NOTHING` };
+    for (const [column, value] of this.presetColumns(table, updatePresets)) sets.push(`${quote(column.name)} = ${this.bindColumn(column, value)}`);
+    const conditions = [this.boolExp(onConflict.where ?? {}, table, alias, 'query'), update ? this.boolExp(update.filter, table, alias, 'permission') : 'true'];
+    return {
+      text: ` ON CONFLICT ON CONSTRAINT ${quote(constraint.name)} DO UPDATE SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')}`,
+      upsert: { check: update?.check },
+    };
+  }
+
+  /**
+   * An insert whose rows carry rows of related tables (Hasura's nested insert). The first statement
+   * writes every row, each in a CTE of its own: an object relationship's row before the row that
+   * refers to it, an array relationship's rows after, their linking columns read from the CTE that
+   * wrote the row they link to; it answers each table's written rows and whether a row with
+   * relationships was not written. The second reads those rows back (now visible: one statement's
+   * CTEs share its snapshot, so neither a check through a relationship nor `returning` would see the
+   * rows written beside them), checks each against its permission and builds the field's JSON.
+   */
+  private nestedInsert(table: TableModel, objects: unknown[], onConflict: OnConflict | null, fields: FieldNode[], one: boolean): CompiledWrite {
+    const plan: NestedPlan = { ctes: [], groups: new Map([[ROOT_ROWS, { table, ctes: [] }]]), gaps: [] };
+    for (const object of objects) this.nestedRow(table, object, onConflict, [], plan, true);
+    const groups = [...plan.groups.values()];
+    const written = groups.map(({ ctes }) => {
+      const rows = ctes.map((cte) => `SELECT * FROM ${cte}`).join(' UNION ALL ');
+      // As text, bound back as it is: parsed in JavaScript, a bigint or numeric beyond a double's precision would change.
+      return `(SELECT coalesce(json_agg("_r"), '[]')::text FROM (${rows}) AS "_r")`;
+    });
+    const gap = plan.gaps.length ? `CASE ${plan.gaps.map(({ cte }, index) => `WHEN NOT EXISTS (SELECT FROM ${cte}) THEN ${index}`).join(' ')} END` : 'NULL';
+    const writes = `WITH ${plan.ctes.join(', ')} SELECT ARRAY[${written.join(', ')}] AS "written", ${gap}::int AS "gap"`;
+    // The answer's own values: those of the writes are bound where they run.
+    const answer = new MutationCompiler(this.writer, this.tables, this.operation);
+    const decoded = groups.map((group, index) => answer.writtenRows(group.table, answer.bind(new WrittenRows(index), 'jsonb')));
+    // Each group a CTE of the answer, so that its bound rows are in the text whatever the field selects.
+    const others = groups.slice(1).map((group, index) => {
+      const check = answer.writtenCheck(group.table);
+      const [cte, alias] = [answer.alias(), answer.alias()];
+      return {
+        cte: `${cte} AS (SELECT * FROM ${decoded[index + 1]} AS "_r")`,
+        count: `(SELECT count(*) FROM ${cte})`,
+        check: check ? `(SELECT coalesce(bool_and(${check(alias)}), true) FROM ${cte} AS ${alias})` : undefined,
+      };
+    });
+    const text = answer.finish(table, `SELECT * FROM ${decoded[0]} AS "_r"`, fields, one, answer.writtenCheck(table), others);
+    return {
+      nested: { statement: { text: writes, parameters: this.parameters }, gaps: plan.gaps.map(({ message }) => message) },
+      statements: [{ text, parameters: answer.parameters }],
+      shape: one ? 'row' : 'response',
+    };
+  }
+
+  /**
+   * One row of a nested insert into `table`, in a CTE of `plan` (its name returned), after the rows
+   * its object relationships insert and before those its array relationships do. `links`: the
+   * columns the row it is a child of determines.
+   */
+  private nestedRow(table: TableModel, object: unknown, onConflict: OnConflict | null, links: NestedLink[], plan: NestedPlan, root: boolean): string {
+    const permission = this.insertPermission(table);
+    if (!isObject(object)) throw badInput(`a row to insert into ${table.typeName} must be an object`);
+    const presets = permission?.set ?? {};
+    const given: [ColumnModel, unknown][] = [];
+    const related: [RelationshipModel, { data: unknown; on_conflict?: OnConflict | null }][] = [];
+    for (const [name, value] of Object.entries(object)) {
+      const relationship = table.relationships.get(name);
+      if (!relationship) given.push([this.insertColumn(table, name, permission), value]);
+      // A relationship given null inserts nothing through it.
+      else if (value !== null && value !== undefined) {
+        const many = relationship.kind === 'array';
+        if (!isObject(value) || (many ? !Array.isArray(value.data) : !isObject(value.data)))
+          throw badInput(`the relationship ${name} of ${table.typeName} takes {data: ${many ? '[rows]' : 'row'}, on_conflict}`);
+        related.push([relationship, value as { data: unknown; on_conflict?: OnConflict | null }]);
+      }
+    }
+    /** The columns rows written before this one determine: column name to the value read from their CTE. */
+    const determined = new Map<string, string>();
+    for (const link of links) for (const [column, source] of link.columns) determined.set(column, `${link.cte}.${quote(source)}`);
+    const fromParent = given.filter(([column]) => determined.has(column.name)).map(([column]) => JSON.stringify(column.name));
+    if (fromParent.length) throw badInput(`cannot insert ${fromParent.join(', ')} columns as their values are already being determined by parent insert`);
+    const sources = links.map((link) => link.cte);
+    for (const [relationship, { data, on_conflict }] of related) {
+      if (relationship.insertOrder !== 'beforeParent') continue;
+      const taken = relationship.mapping.find(([column]) => determined.has(column) || given.some(([own]) => own.name === column));
+      if (taken) throw badInput(`cannot insert object relationship "${relationship.name}" as "${taken[0]}" column values are already determined`);
+      const parent = this.nestedRow(relationship.target, data, on_conflict ?? null, [], plan, false);
+      const message = `cannot proceed to insert object relation "${relationship.name}" since insert to table "${tableText(relationship.target.table)}" affects zero rows`;
+      plan.gaps.push({ cte: parent, message });
+      for (const [column, source] of relationship.mapping) determined.set(column, `${parent}.${quote(source)}`);
+      sources.push(parent);
+    }
+    const preset = this.presetColumns(table, presets);
+    const presetTaken = preset.find(([column]) => determined.has(column.name));
+    if (presetTaken)
+      throw badInput(`the column "${presetTaken[0].name}" of ${table.typeName} is set by the role's insert permission, so no relationship may determine it`);
+    const columns = [...given.map(([column]) => column.name), ...preset.map(([column]) => column.name), ...determined.keys()];
+    const values = [...[...given, ...preset].map(([column, value]) => this.bindColumn(column, value)), ...determined.values()];
+    const alias = this.alias();
+    let text = `INSERT INTO ${qualified(table)} AS ${alias}`;
+    const names = columns.map((column) => quote(column)).join(', ');
+    if (columns.length === 0) text += ' DEFAULT VALUES';
+    else if (sources.length) text += ` (${names}) SELECT ${values.join(', ')} FROM ${sources.join(', ')}`;
+    else text += ` (${names}) VALUES (${values.join(', ')})`;
+    const conflict = this.onConflictClause(table, alias, onConflict);
+    text += `${conflict.text} RETURNING ${alias}.*, ${conflict.upsert ? `(${alias}.xmax = 0)` : 'true'} AS ${quote(INSERTED)}`;
+    const cte = this.alias();
+    plan.ctes.push(`${cte} AS (${text})`);
+    const groupKey = root ? ROOT_ROWS : tableText(table.table);
+    const group = plan.groups.get(groupKey) ?? { table, ctes: [] };
+    group.ctes.push(cte);
+    plan.groups.set(groupKey, group);
+    const children = related.filter(([relationship]) => relationship.insertOrder === 'afterParent');
+    if (children.length) {
+      const message = `cannot proceed to insert array relations since insert to table "${tableText(table.table)}" affects zero rows`;
+      plan.gaps.push({ cte, message });
+    }
+    for (const [relationship, { data, on_conflict }] of children) {
+      const link: NestedLink = { cte, columns: relationship.mapping.map(([column, target]) => [target, column]) };
+      for (const row of relationship.kind === 'array' ? (data as unknown[]) : [data])
+        this.nestedRow(relationship.target, row, on_conflict ?? null, [link], plan, false);
+    }
+    return cte;
+  }
+
+  /** The rows a nested insert wrote into `table`, bound as JSON (`rows`), as a subquery: the table's row type, and whether each was inserted. */
+  private writtenRows(table: TableModel, rows: string): string {
+    return `(SELECT "_r".*, ("_e"."v"->>'${INSERTED}')::boolean AS ${quote(INSERTED)} FROM jsonb_array_elements(${rows}) AS "_e"("v"), jsonb_populate_record(NULL::${qualified(table)}, "_e"."v") AS "_r")`;
+  }
+
+  /** The check of a nested insert's rows of `table`: the insert permission's for an inserted row, the update permission's for one an upsert updated. */
+  private writtenCheck(table: TableModel): ((alias: string) => string) | undefined {
+    const permission = this.insertPermission(table);
+    if (!permission) return undefined;
+    const update = table.updatePermissions.get(this.writer.role)?.check;
+    return (at) =>
+      `CASE WHEN ${at}.${quote(INSERTED)} THEN ${this.boolExp(permission.check, table, at, 'permission')} ELSE ${update ? this.boolExp(update, table, at, 'permission') : 'true'} END`;
   }
 
   private update(table: TableModel, args: Record<string, unknown>, where: (alias: string) => string, fields: FieldNode[], one: boolean): string {
@@ -247,7 +418,15 @@ export class MutationCompiler extends StatementCompiler {
    * `WITH "_w" AS (<write>) SELECT <the field's JSON> AS j, <every row passes check> AS ok`: the
    * returned rows are those the role's select permission lets it read.
    */
-  private finish(table: TableModel, write: string, fields: FieldNode[], one: boolean, check: ((alias: string) => string) | undefined): string {
+  private finish(
+    table: TableModel,
+    write: string,
+    fields: FieldNode[],
+    one: boolean,
+    check: ((alias: string) => string) | undefined,
+    /** A nested insert's rows of other groups: each one's CTE, count (in affected_rows) and check. */
+    others: { cte: string; count: string; check?: string }[] = [],
+  ): string {
     const rowsOf = (selected: FieldNode[], limit: boolean) => {
       const alias = this.alias();
       const { json, joins } = this.rowJson(table, alias, selected);
@@ -264,7 +443,7 @@ export class MutationCompiler extends StatementCompiler {
       for (const node of fields) {
         const name = node.name.value;
         const responseKey = key(node.alias?.value ?? name);
-        if (name === 'affected_rows') pairs.push(`${responseKey}, (SELECT count(*) FROM ${WRITTEN})`);
+        if (name === 'affected_rows') pairs.push(`${responseKey}, ${[`(SELECT count(*) FROM ${WRITTEN})`, ...others.map((other) => other.count)].join(' + ')}`);
         else if (name === 'returning') {
           const rows = rowsOf(this.fieldsOf([node.selectionSet], responseType.getFields().returning.type), false);
           pairs.push(`${responseKey}, (SELECT coalesce(json_agg(${rows.json}), '[]'::json) ${rows.from})`);
@@ -273,7 +452,11 @@ export class MutationCompiler extends StatementCompiler {
       json = buildObject(pairs);
     }
     const checked = check ? this.alias() : '';
-    const ok = check ? `(SELECT coalesce(bool_and(${check(checked)}), true) FROM ${WRITTEN} AS ${checked})` : 'true';
-    return `WITH ${WRITTEN} AS (${write}) SELECT ${json} AS "j", ${ok} AS "ok"`;
+    const checks = [
+      ...(check ? [`(SELECT coalesce(bool_and(${check(checked)}), true) FROM ${WRITTEN} AS ${checked})`] : []),
+      ...others.flatMap((other) => other.check ?? []),
+    ];
+    const ok = checks.length ? checks.join(' AND ') : 'true';
+    return `WITH ${[`${WRITTEN} AS (${write})`, ...others.map((other) => other.cte)].join(', ')} SELECT ${json} AS "j", ${ok} AS "ok"`;
   }
 }

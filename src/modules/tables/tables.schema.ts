@@ -16,7 +16,14 @@ import {
   type TableModel,
 } from './tables.model';
 import { wholeView, type TableView } from './tables.views';
-import { mutationFieldNames, mutationRootsSdl, mutationScalars, mutationTypeNames, mutationTypesSdl } from './tables.mutation-schema';
+import {
+  mutationFieldNames,
+  mutationRootsSdl,
+  mutationScalars,
+  mutationTypeNames,
+  mutationTypesSdl,
+  relationshipInsertTypesSdl,
+} from './tables.mutation-schema';
 import { CURSOR_ORDERING_ENUM, showsStream, streamRootSdl, streamTypeNames, streamTypesSdl } from './tables.stream-schema';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
@@ -314,7 +321,8 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   for (const [name, column] of comparisons) if (!base.getType(name)) parts.push(comparisonType(column.scalar, column.array));
   if (!base.getType('order_by')) parts.push(ORDER_BY_ENUM);
   for (const view of views) if (view.select) parts.push(...tableSdl(view));
-  for (const view of views) parts.push(...mutationTypesSdl(view));
+  for (const view of views) parts.push(...mutationTypesSdl(view, views));
+  parts.push(...relationshipInsertTypesSdl(views));
   if (views.some(showsStream) && !base.getType('cursor_ordering')) parts.push(CURSOR_ORDERING_ENUM);
   for (const view of views) parts.push(...streamTypesSdl(view));
   const roots = views.flatMap(rootFieldsSdl).join('\n');
