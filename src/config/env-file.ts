@@ -1,11 +1,20 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseEnv } from 'node:util';
 
 /**
- * Reads `.env` from the working folder when there is one. Variables already in the environment
+ * The settings file: `.env` in the project folder (PLATFORM_PROJECT_PATH in the environment, else
+ * the working folder), which the admin API and `plinth admin` write too.
+ */
+export function settingsFileOf(env: NodeJS.ProcessEnv): string {
+  return path.join(path.resolve(env.PLATFORM_PROJECT_PATH || '.'), '.env');
+}
+
+/**
+ * Reads the settings file (settingsFileOf) when there is one. Variables already in the environment
  * win, so a deployment can override the file.
  */
-export function environmentWithEnvFile(env: NodeJS.ProcessEnv, file = '.env'): NodeJS.ProcessEnv {
+export function environmentWithEnvFile(env: NodeJS.ProcessEnv, file = settingsFileOf(env)): NodeJS.ProcessEnv {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');

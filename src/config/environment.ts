@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { actionsVariables } from './actions';
+import { adminVariables } from './admin';
 import { apidocsVariables } from './apidocs';
 import { authVariables } from './auth';
 import { customServicesFromEnv } from './custom-services';
@@ -42,6 +43,7 @@ export const environmentSchema = z.object({
   ...filesVariables,
   ...paymentsVariables,
   ...newsletterVariables,
+  ...adminVariables,
 });
 
 /** The validated variables, each of its own type (a number, a list, ...). */

@@ -1,4 +1,5 @@
 import { actions } from './actions';
+import { admin } from './admin';
 import { apidocs } from './apidocs';
 import type { Area } from './area';
 import { auth } from './auth';
@@ -52,6 +53,7 @@ export const AREAS: readonly Area[] = [
   files,
   payments,
   newsletter,
+  admin,
 ];
 
 /** Config: each area's settings, from its variables. */
@@ -74,6 +76,7 @@ function configOf(values: Environment, found: PatternSettings, env: Record<strin
     ...apidocs.settings(values, found, env),
     ...payments.settings(values, found),
     ...newsletter.settings(values),
+    ...admin.settings(values, found, env),
   };
 }
 
@@ -88,9 +91,10 @@ export type SmsGatewaySettings = NonNullable<MfaSettings['sms']['gateway']>;
 export type SmtpSettings = NonNullable<Config['mail']['smtp']>;
 export type JobsConfig = Config['jobs'];
 export type EventsConfig = Config['events'];
+export type AdminConfig = Config['admin'];
 
-/** Variables whose values are never repeated in a message. */
-const SECRET_NAME = /SECRET|TOKEN|PASSWORD|KEY/;
+/** Variables whose values are never repeated in a message (nor shown by the admin API). */
+export const SECRET_NAME = /SECRET|TOKEN|PASSWORD|KEY/;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -6,7 +6,7 @@ import { AREAS } from './index';
 export function configurationReference(areas: readonly Area[] = AREAS): string {
   const sections = areas.map((area) => {
     const rows = [
-      ...Object.entries(area.variables).map(([variable, schema]) => row(variable, defaultText(schema), meaningOf(variable, schema))),
+      ...areaVariables(area).map((entry) => row(entry.variable, entry.default, entry.meaning)),
       ...(area.patterns ?? []).map((pattern) => row(pattern.variable, pattern.default, pattern.description)),
     ];
     return [
@@ -24,7 +24,7 @@ export function configurationReference(areas: readonly Area[] = AREAS): string {
     '',
     '<!-- Generated from src/config/ by `npm run config:docs`; CI fails when it is stale. Edit the areas, not this file. -->',
     '',
-    'Every setting is an environment variable; a `.env` file in the working folder is read too (the environment wins), and an',
+    'Every setting is an environment variable; a `.env` file in the working folder (or in `PLATFORM_PROJECT_PATH`) is read too (the environment wins), and an',
     'empty value counts as unset. A bad value stops start-up with a message naming the variable. The README explains the',
     'production requirements and the main settings; this is the whole list, by area.',
     '',
@@ -33,6 +33,19 @@ export function configurationReference(areas: readonly Area[] = AREAS): string {
     sections.join('\n\n'),
     '',
   ].join('\n');
+}
+
+/** One variable as the reference (and the admin API) describes it. */
+export interface VariableDescription {
+  variable: string;
+  /** The default as an operator writes it, or what an unset variable means. */
+  default: string;
+  meaning: string;
+}
+
+/** The variables of one area, described, in their order. */
+export function areaVariables(area: Area): VariableDescription[] {
+  return Object.entries(area.variables).map(([variable, schema]) => ({ variable, default: defaultText(schema), meaning: meaningOf(variable, schema) }));
 }
 
 function row(variable: string, defaultValue: string, meaning: string): string {

@@ -182,6 +182,28 @@ export class JobQueue implements JobSender {
     await this.boss.stop({ graceful: false, close: false });
   }
 
+  /** This process's workers, by queue (none outside a worker process): whether each claims jobs, and its jobs running. */
+  workers(): { queue: string; claiming: boolean; running: number }[] {
+    return [...this.runners].map(([queue, runner]) => ({ queue, ...runner.state() }));
+  }
+
+  /** The queues declared, whether this process works them or not. */
+  declaredQueues(): string[] {
+    return [...this.queues.keys()];
+  }
+
+  /**
+   * Pauses or resumes this process's worker of `queue` (the admin API): false when this process
+   * runs no worker for it.
+   */
+  setWorkerPaused(queue: string, paused: boolean): boolean {
+    const runner = this.runners.get(queue);
+    if (!runner) return false;
+    if (paused) runner.pause();
+    else runner.resume();
+    return true;
+  }
+
   async send<Data extends object>(queue: string, data: Data, options: SendOptions = {}): Promise<string> {
     if (!this.queues.has(queue)) throw new Error(`no module declares the job queue "${queue}"`);
     if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new TypeError('job data must be a JSON object');

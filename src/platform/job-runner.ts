@@ -39,12 +39,33 @@ export class QueueRunner {
   private wokenWhileFetching = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private paused = false;
 
   constructor(private readonly options: RunnerOptions) {}
 
+  /** Whether it claims jobs (false once paused or stopped), and how many of its jobs run now. */
+  state(): { claiming: boolean; running: number } {
+    return { claiming: !this.paused && !this.stopped, running: this.running.size };
+  }
+
+  /**
+   * Stops claiming jobs (the admin API's stop): running ones finish, and the queue's jobs wait
+   * for another process's workers or for `resume`.
+   */
+  pause(): void {
+    this.paused = true;
+    clearTimeout(this.pollTimer);
+  }
+
+  /** Claims jobs again, at once. */
+  resume(): void {
+    this.paused = false;
+    this.wake();
+  }
+
   /** Looks for jobs now; at most one fetch runs at a time, and a wake during it fetches once more. */
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.paused) return;
     if (this.fetching) {
       this.wokenWhileFetching = true;
       return;
@@ -52,7 +73,7 @@ export class QueueRunner {
     clearTimeout(this.pollTimer);
     this.fetching = this.fill().finally(() => {
       this.fetching = undefined;
-      if (!this.stopped) this.pollTimer = setTimeout(() => this.wake(), this.options.pollIntervalMs);
+      if (!this.stopped && !this.paused) this.pollTimer = setTimeout(() => this.wake(), this.options.pollIntervalMs);
     });
   }
 
@@ -84,7 +105,7 @@ export class QueueRunner {
   private async fill(): Promise<void> {
     const { boss, definition, settings, logger } = this.options;
     try {
-      while (!this.stopped) {
+      while (!this.stopped && !this.paused) {
         this.wokenWhileFetching = false;
         const free = settings.concurrency - this.running.size;
         if (free <= 0) return; // a finishing job wakes the runner

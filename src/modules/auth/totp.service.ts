@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../../common/encryption';
 import { Refusal } from '../../common/refusal';
+import { acceptedTotpStep, generateTotpSecret, totpUri } from '../../common/totp';
 import type { MfaSettings } from '../../config';
 import type { RateLimits } from '../../platform/rate-limits';
 import { authError } from './auth-errors';
@@ -10,12 +11,6 @@ import { one } from '../../db/sql';
 import type { SessionTokens, SignInResult } from './session-tokens.service';
 import type { Tickets } from './tickets.service';
 
-/** otplib and its hash and base32 plugins are required at the first enrolment or code checked, not at start. */
-const otplib = () => require('otplib') as typeof import('otplib');
-
-/** RFC 6238 as authenticator apps use it: SHA-1, 6 digits, 30-second steps. */
-const PERIOD_SECONDS = 30;
-const CODE = /^\d{6}$/;
 /** 20 random bytes (160 bits), RFC 4226's recommended secret length. */
 const SECRET_BYTES = 20;
 
@@ -57,9 +52,9 @@ export class TotpFactor {
       const user = await this.lockedUser(manager, userId);
       if (user.is_anonymous) throw authError('forbidden-anonymous');
       if (user.active_mfa_type === 'totp') throw authError('totp-already-active');
-      const totpSecret = otplib().generateSecret({ length: SECRET_BYTES });
+      const totpSecret = generateTotpSecret(SECRET_BYTES);
       await manager.query('UPDATE users SET totp_secret_sealed = $2, totp_last_step = NULL WHERE id = $1', [userId, box.seal(totpSecret, userId)]);
-      const uri = otplib().generateURI({ issuer: this.settings.totpIssuer, label: user.email ?? userId, secret: totpSecret, period: PERIOD_SECONDS });
+      const uri = totpUri(totpSecret, this.settings.totpIssuer, user.email ?? userId);
       // Loaded on the first enrolment, not at start-up (megabytes resident with its PNG encoder).
       const qrCodeDataUrl = await (require('qrcode') as typeof import('qrcode')).toDataURL(uri);
       return { totpSecret, qrCodeDataUrl, imageUrl: qrCodeDataUrl };
@@ -130,11 +125,9 @@ export class TotpFactor {
       this.logger.error({ userId: user.id }, 'a TOTP secret does not open with AUTH_ENCRYPTION_KEY: was the key changed?');
       throw authError('no-totp-secret');
     }
-    if (!CODE.test(code)) return false;
-    const lastStep = user.totp_last_step === null ? undefined : Number(user.totp_last_step);
-    const result = await otplib().verify({ secret, token: code, epochTolerance: PERIOD_SECONDS, period: PERIOD_SECONDS, afterTimeStep: lastStep });
-    if (!result.valid || !('timeStep' in result)) return false;
-    await manager.query('UPDATE users SET totp_last_step = $2 WHERE id = $1', [user.id, result.timeStep]);
+    const step = await acceptedTotpStep(secret, code, user.totp_last_step === null ? undefined : Number(user.totp_last_step));
+    if (step === undefined) return false;
+    await manager.query('UPDATE users SET totp_last_step = $2 WHERE id = $1', [user.id, step]);
     return true;
   }
 

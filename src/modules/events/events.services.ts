@@ -15,6 +15,8 @@ export interface EventsServices {
   scheduledEvents: ScheduledEventsService;
   externalWebhooks: ExternalWebhooksService;
   admin: EventsAdminService;
+  /** This process's dispatcher: run by worker processes, stopped and started again by the admin API. */
+  delivery: DeliverySwitch;
   platform: Platform;
   /** Counts and times outcomes (Prometheus) and announces them to subscribers, one message per recorded batch. */
   reportOutcomes(outcomes: DeliveryOutcome[]): void;
@@ -38,7 +40,8 @@ export function createEventsServices(platform: Platform): EventsServices {
   });
   const eventTriggers = new EventTriggersService(dataSource);
   const scheduledEvents = new ScheduledEventsService(dataSource, config.events);
-  return {
+  const services: EventsServices = {
+    delivery: new DeliverySwitch(() => startDelivery(services)),
     eventTriggers,
     scheduledEvents,
     admin: new EventsAdminService(dataSource, eventTriggers, scheduledEvents),
@@ -60,6 +63,49 @@ export function createEventsServices(platform: Platform): EventsServices {
       pubSub.publish(DELIVERY_OUTCOMES_TOPIC, outcomes);
     },
   };
+  return services;
+}
+
+/** Where a process's dispatcher is: delivering, stopped by the admin API, or not run here (not a worker process). */
+export type DispatcherState = 'running' | 'stopped' | 'not-run-here';
+
+/**
+ * The dispatcher of this process, as a switch: the module's work turns it on in a worker process,
+ * the admin API off and on again (claimed events are released at once, attempts in flight are
+ * finished), and shutdown off. Turns happen one at a time, in order.
+ */
+export class DeliverySwitch {
+  private stopRunning: (() => Promise<void>) | undefined;
+  private runsHere = false;
+  private turning: Promise<void> = Promise.resolve();
+
+  constructor(private readonly begin: () => Promise<() => Promise<void>>) {}
+
+  state(): DispatcherState {
+    if (!this.runsHere) return 'not-run-here';
+    return this.stopRunning ? 'running' : 'stopped';
+  }
+
+  /** Runs the dispatcher (once the process runs delivery at all: `work`). */
+  start(): Promise<void> {
+    return this.turn(async () => {
+      this.runsHere = true;
+      this.stopRunning ??= await this.begin();
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.turn(async () => {
+      const stop = this.stopRunning;
+      this.stopRunning = undefined;
+      await stop?.();
+    });
+  }
+
+  private turn(change: () => Promise<void>): Promise<void> {
+    this.turning = this.turning.then(change, change);
+    return this.turning;
+  }
 }
 
 /** Starts the dispatcher: NOTIFY wakes it, the poll covers retries and takeovers. */

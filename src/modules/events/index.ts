@@ -3,7 +3,7 @@ import type { PlinthModule } from '../../platform/module';
 import { eventsMetadata } from './events.metadata';
 import { EventsResolver } from './events.resolver';
 import { eventsRoutes } from './events.routes';
-import { createEventsServices, startDelivery, type EventsServices } from './events.services';
+import { createEventsServices, type EventsServices } from './events.services';
 import { cleanUpOldEvents } from './scheduled-delivery';
 
 /** Event triggers, cron triggers and scheduled events (spec 1 §2.4-2.6, §6), Hasura-compatible. */
@@ -15,7 +15,11 @@ export const eventsModule: PlinthModule<EventsServices> = {
   metadata: eventsMetadata,
   metadataFiles: yamlKeyFile('cron_triggers', 'cron_triggers.yaml'),
   // Delivery runs in worker processes only, as the job workers do.
-  work: async (services, roles) => (roles.includes('worker') ? startDelivery(services) : async () => undefined),
+  work: async ({ delivery }, roles) => {
+    if (!roles.includes('worker')) return async () => undefined;
+    await delivery.start();
+    return () => delivery.stop();
+  },
   recurring: ({ platform: { config, dataSource }, scheduledEvents }) => [
     // Cron events generated and missed ones marked as often as the dispatcher looks for due work.
     { name: 'scheduled-events', schedule: { everyMs: config.events.pollIntervalMs }, firstRunInMs: async () => 0, run: () => scheduledEvents.maintain() },

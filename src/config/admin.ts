@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { z } from 'zod';
+import type { Area } from './area';
+import { settingsFileOf } from './env-file';
+import type { Environment, PatternSettings } from './environment';
+import { boolean, integer, nonEmpty } from './validators';
+
+/**
+ * An argon2id hash as `@node-rs/argon2` writes it (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`): the
+ * only form PLATFORM_ADMIN_PASSWORD takes, so the settings file never holds the password itself.
+ */
+export const ARGON2ID_HASH = /^\$argon2id\$v=19\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/;
+
+// The admin dashboard and its REST API (spec 3 §2.5, §4.3, §5.4), on a port of its own.
+export const adminVariables = {
+  PLATFORM_ADMIN_ENABLED: boolean.default(false).describe('serve the admin dashboard and its API on `PLATFORM_ADMIN_PORT` (`plinth admin enable`)'),
+  PLATFORM_ADMIN_PORT: integer(0, 65535).default(3021).describe('the port of the admin dashboard (0: any free port)'),
+  PLATFORM_ADMIN_HOST: nonEmpty.default('127.0.0.1').describe('the address the admin dashboard listens on (loopback unless a proxy must reach it)'),
+  PLATFORM_ADMIN_USER: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._@-]{1,64}$/, { error: 'must be 1 to 64 letters, digits, ".", "_", "@" or "-"' })
+    .default('admin')
+    .describe('the user name of the admin dashboard'),
+  PLATFORM_ADMIN_PASSWORD: z
+    .string()
+    .trim()
+    .regex(ARGON2ID_HASH, { error: 'must be an argon2id hash, never the password itself: set it with `plinth admin password`' })
+    .optional()
+    .meta({
+      description: 'the argon2id hash of the admin password (`plinth admin password`, or `plinth admin enable` makes a temporary one)',
+      unset: 'no login possible',
+    }),
+  PLATFORM_ADMIN_TOTP_SECRET: z
+    .string()
+    .trim()
+    .regex(/^[A-Z2-7]{16,128}$/, { error: 'must be a base32 secret of 16 to 128 characters (A-Z, 2-7), as authenticator apps take' })
+    .optional()
+    .meta({ description: 'a TOTP secret: set, a login also needs the 6-digit code of an authenticator app holding it', unset: 'no second factor' }),
+  PLATFORM_ADMIN_SESSION_IDLE_MINUTES: integer(1, 24 * 60)
+    .default(30)
+    .describe('an admin session ends after this many minutes without a request'),
+  PLATFORM_ADMIN_LOGIN_MAX_FAILURES: integer(1, 1000)
+    .default(5)
+    .describe('failed admin logins in a row (each waiting twice as long as the last) before logins are locked out'),
+  PLATFORM_ADMIN_LOGIN_DELAY_MS: integer(0, 60_000)
+    .default(1000)
+    .describe('after a failed admin login the next one waits this long, twice as long after each further failure'),
+  PLATFORM_ADMIN_LOGIN_LOCKOUT_MINUTES: integer(1, 24 * 60)
+    .default(15)
+    .describe('how long admin logins stay locked out after `PLATFORM_ADMIN_LOGIN_MAX_FAILURES` failures'),
+  PLATFORM_ADMIN_LOG_LINES: integer(100, 100_000).default(2000).describe('recent log lines kept in memory for the admin log stream'),
+  PLATFORM_PROJECT_PATH: nonEmpty
+    .refine((value) => path.isAbsolute(value), { error: 'must be an absolute path' })
+    .optional()
+    .meta({ description: 'the project folder: its `.env` is the settings file the admin API and `plinth admin` write', unset: 'the working folder' }),
+};
+
+export const admin = {
+  name: 'admin',
+  title: 'Admin dashboard',
+  variables: adminVariables,
+  settings: (values: Environment, _found: PatternSettings, env: Record<string, string>) => {
+    const projectPath = path.resolve(values.PLATFORM_PROJECT_PATH ?? '.');
+    return {
+      admin: {
+        enabled: values.PLATFORM_ADMIN_ENABLED,
+        port: values.PLATFORM_ADMIN_PORT,
+        host: values.PLATFORM_ADMIN_HOST,
+        user: values.PLATFORM_ADMIN_USER,
+        /** The argon2id hash; unset: nobody can log in. */
+        passwordHash: values.PLATFORM_ADMIN_PASSWORD,
+        totpSecret: values.PLATFORM_ADMIN_TOTP_SECRET,
+        sessionIdleMinutes: values.PLATFORM_ADMIN_SESSION_IDLE_MINUTES,
+        loginMaxFailures: values.PLATFORM_ADMIN_LOGIN_MAX_FAILURES,
+        loginDelayMs: values.PLATFORM_ADMIN_LOGIN_DELAY_MS,
+        loginLockoutMinutes: values.PLATFORM_ADMIN_LOGIN_LOCKOUT_MINUTES,
+        logLines: values.PLATFORM_ADMIN_LOG_LINES,
+        projectPath,
+        /** The settings file the dashboard and `plinth admin` read and write. */
+        settingsFile: settingsFileOf({ PLATFORM_PROJECT_PATH: projectPath }),
+        /** The environment the configuration was read from (the admin API shows and checks settings against it). */
+        environment: env,
+      },
+    };
+  },
+} satisfies Area;
