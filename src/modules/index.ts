@@ -1,5 +1,6 @@
 import type { AnyModule } from '../platform/module';
 import { actionsModule } from './actions';
+import { adminModule } from './admin';
 import { authModule } from './auth';
 import { errorTrackingModule } from './errortracking';
 import { eventsModule } from './events';
@@ -27,4 +28,5 @@ export const MODULES: readonly AnyModule[] = [
   eventsModule,
   actionsModule,
   tablesModule,
+  adminModule,
 ];

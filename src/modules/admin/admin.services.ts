@@ -1,0 +1,33 @@
+import { PasswordHasher } from '../../common/passwords';
+import type { ModuleServices, Platform } from '../../platform/module';
+import { recentLogsOf, type RecentLogs } from '../../platform/recent-logs';
+import { eventsModule } from '../events';
+import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
+import type { AdminListen } from './admin-port';
+import { AdminSessions } from './admin-sessions.service';
+import { AdminSettings } from './admin-settings.service';
+import { PlinthParts } from './plinth-parts.service';
+
+export interface AdminServices {
+  /** Where the dashboard listens; undefined when PLATFORM_ADMIN_ENABLED is off. */
+  listen: Omit<AdminListen, 'beforeClose'> | undefined;
+  sessions: AdminSessions;
+  parts: PlinthParts;
+  settings: AdminSettings;
+  /** The process's recent log lines; undefined for a logger that keeps none (not made by createLogger). */
+  logs: RecentLogs | undefined;
+  environment(): Promise<EnvironmentInfo>;
+}
+
+export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
+  const { config, dataSource, jobs, shutdown } = platform;
+  const logger = platform.logger.child({ module: 'admin' });
+  return {
+    listen: config.admin.enabled ? { host: config.admin.host, port: config.admin.port } : undefined,
+    sessions: new AdminSessions(dataSource, config.admin, new PasswordHasher(config.auth.passwordHash), logger),
+    parts: new PlinthParts({ config, dataSource, jobs, delivery: modules.get(eventsModule).delivery, logger, shutdown }),
+    settings: new AdminSettings(config.admin.environment, config.admin.settingsFile, logger),
+    logs: recentLogsOf(platform.logger),
+    environment: () => environmentInfo(config, dataSource),
+  };
+}
