@@ -7,6 +7,9 @@ import { createHttpServer, identify, type ServerTimeouts } from '../../http/inco
 /** Where the dashboard's routes sit in the main app's router; on its own port they are at the root. */
 export const ADMIN_ROUTE_PREFIX = '/_admin';
 
+/** How often, while the dashboard's server closes, connections left idle by their last answer are closed. */
+const IDLE_CONNECTION_SWEEP_MS = 100;
+
 const THROUGH_ADMIN_PORT = Symbol('plinth.adminPort');
 
 /** Whether a request came in on the admin port (the only way to reach the dashboard's routes). */
@@ -57,7 +60,10 @@ export function serveOnAdminPort(app: FastifyInstance, listen: () => AdminListen
   app.addHook('onClose', async () => {
     if (!server) return;
     const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+    // Connections are closed as their last answer ends, not after the keep-alive timeout.
+    const sweep = setInterval(() => server!.closeIdleConnections(), IDLE_CONNECTION_SWEEP_MS);
     server.closeIdleConnections();
     await closed;
+    clearInterval(sweep);
   });
 }

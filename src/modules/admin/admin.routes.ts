@@ -394,6 +394,8 @@ async function streamLogs(
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
     'x-accel-buffering': 'no',
+    // A stream's connection is not reused: ended (at shutdown), it closes.
+    connection: 'close',
   });
   const send = (seq: number, text: string) => response.write(`id: ${seq}\nevent: log\ndata: ${text.trimEnd()}\n\n`);
   const { tail } = request.query;
