@@ -138,6 +138,7 @@ const COMMAND_FILES: Record<string, () => void> = {
   errors: () => program.addCommand((require('./errors') as typeof import('./errors')).errorsCommand(configuration)),
   events: () => program.addCommand((require('./events') as typeof import('./events')).eventsCommand(configuration)),
   config: () => program.addCommand((require('./config') as typeof import('./config')).configCommand()),
+  admin: () => program.addCommand((require('./admin') as typeof import('./admin')).adminCommand(configuration)),
   build: () => (require('./build') as typeof import('./build')).registerBuildCommand(program, configuration),
 };
 const named = process.argv.slice(2).find((argument) => !argument.startsWith('-'));

@@ -31,12 +31,12 @@ export async function startAdminServer(
   overrides: Record<string, string> = {},
   options: { database?: TestDatabase; logTo?: DestinationStream; modules?: AnyModule[]; project?: string } = {},
 ): Promise<AdminTestServer> {
-  const port = await freePort();
+  const port = overrides.PLATFORM_ADMIN_PORT ?? String(await freePort());
   const project = options.project ?? fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-admin-'));
   const server = await startTestServer(
     {
       PLATFORM_ADMIN_ENABLED: 'true',
-      PLATFORM_ADMIN_PORT: String(port),
+      PLATFORM_ADMIN_PORT: port,
       PLATFORM_ADMIN_PASSWORD: await adminPasswordHash(),
       PLATFORM_PROJECT_PATH: project,
       PLATFORM_ADMIN_LOGIN_DELAY_MS: '300',
