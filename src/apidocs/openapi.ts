@@ -22,7 +22,12 @@ const PLATFORM_TAGS: Record<string, { title: string; description?: string }> = {
   errors: { title: 'Error tracking', description: 'Error tracking: ingestion and management.' },
   billing: { title: 'Billing', description: 'Payments and the payment provider.' },
   newsletter: { title: 'Newsletter', description: 'Newsletter subscriptions.' },
-  admin: { title: 'Admin', description: 'Administration.' },
+  admin: {
+    title: 'Admin',
+    description:
+      "The admin dashboard's API, on its own port (PLATFORM_ADMIN_PORT, 127.0.0.1:3021 by default) when PLATFORM_ADMIN_ENABLED is true. " +
+      'Log in for the session cookie, and send the answered CSRF token in X-CSRF-Token with every change.',
+  },
   files: { title: 'Files', description: 'Downloads of uploaded files, their thumbnails and report results, by signed link or session.' },
   health: { title: 'Health', description: 'Liveness, readiness and metrics, for orchestrators and monitoring.' },
   docs: { title: 'API reference', description: 'This reference: the OpenAPI document and the page.' },
@@ -43,6 +48,18 @@ export interface OpenApiInput {
   publicUrl: string;
   graphql: { enabled: boolean; endpoint: string };
   hiddenPrefixes: readonly string[];
+  /** Routes served on a port of their own (the admin dashboard's). */
+  listeners: readonly OwnListener[];
+}
+
+/**
+ * Routes the main app routes under `prefix` but serves only on a listener of its own, at its root
+ * (the admin dashboard's API on PLATFORM_ADMIN_PORT): documented there, without the prefix.
+ */
+export interface OwnListener {
+  prefix: string;
+  url: string;
+  description: string;
 }
 
 /**
@@ -73,7 +90,11 @@ export function openApiDocument(input: OpenApiInput, problems: string[] = []): J
     for (const [route, item] of Object.entries(graphqlPaths(input.graphql.endpoint, input.schema))) add(route, item as Json, 'GraphQL');
     tags.graphql = graphqlOperationsMarkdown(input.schema, input.graphql.endpoint, input.actions);
   }
-  for (const [route, item] of Object.entries((input.routes.paths ?? {}) as Record<string, Json>)) add(route, item, 'Plinth');
+  for (const [route, item] of Object.entries((input.routes.paths ?? {}) as Record<string, Json>)) {
+    const listener = input.listeners.find((candidate) => isUnder(route, candidate.prefix));
+    if (listener) add(route.slice(listener.prefix.length) || '/', { servers: [{ url: listener.url, description: listener.description }], ...item }, 'Plinth');
+    else add(route, item, 'Plinth');
+  }
 
   const components: Record<string, Json> = {};
   const addComponents = (kind: string, entries: Json) => (components[kind] = { ...components[kind], ...entries });

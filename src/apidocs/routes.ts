@@ -12,7 +12,8 @@ import type { ApiReference, DocumentedSchema } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
-import { OPENAPI_PATH, openApiDocument } from './openapi';
+import { OPENAPI_PATH, openApiDocument, type OwnListener } from './openapi';
+import { ADMIN_ROUTE_PREFIX } from '../modules/admin/admin-port';
 import { graphiqlPage, referencePage } from './pages';
 
 /** The files `plinth build` writes into PLINTH_DIST_DIR, and `plinth start` serves when they are there. */
@@ -22,6 +23,8 @@ export const PAGE_FILE = 'scalar.html';
 export interface ApiReferenceOptions extends DeclarationSources {
   settings: Config['apiDocs'];
   publicUrl: string;
+  /** Routes served on a port of their own. */
+  listeners: readonly OwnListener[];
   /** Where `plinth build` wrote the files, served when both are there; unset: always generate them (the build itself). */
   builtDir: string | undefined;
 }
@@ -42,6 +45,7 @@ export function apiReferenceOptions(config: Config): ApiReferenceOptions {
   return {
     settings: config.apiDocs,
     publicUrl: config.publicUrl,
+    listeners: [{ prefix: ADMIN_ROUTE_PREFIX, url: config.admin.url, description: 'PLATFORM_ADMIN_PORT: the admin dashboard' }],
     customServices: config.customServices,
     pluginsDir: config.pluginsDir,
     servicesDir: config.servicesDir,
@@ -169,6 +173,7 @@ export async function installApiReference(
         publicUrl: options.publicUrl,
         graphql: settings.graphql,
         hiddenPrefixes: settings.hiddenPrefixes,
+        listeners: options.listeners,
       },
       problems,
     );

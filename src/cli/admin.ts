@@ -17,12 +17,6 @@ const TEMPORARY_PASSWORD_BYTES = 18;
 /** How long `status` waits for the dashboard to answer. */
 const STATUS_TIMEOUT_MS = 2_000;
 
-/** The dashboard's address as a browser on this machine reaches it. */
-function dashboardUrl(config: Config): string {
-  const host = ['0.0.0.0', '::'].includes(config.admin.host) ? '127.0.0.1' : config.admin.host;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`;
-}
-
 /** Validates `values` with the start-up rules (together with the environment and the file), then writes them to the settings file. */
 function writeSettings(file: string, values: Record<string, string>): Config {
   const config = loadConfig({ ...environmentWithEnvFile(process.env, file), ...values });
@@ -110,7 +104,7 @@ export function adminCommand(configuration: () => Config): Command {
         values.PLATFORM_ADMIN_PASSWORD = await new PasswordHasher(current.auth.passwordHash).hash(temporary);
       }
       const config = writeSettings(file, values);
-      process.stdout.write(`the admin dashboard is enabled in ${file}; it serves ${dashboardUrl(config)} from the next start\n`);
+      process.stdout.write(`the admin dashboard is enabled in ${file}; it serves ${config.admin.url} from the next start\n`);
       if (temporary) {
         process.stdout.write(`user: ${config.admin.user}\ntemporary password: ${temporary}\n`);
         process.stdout.write('it is shown only now (the settings file keeps its hash): change it with `plinth admin password`\n');
@@ -132,7 +126,7 @@ export function adminCommand(configuration: () => Config): Command {
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }) => {
       const config = configuration();
-      const url = dashboardUrl(config);
+      const url = config.admin.url;
       let answering = false;
       if (config.admin.enabled) {
         // The health route answers 401 without a session: a dashboard is listening there.
@@ -196,7 +190,7 @@ export function adminCommand(configuration: () => Config): Command {
     .option('--no-browser', 'only print the address')
     .action((options: { browser: boolean }) => {
       const config = configuration();
-      const url = dashboardUrl(config);
+      const url = config.admin.url;
       process.stdout.write(`${url}\n`);
       if (!config.admin.enabled) process.stderr.write('the dashboard is disabled: turn it on with `plinth admin enable`\n');
       else if (options.browser && !openBrowser(url)) process.stderr.write('no browser to open here: open the address above\n');

@@ -62,11 +62,15 @@ export const admin = {
   variables: adminVariables,
   settings: (values: Environment, _found: PatternSettings, env: Record<string, string>) => {
     const projectPath = path.resolve(values.PLATFORM_PROJECT_PATH ?? '.');
+    // A browser on this machine reaches a dashboard listening on every address at the loopback one.
+    const host = ['0.0.0.0', '::'].includes(values.PLATFORM_ADMIN_HOST) ? '127.0.0.1' : values.PLATFORM_ADMIN_HOST;
     return {
       admin: {
         enabled: values.PLATFORM_ADMIN_ENABLED,
         port: values.PLATFORM_ADMIN_PORT,
         host: values.PLATFORM_ADMIN_HOST,
+        /** The dashboard's address (for `plinth admin open` and the API reference). */
+        url: `http://${host.includes(':') ? `[${host}]` : host}:${values.PLATFORM_ADMIN_PORT}`,
         user: values.PLATFORM_ADMIN_USER,
         /** The argon2id hash; unset: nobody can log in. */
         passwordHash: values.PLATFORM_ADMIN_PASSWORD,

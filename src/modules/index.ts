@@ -1,6 +1,5 @@
 import type { AnyModule } from '../platform/module';
 import { actionsModule } from './actions';
-import { adminModule } from './admin';
 import { authModule } from './auth';
 import { errorTrackingModule } from './errortracking';
 import { eventsModule } from './events';
@@ -11,6 +10,8 @@ import { paymentsModule } from './payments';
 import { reportsModule } from './reports';
 import { tablesModule } from './tables';
 import { usersModule } from './users';
+// Last: it loads the events module, whose resolver's fields would otherwise come before auth's in the schema.
+import { adminModule } from './admin';
 
 /**
  * Every module of the product, in creation order: a module may use the services of the modules

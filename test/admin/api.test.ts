@@ -122,6 +122,11 @@ describe('the admin API', () => {
     for (const route of ['/api/services/events/pause', '/api/services/Events/stop', `/api/services/${'a'.repeat(100)}/stop`]) {
       expect((await admin.request('POST', route)).status).toBe(400);
     }
+    // The action takes no body.
+    expect((await admin.request('POST', '/api/services/events/stop', { force: true })).status).toBe(400);
+    expect((await admin.request('GET', '/api/services')).body).toMatchObject({
+      services: expect.arrayContaining([expect.objectContaining({ name: 'events', state: 'running' })]),
+    });
   });
 
   it('shows every setting with secrets masked', async () => {

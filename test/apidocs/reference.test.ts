@@ -87,7 +87,8 @@ describe('the OpenAPI document at /api-docs', () => {
           handDocumented.push(key);
           continue;
         }
-        const openApiPath = route.url.replace(/:(\w+)/g, '{$1}');
+        // The admin dashboard's routes are documented at its own port, without the prefix of the main router.
+        const openApiPath = route.url.replace(/^\/_admin(?=\/)/, '').replace(/:(\w+)/g, '{$1}');
         expect({ key, documented: documented.has(`${method} ${openApiPath}`) }).toEqual({ key, documented: true });
         expect({ key, tags: Array.isArray(schema.tags) && schema.tags.length > 0, summary: typeof schema.summary }).toEqual({
           key,
@@ -122,6 +123,7 @@ describe('the OpenAPI document at /api-docs', () => {
       'errors',
       'billing',
       'newsletter',
+      'admin',
       'files',
       'health',
       'docs',
@@ -145,6 +147,20 @@ describe('the OpenAPI document at /api-docs', () => {
       'post /webhooks/backup',
       'post /webhooks/primary',
     ]);
+    // The admin dashboard's API, at its own port.
+    expect(byTag('admin').sort()).toEqual([
+      'get /api/auth/session',
+      'get /api/config',
+      'get /api/env',
+      'get /api/health',
+      'get /api/logs/{service}',
+      'get /api/services',
+      'post /api/auth/login',
+      'post /api/auth/logout',
+      'post /api/config',
+      'post /api/services/{name}/{action}',
+    ]);
+    expect(spec.paths['/api/health'].servers).toEqual([{ url: 'http://127.0.0.1:3021', description: expect.stringContaining('PLATFORM_ADMIN_PORT') }]);
     expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail', 'get /reports/{id}/result']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
     expect(byTag('docs').sort()).toEqual(['get /api-docs', 'get /docs']);
@@ -269,7 +285,8 @@ describe('the OpenAPI document at /api-docs', () => {
     const response = await fetch(`${server.url}/docs`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(response.headers.get('content-security-policy')).toContain("connect-src 'self' http://localhost:0");
+    // The page may call the API's own host and the admin dashboard's (whose routes it documents there).
+    expect(response.headers.get('content-security-policy')).toContain("connect-src 'self' http://127.0.0.1:3021 http://localhost:0");
     const html = await response.text();
     expect(html).toContain('<title>Plinth API</title>');
     expect(html).toContain('"withDefaultFonts":false');

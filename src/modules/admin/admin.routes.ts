@@ -4,7 +4,7 @@ import { sendError } from '../../http/errors';
 import type { AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
-import { CHANGE_ERRORS, CSRF_HEADER, error, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
+import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 import { PART_ACTIONS, type PartAction } from './plinth-parts.service';
 
 /** The session cookie: HttpOnly, SameSite=Strict, Secure when the dashboard is reached over TLS (through a proxy). */
@@ -136,6 +136,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
         tags: TAGS,
         summary: 'Log out of the admin dashboard',
         headers: CSRF_HEADER,
+        body: NO_BODY,
         response: { 200: { type: 'object', properties: { loggedOut: { type: 'boolean', const: true } }, required: ['loggedOut'] }, ...CHANGE_ERRORS },
       },
     },
@@ -198,6 +199,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
           'The event dispatcher (`events`) and the job worker of each queue (`jobs.<queue>`) stop claiming work (work in flight finishes) ' +
           'and start again; the other parts are shown, not stopped (409).',
         headers: CSRF_HEADER,
+        body: NO_BODY,
         params: {
           type: 'object',
           required: ['name', 'action'],

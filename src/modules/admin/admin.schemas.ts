@@ -32,6 +32,9 @@ export const CSRF_HEADER = {
   properties: { 'x-csrf-token': { type: 'string', maxLength: 200, description: 'The csrfToken of the login or session answer' } },
 } as const;
 
+/** The body of a change that takes none (the route, the session and the CSRF token say everything). */
+export const NO_BODY = { type: ['object', 'null'], maxProperties: 0, description: 'Nothing (or {})' } as const;
+
 export const SESSION = {
   type: 'object',
   properties: {
