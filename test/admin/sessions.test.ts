@@ -2,7 +2,9 @@ import { Writable } from 'node:stream';
 import { generate, generateSecret } from 'otplib';
 import { sha256 } from '../../src/common/sha256';
 import { resetAdminLogins } from '../../src/modules/admin/admin-sessions.service';
-import { ADMIN_PASSWORD, AdminClient, startAdminServer, type AdminTestServer } from './support';
+import { freePort } from '../support/global-setup';
+import { startTestServer } from '../support/server';
+import { ADMIN_PASSWORD, AdminClient, adminPasswordHash, startAdminServer, type AdminTestServer } from './support';
 
 let server: AdminTestServer;
 let logged = '';
@@ -199,5 +201,30 @@ describe('admin login with TOTP', () => {
     // The same code again: refused, as is an older one.
     expect((await new AdminClient(totpServer.adminUrl).login({ username: 'admin', password: ADMIN_PASSWORD, otp: current })).status).toBe(401);
     expect((await new AdminClient(totpServer.adminUrl).login({ username: 'admin', password: ADMIN_PASSWORD, otp: await code(-1) })).status).toBe(401);
+  });
+});
+
+describe('the admin listener', () => {
+  it('listens only with PLATFORM_ADMIN_ENABLED=true', async () => {
+    const port = await freePort();
+    const off = await startTestServer({ PLATFORM_ADMIN_PORT: String(port), PLATFORM_ADMIN_PASSWORD: await adminPasswordHash() });
+    try {
+      await expect(fetch(`http://127.0.0.1:${port}/api/health`)).rejects.toThrow('fetch failed');
+    } finally {
+      await off.close();
+    }
+  });
+
+  it('closes promptly with a log stream open', async () => {
+    const streaming = await startAdminServer();
+    const client = new AdminClient(streaming.adminUrl);
+    await client.login();
+    const response = await fetch(`${streaming.adminUrl}/api/logs/all`, { headers: { cookie: client.cookie! } });
+    expect(response.status).toBe(200);
+    const started = Date.now();
+    await streaming.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // The stream ended with the server.
+    await response.text();
   });
 });
