@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Area } from './area';
@@ -15,7 +16,12 @@ export const ARGON2ID_HASH = /^\$argon2id\$v=19\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/
 export const adminVariables = {
   PLATFORM_ADMIN_ENABLED: boolean.default(false).describe('serve the admin dashboard and its API on `PLATFORM_ADMIN_PORT` (`plinth admin enable`)'),
   PLATFORM_ADMIN_PORT: integer(0, 65535).default(3021).describe('the port of the admin dashboard (0: any free port)'),
-  PLATFORM_ADMIN_HOST: nonEmpty.default('127.0.0.1').describe('the address the admin dashboard listens on (loopback unless a proxy must reach it)'),
+  PLATFORM_ADMIN_HOST: nonEmpty
+    .refine((value) => net.isIP(value) !== 0 || /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value), {
+      error: 'must be an IP address or a host name, such as 127.0.0.1',
+    })
+    .default('127.0.0.1')
+    .describe('the address the admin dashboard listens on (loopback unless a proxy must reach it)'),
   PLATFORM_ADMIN_USER: z
     .string()
     .trim()

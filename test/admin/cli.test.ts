@@ -118,6 +118,7 @@ describe('plinth admin', () => {
       ['PLATFORM_ADMIN_TOTP_SECRET', 'not base32!'],
       ['PLATFORM_PROJECT_PATH', 'relative/path'],
       ['PLATFORM_ADMIN_USER', 'two words'],
+      ['PLATFORM_ADMIN_HOST', 'not a host!'],
     ]) {
       let problem: unknown;
       try {

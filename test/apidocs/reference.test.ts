@@ -433,6 +433,7 @@ describe('plugins and custom services', () => {
       'errors',
       'billing',
       'newsletter',
+      'admin',
       'files',
       'health',
       'docs',

@@ -76,7 +76,8 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
         const token = sessionToken(request);
         const session = await services.sessions.touch(token);
         if (!session || token === undefined) return sendError(reply, 401, 'UNAUTHENTICATED', 'Log in first: no admin session, or it has ended');
-        if (CHANGING_METHODS.has(request.method) && !services.sessions.csrfMatches(token, request.headers['x-csrf-token'] as string | undefined)) {
+        const csrfToken = request.headers['x-csrf-token'];
+        if (CHANGING_METHODS.has(request.method) && !services.sessions.csrfMatches(token, typeof csrfToken === 'string' ? csrfToken : undefined)) {
           return sendError(reply, 403, 'CSRF_TOKEN_INVALID', 'X-CSRF-Token is missing or is not the token of this session');
         }
         request.adminSession = { token, session };

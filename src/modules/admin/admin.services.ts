@@ -22,6 +22,9 @@ export interface AdminServices {
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
   const { config, dataSource, jobs, shutdown } = platform;
   const logger = platform.logger.child({ module: 'admin' });
+  if (config.admin.enabled && !config.admin.passwordHash) {
+    logger.warn('the admin dashboard is enabled without PLATFORM_ADMIN_PASSWORD: nobody can log in (plinth admin password)');
+  }
   return {
     listen: config.admin.enabled ? { host: config.admin.host, port: config.admin.port } : undefined,
     sessions: new AdminSessions(dataSource, config.admin, new PasswordHasher(config.auth.passwordHash), logger),
