@@ -49,7 +49,7 @@ export type ResolverClass<Services> = new (services: Services) => object;
  * One area of the product: the module contract. `src/modules/index.ts` lists
  * the modules; start-up and the schema builder iterate over that list and name none of them.
  */
-export interface PlinthModule<Services = unknown> {
+export interface PlinthModule<Services = unknown, Declared = unknown> {
   name: string;
   /** Resolver classes of the one schema; each is constructed with this module's services. */
   resolvers?: ResolverClass<Services>[];
@@ -96,6 +96,12 @@ export interface PlinthModule<Services = unknown> {
    * --with-metadata` prints the result; no services are created for it).
    */
   declaredSchema?(schema: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema>;
+  /**
+   * What the module's stored metadata gives the `declaredSchema` of a module listed after it, as
+   * `create` gives it services (that module calls it on this module's object): the same
+   * extensions as served, in the same order, with no services.
+   */
+  declared?(manager: EntityManager): Promise<Declared>;
 }
 
 /** A module of any services type, as the list holds them. */

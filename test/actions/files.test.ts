@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { buildClientSchema, buildSchema, getIntrospectionQuery, lexicographicSortSchema, printSchema, type IntrospectionQuery } from 'graphql';
 import { startActionHandler, type ActionHandlerServer } from '../support/action-handler';
 import { postGraphQL } from '../support/graphql';
+import { metadataRequest } from '../support/metadata';
 import { ADMIN_SECRET, startTestServer, testEnvironment, type TestServer } from '../support/server';
 import { runCli } from '../support/spawn';
 import { bearer, signToken } from '../support/tokens';
@@ -181,4 +183,40 @@ it("plinth schema prints Plinth's own schema, and with --with-metadata the serve
   expect(served.stdout).toContain('signUp(\n    """who signs up"""\n    input: SignUpInput!\n  ): SignUpOutput');
   expect(served.stdout).toContain('quote(symbol: String!): Quote');
   expect(served.stdout).toContain('scalar uuid');
+});
+
+it("plinth schema --with-metadata prints the schema served to the admin, with the custom types' relationships to tables", async () => {
+  await server.database.query(`
+    CREATE TABLE files_accounts (id uuid PRIMARY KEY, email text NOT NULL);
+    CREATE TABLE files_signups (id serial PRIMARY KEY, account_id uuid NOT NULL, at timestamptz NOT NULL DEFAULT now());
+  `);
+  const exported = await metadataRequest(server.url, { type: 'export_metadata', args: {} });
+  const customTypes = exported.body.custom_types as { objects: { name: string; relationships?: unknown[] }[] };
+  const relationships = [
+    { name: 'account', type: 'object', remote_table: 'files_accounts', field_mapping: { id: 'id' } },
+    { name: 'signups', type: 'array', remote_table: { schema: 'public', name: 'files_signups' }, field_mapping: { id: 'account_id' } },
+  ];
+  const changed = await metadataRequest(server.url, {
+    type: 'bulk',
+    args: [
+      ...['files_accounts', 'files_signups'].map((table) => ({ type: 'pg_track_table', args: { table } })),
+      {
+        type: 'set_custom_types',
+        args: { ...customTypes, objects: customTypes.objects.map((object) => (object.name === 'SignUpOutput' ? { ...object, relationships } : object)) },
+      },
+    ],
+  });
+  expect(changed).toMatchObject({ status: 200 });
+
+  const printed = await runCli(['schema', '--with-metadata'], env());
+  expect(printed).toMatchObject({ code: 0 });
+  const introspection = await postGraphQL<IntrospectionQuery>(
+    server.graphqlUrl,
+    { query: getIntrospectionQuery({ specifiedByUrl: true }) },
+    { 'x-gql-admin-secret': ADMIN_SECRET },
+  );
+  expect(introspection.body.errors).toBeUndefined();
+  const servedToAdmin = printSchema(lexicographicSortSchema(buildClientSchema(introspection.body.data!)));
+  expect(servedToAdmin).toMatch(/type SignUpOutput \{[^}]*account: files_accounts\n[^}]*signups\([^}]*\): \[files_signups!\]!/);
+  expect(printSchema(lexicographicSortSchema(buildSchema(printed.stdout)))).toBe(servedToAdmin);
 });

@@ -483,6 +483,11 @@ function joinedTypes(customTypes: CustomTypes): JoinedType[] {
     }));
 }
 
+/** The stored custom types' relationships to tables: the tables module adds their fields to the declared schema, after its own. */
+export async function storedJoinedTypes(manager: EntityManager): Promise<JoinedType[]> {
+  return joinedTypes((await storedActions(manager)).customTypes);
+}
+
 /** Plinth's schema with the stored actions, resolving nothing: what `plinth schema --with-metadata` prints. */
 export async function schemaWithStoredActions(base: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema> {
   return extendWithActions(base, await storedActions(manager));

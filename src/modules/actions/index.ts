@@ -1,14 +1,15 @@
 import type { PlinthModule } from '../../platform/module';
 import { actionsFiles } from './actions.files';
 import { createActionsService } from './actions.services';
-import { type ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions } from './actions.service';
+import type { JoinedType } from '../tables/tables.joins';
+import { type ActionsService, ASYNC_ACTION_QUEUE, schemaWithStoredActions, storedJoinedTypes } from './actions.service';
 
 /**
  * The action engine (spec 1 §1.2, §2.3, §5): user-declared actions and their custom types are
  * metadata (POST /v1/metadata, metadata/actions.graphql and actions.yaml), added to the served
  * schema, and resolved by POSTing Hasura's payload to their handlers.
  */
-export const actionsModule: PlinthModule<ActionsService> = {
+export const actionsModule: PlinthModule<ActionsService, JoinedType[]> = {
   name: 'actions',
   create: (platform) => createActionsService(platform),
   work: (service) => service.followChanges(),
@@ -31,6 +32,7 @@ export const actionsModule: PlinthModule<ActionsService> = {
   }),
   metadataFiles: actionsFiles,
   declaredSchema: schemaWithStoredActions,
+  declared: storedJoinedTypes,
   jobs: (service) => [
     {
       queue: ASYNC_ACTION_QUEUE,

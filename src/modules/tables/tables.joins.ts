@@ -132,26 +132,8 @@ export class TableJoinsService implements TableJoins {
   }
 
   extend(schema: GraphQLSchema, types: readonly JoinedType[]): GraphQLSchema {
-    const served = this.tables.served();
-    const owners: { owner: TableModel; fields: string[] }[] = [];
-    for (const type of types) {
-      if (!isObjectType(schema.getType(type.name))) continue;
-      const owner = ownerModel(type, served, schema);
-      const fields: string[] = [];
-      for (const relationship of owner.relationships.values()) {
-        const target = relationship.target.typeName;
-        if (relationship.kind === 'object') fields.push(`  ${relationship.name}: ${target}`);
-        else {
-          fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
-          if (isObjectType(schema.getType(`${target}_aggregate`)))
-            fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
-        }
-      }
-      if (fields.length) owners.push({ owner, fields });
-    }
-    if (owners.length === 0) return schema;
-    const extended = extendSchema(schema, parse(owners.map(({ owner, fields }) => `extend type ${owner.typeName} {\n${fields.join('\n')}\n}`).join('\n\n')));
-    for (const { owner } of owners) {
+    const { schema: extended, owners } = withJoinFields(schema, types, this.tables.served());
+    for (const owner of owners) {
       const type = extended.getType(owner.typeName);
       if (!isObjectType(type)) continue;
       for (const relationship of owner.relationships.values()) {
@@ -194,6 +176,40 @@ export class TableJoinsService implements TableJoins {
     if (rows.length !== batch.parents.length) throw new GraphQLError('a relationship statement answered another number of rows than objects');
     for (const [index, { resolve }] of batch.settle.entries()) resolve((rows[index].j as Record<string, unknown>)[responseKey]);
   }
+}
+
+/**
+ * `schema` with a field per relationship of `types` to a table of `served` that `schema` shows,
+ * resolving nothing (the served schema's `extend` and `plinth schema --with-metadata` both use
+ * it, so the printed schema is the served one); `owners` are the object types given fields, as
+ * tables the compiler can join from.
+ */
+export function withJoinFields(
+  schema: GraphQLSchema,
+  types: readonly JoinedType[],
+  served: ReadonlyMap<string, TableModel>,
+): { schema: GraphQLSchema; owners: TableModel[] } {
+  const owners: { owner: TableModel; fields: string[] }[] = [];
+  for (const type of types) {
+    if (!isObjectType(schema.getType(type.name))) continue;
+    const owner = ownerModel(type, served, schema);
+    const fields: string[] = [];
+    for (const relationship of owner.relationships.values()) {
+      const target = relationship.target.typeName;
+      if (relationship.kind === 'object') fields.push(`  ${relationship.name}: ${target}`);
+      else {
+        fields.push(`  ${relationship.name}(${listArguments(target)}): [${target}!]!`);
+        if (isObjectType(schema.getType(`${target}_aggregate`)))
+          fields.push(`  ${relationship.name}_aggregate(${listArguments(target)}): ${target}_aggregate!`);
+      }
+    }
+    if (fields.length) owners.push({ owner, fields });
+  }
+  if (owners.length === 0) return { schema, owners: [] };
+  return {
+    schema: extendSchema(schema, parse(owners.map(({ owner, fields }) => `extend type ${owner.typeName} {\n${fields.join('\n')}\n}`).join('\n\n'))),
+    owners: owners.map(({ owner }) => owner),
+  };
 }
 
 /**

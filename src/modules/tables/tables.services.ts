@@ -3,7 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { one } from '../../db/sql';
 import type { ModuleServices, Platform } from '../../platform/module';
 import { actionsModule } from '../actions';
-import { readCatalog } from './tables.catalog';
+import { readCatalog, tableKey } from './tables.catalog';
+import { withJoinFields } from './tables.joins';
 import type { TrackedTableEntry } from './tables.metadata';
 import { resolveTables } from './tables.model';
 import { extendWithTables } from './tables.schema';
@@ -26,17 +27,20 @@ export async function createTablesService({ config, dataSource, schema, pubSub, 
   return service;
 }
 
-/** Plinth's schema with the stored tracked tables, resolving nothing: what `plinth schema --with-metadata` prints. */
+/**
+ * Plinth's schema with the stored tracked tables, then the actions' relationships to them (as
+ * served: their fields come after the tables), resolving nothing: what `plinth schema
+ * --with-metadata` prints.
+ */
 export async function schemaWithStoredTables(base: GraphQLSchema, manager: EntityManager): Promise<GraphQLSchema> {
-  const { tables } = (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!;
-  return extendWithTables(
-    base,
-    resolveTables(
-      tables,
-      await readCatalog(
-        manager,
-        tables.map((entry) => entry.table),
-      ),
-    ).tables,
+  const { tables: entries } = (await one<{ tables: TrackedTableEntry[] }>(manager, 'SELECT tables FROM tables_metadata WHERE id = 1'))!;
+  const { tables } = resolveTables(
+    entries,
+    await readCatalog(
+      manager,
+      entries.map((entry) => entry.table),
+    ),
   );
+  const served = new Map(tables.map((table) => [tableKey(table.table), table]));
+  return withJoinFields(extendWithTables(base, tables), (await actionsModule.declared?.(manager)) ?? [], served).schema;
 }
