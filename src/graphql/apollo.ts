@@ -21,6 +21,7 @@ import { countTakenIn } from '../platform/text-caches';
 import { runWithSessionVariables } from '../db/session-variables';
 import { SUBSCRIPTIONS_PATH } from './subscriptions';
 import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
+import { isVariableValueError } from './variable-errors';
 
 export interface ApolloSettings {
   introspection: boolean;
@@ -145,7 +146,7 @@ function maskUnexpected(formatted: GraphQLFormattedError, error: unknown, devMod
   if (formatted.extensions?.code !== 'INTERNAL_SERVER_ERROR') return formatted;
   const original = unwrapResolverError(error);
   if (isUncodedClientError(original)) return { message: formatted.message, extensions: { code: 'BAD_REQUEST' } };
-  if (isVariableErrorLimit(original)) return { message: formatted.message, extensions: { code: 'BAD_USER_INPUT' } };
+  if (isVariableValueError(original)) return { message: formatted.message, extensions: { code: 'BAD_USER_INPUT' } };
   if (isDatabaseUnavailable(original)) {
     return { message: DATABASE_UNAVAILABLE_MESSAGE, locations: formatted.locations, path: formatted.path, extensions: { code: 'SERVICE_UNAVAILABLE' } };
   }
@@ -171,14 +172,6 @@ function isUncodedClientError(error: unknown): error is GraphQLError {
   return status !== undefined && status >= 400 && status < 500;
 }
 
-/**
- * graphql-js stops coercing variables after 50 errors with an uncoded GraphQLError of its own: the
- * variables' fault, as the 50 before it are (a big input type given garbage reaches it).
- */
-function isVariableErrorLimit(error: unknown): error is GraphQLError {
-  return error instanceof GraphQLError && !error.extensions.code && error.message.startsWith('Too many errors processing variables');
-}
-
 // The plugins keep no per-request state, so each builds its listener once rather than per request.
 
 function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
@@ -188,8 +181,8 @@ function unexpectedErrorLogging(): ApolloServerPlugin<GraphQLContext> {
         const original = unwrapResolverError(error);
         if (original instanceof GraphQLError && original.extensions.code) continue;
         if (error.extensions.code && error.extensions.code !== 'INTERNAL_SERVER_ERROR') continue;
-        if (isUncodedClientError(original) || isVariableErrorLimit(original)) {
-          contextValue?.logger.debug({ reason: original.message }, 'GraphQL request refused');
+        if (isUncodedClientError(original) || isVariableValueError(original)) {
+          contextValue?.logger.debug({ reason: (original as GraphQLError).message }, 'GraphQL request refused');
           continue;
         }
         // The request's logger carries its id; Apollo's own serves calls made without HTTP.

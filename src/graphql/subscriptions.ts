@@ -30,6 +30,7 @@ import { documentSizeError, type QueryLimits } from './limits';
 import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
 import { serveGraphQLWs, type SocketExtra } from './ws-server';
 import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
+import { isVariableValueError } from './variable-errors';
 import { ServedSchema } from '../platform/served-schema';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
@@ -300,12 +301,13 @@ function flatAscii(text: string): string {
   return Buffer.from(text, 'latin1').toString('latin1');
 }
 
-/** Unexpected resolver errors are logged, and masked for the client, as on HTTP. */
+/** Unexpected resolver errors are logged, and masked for the client, as on HTTP; variables refused get HTTP's code. */
 function maskedResult(result: ExecutionResult, context: GraphQLContext, logger: FastifyBaseLogger): ExecutionResult {
   if (!result.errors) return result;
   return {
     ...result,
     errors: result.errors.map((error) => {
+      if (isVariableValueError(error)) return withCode(error, 'BAD_USER_INPUT');
       if (error.extensions?.code || error.originalError instanceof GraphQLError) return error;
       logger.error({ err: error.originalError ?? error, reqId: context.requestId, path: error.path }, 'unexpected GraphQL error');
       return new GraphQLError(INTERNAL_ERROR_MESSAGE, { path: error.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });

@@ -113,6 +113,38 @@ describe('graphql-ws authentication and protocol', () => {
     });
   });
 
+  it.each([
+    ['a value that does not coerce', { id: 'nope' }, 'BAD_USER_INPUT', /^Variable "\$id" got invalid value "nope"/],
+    ['a required variable left out', {}, 'BAD_USER_INPUT', /^Variable "\$id" of required type "UUID!" was not provided\.$/],
+  ])("answers %s with HTTP's code", async (_case, variables, code, message) => {
+    const { received } = await rawSocket(
+      server.wsUrl,
+      [
+        { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+        { id: '1', type: 'subscribe', payload: { query: 'subscription ($id: UUID!) { reportJobUpdated(job_id: $id) { job_id } }', variables } },
+      ],
+      { closeAfterMs: 1000 },
+    );
+    const [error] = (received[1] as { payload: { errors: { message: string; extensions?: { code?: string } }[] } }).payload.errors;
+    expect(error.extensions?.code).toBe(code);
+    expect(error.message).toMatch(message);
+  });
+
+  it('answers a variable used where its type does not fit with GRAPHQL_VALIDATION_FAILED', async () => {
+    const { received } = await rawSocket(
+      server.wsUrl,
+      [
+        { type: 'connection_init', payload: { headers: { 'x-gql-admin-secret': ADMIN_SECRET } } },
+        { id: '1', type: 'subscribe', payload: { query: 'subscription ($id: String!) { reportJobUpdated(job_id: $id) { job_id } }', variables: { id: 'x' } } },
+      ],
+      { closeAfterMs: 1000 },
+    );
+    expect(received[1]).toMatchObject({
+      type: 'error',
+      payload: [{ message: 'Variable "$id" of type "String!" used in position expecting type "UUID!".', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }],
+    });
+  });
+
   it('closes with 4401 when a client subscribes before connection_init', async () => {
     const { code } = await rawSocket(server.wsUrl, [SUBSCRIBE_MESSAGE]);
     expect(code).toBe(4401);

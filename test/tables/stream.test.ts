@@ -441,9 +441,27 @@ describe('bad arguments', () => {
     expect((await twoColumns.error()).message).toMatch(/multiple column cursors/);
     const negative = new Stream(query, asAdmin, { size: -1, cursor: [{ initial_value: { id: 1 } }] });
     expect((await negative.error()).message).toMatch(/positive integer/);
+    // graphql-js's coercion errors, with HTTP's code (graphql-ws alone would send them without one).
     const wrongType = new Stream(query, asAdmin, { size: 1, cursor: [{ initial_value: { id: 'abc' } }] });
-    // graphql-js's coercion error (graphql-ws sends it without a code, as for any subscription).
-    expect((await wrongType.error()).message).toMatch(/\$cursor.*Int cannot represent/);
+    expect(await wrongType.error()).toEqual({
+      message: 'Variable "$cursor" got invalid value "abc" at "cursor[0].initial_value.id"; Int cannot represent non-integer value: "abc"',
+      code: 'BAD_USER_INPUT',
+    });
+    const missing = new Stream(query, asAdmin, { cursor: [{ initial_value: { id: 1 } }] });
+    expect(await missing.error()).toEqual({ message: 'Variable "$size" of required type "Int!" was not provided.', code: 'BAD_USER_INPUT' });
+    const misused = new Stream('subscription ($size: String!) { s_events_stream(batch_size: $size, cursor: { initial_value: { id: 1 } }) { id } }', asAdmin, {
+      size: '1',
+    });
+    expect(await misused.error()).toEqual({
+      message: 'Variable "$size" of type "String!" used in position expecting type "Int!".',
+      code: 'GRAPHQL_VALIDATION_FAILED',
+    });
+    // HTTP answers the same mistakes with the same codes.
+    const overHttp = async (text: string, variables: Record<string, unknown>) =>
+      (await postGraphQL(server.graphqlUrl, { query: text, variables }, asAdmin)).body.errors?.map((error) => error.extensions?.code);
+    expect(await overHttp('query ($limit: Int) { s_events(limit: $limit) { id } }', { limit: 'ten' })).toEqual(['BAD_USER_INPUT']);
+    expect(await overHttp('query ($limit: Int!) { s_events(limit: $limit) { id } }', {})).toEqual(['BAD_USER_INPUT']);
+    expect(await overHttp('query ($limit: String) { s_events(limit: $limit) { id } }', {})).toEqual(['GRAPHQL_VALIDATION_FAILED']);
     await insert(alice, 2);
     const good = new Stream(query, asAdmin, { size: 5, cursor: [{ initial_value: { id: 0 } }] });
     expect(await good.ids()).toEqual([1, 2]);
