@@ -406,3 +406,47 @@ describe('the session of a generated mutation', () => {
     }
   });
 });
+
+describe('an exception a trigger raises', () => {
+  beforeAll(async () => {
+    await rows(`
+      CREATE TABLE m_stock (id serial PRIMARY KEY, item text NOT NULL, quantity int NOT NULL);
+      CREATE FUNCTION m_stock_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        IF NEW.quantity < 0 THEN RAISE EXCEPTION 'stock cannot go negative'; END IF;
+        IF NEW.quantity > 100 THEN RAISE EXCEPTION 'the shelf holds at most 100 of %', NEW.item USING ERRCODE = '23514'; END IF;
+        RETURN NEW; END $$;
+      CREATE TRIGGER m_stock_guard BEFORE INSERT ON m_stock FOR EACH ROW EXECUTE FUNCTION m_stock_guard();
+    `);
+    expect(await metadata({ type: 'pg_track_table', args: { table: 'm_stock' } })).toMatchObject({ status: 200 });
+  });
+
+  const stockAndAuthor = (quantity: number) =>
+    gql(
+      'mutation ($quantity: Int!) { a: insert_m_authors_one(object: {name: "A"}) { id } s: insert_m_stock_one(object: {item: "bolts", quantity: $quantity}) { id } }',
+      asAdmin,
+      {
+        quantity,
+      },
+    );
+  const written = async () => [await rows('SELECT count(*)::int AS n FROM m_authors'), await rows('SELECT count(*)::int AS n FROM m_stock')];
+
+  it('reaches the client with its message (postgres-error), nothing else of the database, and undoes the whole mutation', async () => {
+    const body = await stockAndAuthor(-1);
+    expect(body.data).toEqual({ a: null, s: null });
+    expect(body.errors).toEqual([
+      { message: 'stock cannot go negative', locations: [{ line: 1, column: 82 }], path: ['s'], extensions: { code: 'postgres-error' } },
+    ]);
+    expect(JSON.stringify(body)).not.toMatch(/INSERT|m_stock_guard|PL\/pgSQL|P0001|stack/i);
+    expect(await written()).toEqual([[{ n: 0 }], [{ n: 0 }]]);
+  });
+
+  it("raised with a class 23 SQLSTATE, is a constraint violation with the trigger's message", async () => {
+    const body = await stockAndAuthor(101);
+    expect(body.errors).toMatchObject([
+      { message: 'Check constraint violation. the shelf holds at most 100 of bolts', path: ['s'], extensions: { code: 'constraint-violation' } },
+    ]);
+    expect(Object.keys(body.errors![0].extensions!)).toEqual(['code']);
+    expect(await written()).toEqual([[{ n: 0 }], [{ n: 0 }]]);
+    expect((await data('mutation { insert_m_stock_one(object: {item: "nuts", quantity: 100}) { quantity } }')).insert_m_stock_one).toEqual({ quantity: 100 });
+  });
+});

@@ -23,6 +23,9 @@ const VIOLATIONS: Record<string, string> = {
   '23P01': 'Exclusion violation',
 };
 
+/** PostgreSQL's raise_exception: what RAISE EXCEPTION gives when it names no SQLSTATE. */
+const RAISE_EXCEPTION = 'P0001';
+
 /**
  * Runs the generated mutation root fields of an operation: when the first of them resolves, all of
  * them are compiled (a refusal stops everything before anything is written) and run in order in
@@ -137,6 +140,8 @@ export class MutationRunner {
     if (VIOLATIONS[code] || code.startsWith('23')) {
       return new GraphQLError(`${VIOLATIONS[code] ?? 'Integrity constraint violation'}. ${message}`, { extensions: { code: 'constraint-violation' } });
     }
+    // RAISE EXCEPTION without a SQLSTATE (a trigger's or function's refusal): its author wrote the message for the caller.
+    if (code === RAISE_EXCEPTION) return new GraphQLError(message, { extensions: { code: 'postgres-error' } });
     // An upsert naming one conflicting row twice ("ON CONFLICT DO UPDATE command cannot affect row a second time").
     if (code === '21000') return new GraphQLError(`invalid input: ${message}`, { extensions: { code: 'BAD_USER_INPUT' } });
     if (changedUnderMetadata(error)) return this.onStaleCatalog(table, error as Error);
