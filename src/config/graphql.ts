@@ -46,6 +46,19 @@ export const graphqlVariables = {
   GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER: integer(1, 1_000_000)
     .default(200)
     .describe('subscriptions live at once for one user across its connections on an instance; past it the subscription gets an `error` with `QUOTA_EXCEEDED`'),
+  GQL_GRAPHQL_WS_MAX_LIVE_QUERIES_PER_CONNECTION: integer(1, 1_000_000)
+    .default(50)
+    .describe(
+      "live queries (the generated API's query root fields as subscriptions) live at once on one graphql-ws connection, the admin's too; past it the subscription gets an `error` with `QUOTA_EXCEEDED`",
+    ),
+  GQL_GRAPHQL_LIVE_QUERIES_FALLBACK_INTERVAL_MS: integer(0, 3_600_000)
+    .default(10_000)
+    .describe(
+      'how often every live query is refetched besides the refetches that committed changes to the tables it reads trigger, for changes those miss (a view, a table it reads through a permission `_exists`); 0: never',
+    ),
+  GQL_GRAPHQL_LIVE_QUERIES_BATCH_SIZE: integer(1, 100_000)
+    .default(1000)
+    .describe('most cohorts of a live query (subscribers with other variables or session values) refetched by one statement'),
   GQL_GRAPHQL_CORS_DOMAIN: z
     .string()
     .trim()
@@ -114,6 +127,11 @@ export const graphql = {
         connectionsPerUser: values.GQL_GRAPHQL_WS_MAX_CONNECTIONS_PER_USER,
         subscriptionsPerConnection: values.GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION,
         subscriptionsPerUser: values.GQL_GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_USER,
+        liveQueriesPerConnection: values.GQL_GRAPHQL_WS_MAX_LIVE_QUERIES_PER_CONNECTION,
+      },
+      liveQueries: {
+        fallbackIntervalMs: values.GQL_GRAPHQL_LIVE_QUERIES_FALLBACK_INTERVAL_MS,
+        batchSize: values.GQL_GRAPHQL_LIVE_QUERIES_BATCH_SIZE,
       },
       corsOrigins: values.GQL_GRAPHQL_CORS_DOMAIN,
       compiledExecution: { enabled: values.GQL_GRAPHQL_COMPILED_EXECUTION, cacheBytes: values.GQL_GRAPHQL_COMPILED_CACHE_BYTES },

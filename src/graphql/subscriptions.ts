@@ -34,6 +34,8 @@ import { isVariableValueError } from './variable-errors';
 import { ServedSchema } from '../platform/served-schema';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
+/** Field extension of a live query's subscription field (the generated API's query root fields): counted against their own limit per connection. */
+export const LIVE_QUERY_EXTENSION = 'plinthLiveQuery';
 
 export interface SubscriptionSettings extends SessionSettings {
   initTimeoutMs: number;
@@ -65,6 +67,8 @@ interface ConnectionState {
    */
   held?: Map<string, { payload: object; counted: boolean }>;
   counted?: number;
+  /** Its live queries from onSubscribe to onComplete: the subscribe message's payload, by id. */
+  liveQueries?: Map<string, object>;
 }
 
 /**
@@ -160,6 +164,17 @@ export function attachSubscriptions(
     return undefined;
   };
 
+  /** Counts the connection's new live query, or says why it may not have one (the admin role too: each costs a cohort's refetch). */
+  const holdLiveQuery = (ctx: Context<Record<string, unknown> | undefined, SocketExtra>, id: string, payload: object): GraphQLError | undefined => {
+    const live = (stateOf(ctx.extra).liveQueries ??= new Map());
+    const most = wsLimits.liveQueriesPerConnection;
+    // Those the client completed already stop counting now (onComplete comes some turns later).
+    if (live.size >= most) for (const liveId of live.keys()) if (!(liveId in ctx.subscriptions)) live.delete(liveId);
+    if (live.size >= most) return quotaError(`Too many live queries on this connection: at most ${most} at once; complete one first`);
+    live.set(id, payload);
+    return undefined;
+  };
+
   const disposable = serveGraphQLWs<Record<string, unknown> | undefined>(
     {
       schema: () => currentSchema(),
@@ -187,14 +202,22 @@ export function attachSubscriptions(
         const tooComplex = limits.complexityError(document, payload.operationName, payload.variables ?? undefined, schema);
         if (tooComplex) return [tooComplex];
         // Counted last: graphql-ws reports completion (onComplete) only of what onSubscribe let through.
+        if (isLiveQuery(schema, document, payload.operationName ?? undefined)) {
+          const refusedLive = holdLiveQuery(ctx, id, payload);
+          if (refusedLive) return [refusedLive];
+        }
         const refused = holdSubscription(ctx, id, payload);
-        if (refused) return [refused];
+        if (refused) {
+          if (stateOf(ctx.extra).liveQueries?.get(id) === payload) stateOf(ctx.extra).liveQueries!.delete(id);
+          return [refused];
+        }
         const args: ExecutionArgs = { schema, document, operationName: payload.operationName, variableValues: payload.variables };
         subscribers.set(args, { id, source: executionKey(served, schema, payload.query), socket: ctx.extra.socket });
         return args;
       },
       onComplete: (ctx, id, payload) => {
         const state = stateOf(ctx.extra);
+        if (state.liveQueries?.get(id) === payload) state.liveQueries.delete(id);
         const entry = state.held?.get(id);
         if (entry?.payload !== payload) return;
         state.held!.delete(id);
@@ -243,6 +266,7 @@ export function attachSubscriptions(
       onClose: (ctx) => {
         const state = stateOf(ctx.extra);
         clearTimeout(state.expiryTimer);
+        state.liveQueries = undefined;
         if (state.holder === undefined) return;
         // Subscriptions whose completion comes after this find nothing left to release.
         connectionsHeld.release(state.holder);
@@ -328,6 +352,16 @@ function prepareDocument(query: string, schema: GraphQLSchema, limits: QueryLimi
   const invalid = validate(schema, document, [...specifiedRules, ...limits.rules]);
   if (invalid.length > 0) return invalid.map((error) => withCode(error, 'GRAPHQL_VALIDATION_FAILED'));
   return document;
+}
+
+/** Whether the operation's root field is a live query (LIVE_QUERY_EXTENSION). */
+function isLiveQuery(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): boolean {
+  const operation = getOperationAST(document, operationName);
+  if (operation?.operation !== 'subscription') return false;
+  const fields = schema.getSubscriptionType()?.getFields() ?? {};
+  return operation.selectionSet.selections.some(
+    (selection) => selection.kind === 'Field' && fields[selection.name.value]?.extensions?.[LIVE_QUERY_EXTENSION] === true,
+  );
 }
 
 /** A subscription refused for a limit on what is held at once: nothing to wait for but the end of another. */

@@ -1,6 +1,7 @@
 import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { offerRawAnswer, type RawFieldRequest } from '../../graphql/raw-root-fields';
+import { LIVE_QUERY_EXTENSION } from '../../graphql/subscriptions';
 import { tableText } from './tables.metadata';
 import {
   GRAPHQL_BUILT_IN_SCALARS,
@@ -25,6 +26,7 @@ import {
   relationshipInsertTypesSdl,
 } from './tables.mutation-schema';
 import { CURSOR_ORDERING_ENUM, showsStream, streamRootSdl, streamTypeNames, streamTypesSdl } from './tables.stream-schema';
+import { liveEventValue, type LiveEvent } from './tables.live-queries';
 
 /** What the generated root fields call: the service, which compiles and runs one statement. */
 export interface TableRunner {
@@ -34,6 +36,8 @@ export interface TableRunner {
   mutate?(table: TableModel, kind: MutationKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<unknown>;
   /** `<table>_stream`'s events: its batches of rows (or the error that ended it). */
   stream?(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<unknown>>;
+  /** A live query's events (the subscription field of a query root field). */
+  live?(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<LiveEvent>>;
 }
 
 /** Marks a generated mutation root field (in its extensions): the table and kind it writes. */
@@ -215,7 +219,7 @@ export function generatedNames(tables: readonly TableModel[]): Set<string> {
   return new Set(
     tables.flatMap((table) => [
       ...generatedTypeNames(table),
-      ...rootFieldNames(table).map((field) => `Query.${field}`),
+      ...rootFieldNames(table).flatMap((field) => [`Query.${field}`, `Subscription.${field}`]),
       ...mutationFieldNames(table).map((field) => `Mutation.${field}`),
       `Subscription.${table.streamRoot}`,
     ]),
@@ -246,6 +250,11 @@ export function nameClash(base: GraphQLSchema, table: TableModel, others: readon
       return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Query.${field}: set custom_root_fields or a custom_name`;
     const other = others.find((candidate) => rootFieldNames(candidate).includes(field));
     if (other) return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the one generated for ${tableText(other.table)}`;
+  }
+  const subscription = base.getSubscriptionType()?.getFields() ?? {};
+  for (const field of rootFieldNames(table)) {
+    if (subscription[field] && !ours.has(`Subscription.${field}`))
+      return `the root field ${field} generated for the table ${tableText(table.table)} clashes with the field Subscription.${field}: set custom_root_fields or a custom_name`;
   }
   const mutation = base.getMutationType()?.getFields() ?? {};
   for (const field of mutationFieldNames(table)) {
@@ -339,13 +348,14 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
         : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
     );
   }
-  const streamRoots = views.flatMap((view) => streamRootSdl(view) ?? []).join('\n');
-  if (streamRoots) {
+  // Every query root field is also a live query (Hasura's subscription_root), beside the streams.
+  const subscriptionRoots = [roots, ...views.flatMap((view) => streamRootSdl(view) ?? [])].filter(Boolean).join('\n');
+  if (subscriptionRoots) {
     const subscriptionRoot = base.getSubscriptionType();
     parts.push(
       subscriptionRoot
-        ? `extend type ${subscriptionRoot.name} {\n${streamRoots}\n}`
-        : `type Subscription {\n${streamRoots}\n}\n\nextend schema {\n  subscription: Subscription\n}`,
+        ? `extend type ${subscriptionRoot.name} {\n${subscriptionRoots}\n}`
+        : `type Subscription {\n${subscriptionRoots}\n}\n\nextend schema {\n  subscription: Subscription\n}`,
     );
   }
   const schema = extendSchema(base, parse(parts.join('\n\n')));
@@ -360,6 +370,7 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
  */
 function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], runner: TableRunner): void {
   const query = schema.getQueryType()!.getFields();
+  const subscription = schema.getSubscriptionType()?.getFields() ?? {};
   const byResponseKey: GraphQLFieldResolver<Record<string, unknown>, unknown> = (source, _args, _context, info) => source[info.path.key as string];
   for (const view of views) {
     const { table } = view;
@@ -376,6 +387,14 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       >;
       const { selectJson } = runner;
       if (selectJson) offerRawAnswer(query[field], (request) => selectJson.call(runner, table, kind, request));
+      const liveField = subscription[field];
+      if (!liveField || !runner.live) continue;
+      liveField.extensions = { ...liveField.extensions, [LIVE_QUERY_EXTENSION]: true };
+      liveField.subscribe = ((_source, _args, context: GraphQLContext, info) => runner.live!(table, kind, info, context)) as GraphQLFieldResolver<
+        unknown,
+        GraphQLContext
+      >;
+      liveField.resolve = liveEventValue as GraphQLFieldResolver<unknown, unknown>;
     }
     const mutationRoot = schema.getMutationType()?.getFields() ?? {};
     for (const { kind } of runner.mutate ? mutationRootsSdl(view) : []) {

@@ -36,6 +36,10 @@ import { MutationRunner } from './tables.mutation-runner';
 import { conditionProblem, describeProblem, problemKey, problemsOf } from './tables.problems';
 import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
+import { LiveQueries, type LiveEvent, type LiveQuerySettings } from './tables.live-queries';
+import { asInputError, boundValues, changedUnderMetadata, qualified } from './tables.sql';
+import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
+import type { Metrics } from '../../platform/metrics';
 import { StatementCompiler } from './tables.compiler';
 import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
 import { TableJoinsService } from './tables.joins';
@@ -59,6 +63,9 @@ export interface TablesDependencies {
   logger: Logger;
   /** How long a streaming subscription waits between polls that found nothing more to send. */
   streamIntervalMs: number;
+  liveQueries: LiveQuerySettings;
+  shutdown: AbortSignal;
+  metrics?: Metrics;
 }
 
 /** The tracked tables as served: their entries, resolved against the catalog. */
@@ -88,6 +95,7 @@ export class TablesService implements TableRunner {
   private backendRoles = new Set<string>();
   private readonly mutations: MutationRunner;
   private readonly streams: TableStreams;
+  private readonly liveQueries: LiveQueries;
 
   /** Relationships to the tracked tables from other modules' object types (the actions'). */
   readonly joins: TableJoinsService;
@@ -106,6 +114,14 @@ export class TablesService implements TableRunner {
       staleCatalog: (table, error) => this.staleCatalog(error, table),
       intervalMs: deps.streamIntervalMs,
     });
+    this.liveQueries = new LiveQueries({
+      pool,
+      url: (deps.dataSource.options as unknown as { url: string }).url,
+      logger: deps.logger.child({ component: 'live-queries' }),
+      shutdown: deps.shutdown,
+      metrics: deps.metrics,
+      settings: deps.liveQueries,
+    });
     this.joins = new TableJoinsService({
       served: () => new Map(this.inSchema.map((table) => [tableKey(table.table), table])),
       compile: (info, context, build) => build(new StatementCompiler({ role: context.session.role, admin: isAdmin(context.session) }, this.served.byKey, info)),
@@ -122,9 +138,25 @@ export class TablesService implements TableRunner {
     });
   }
 
-  /** Follows changes made by any instance (the module's work). */
-  followChanges(): Promise<() => Promise<void>> {
-    return followMetadataChanges(this.deps.pubSub, CHANGED_TOPIC, () => this.reload(this.deps.dataSource.manager), this.deps.logger, 'tables metadata');
+  /** Follows changes made by any instance, to the metadata and to the tables live queries read (the module's work). */
+  async followChanges(): Promise<() => Promise<void>> {
+    const stopFollowing = await followMetadataChanges(
+      this.deps.pubSub,
+      CHANGED_TOPIC,
+      () => this.reload(this.deps.dataSource.manager),
+      this.deps.logger,
+      'tables metadata',
+    );
+    await this.liveQueries.start();
+    return async () => {
+      await this.liveQueries.close();
+      await stopFollowing();
+    };
+  }
+
+  /** Live queries and their cohorts now (for tests). */
+  get liveQueryStats(): { subscribers: number; cohorts: number } {
+    return this.liveQueries.stats;
   }
 
   /**
@@ -203,6 +235,8 @@ export class TablesService implements TableRunner {
     for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'inconsistent tables metadata');
     this.served = { entries, tables, byKey: new Map(tables.map((table) => [tableKey(table.table), table])), inconsistencies, version };
     this.deps.schema.rebuild();
+    // Planned under the metadata before (a permission may have narrowed): their subscribers subscribe again.
+    this.liveQueries.endAll(new GraphQLError('the tracked tables metadata changed: subscribe again', { extensions: { code: 'METADATA_CHANGED' } }));
   }
 
   // --- Metadata requests (POST /v1/metadata) ---------------------------------------------------
@@ -542,6 +576,22 @@ export class TablesService implements TableRunner {
   /** `<table>_stream`: its batches of rows after the cursor. */
   stream(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<unknown>> {
     return Promise.resolve(this.streams.open(table, info, context));
+  }
+
+  /** A live query: the root field's statement for the caller's role, its bound values, and the tracked tables its text reads. */
+  async live(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<LiveEvent>> {
+    try {
+      const statement = this.statements.compile(table, kind, info, context.session);
+      const values = boundValues(statement, context.session.variables, info.variableValues);
+      const reads = this.inSchema.filter((candidate) => statement.text.includes(qualified(candidate))).map((candidate) => candidate.table);
+      return await this.liveQueries.subscribe({ statement, values, tables: reads });
+    } catch (error) {
+      if (changedUnderMetadata(error)) throw this.staleCatalog(error as Error, table);
+      const given = asInputError(error);
+      if (given instanceof GraphQLError) throw given;
+      context.logger.error({ err: error }, 'a live query could not start');
+      throw new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    }
   }
 }
 

@@ -14,13 +14,19 @@ import { TablesService } from './tables.service';
  * The module's service, with the stored metadata loaded into the served schema; the actions'
  * relationships to tables are served through it (their fields are added after the tables).
  */
-export async function createTablesService({ config, dataSource, schema, pubSub, logger }: Platform, modules: ModuleServices): Promise<TablesService> {
+export async function createTablesService(
+  { dataSource, schema, pubSub, logger, config, shutdown, metrics }: Platform,
+  modules: ModuleServices,
+): Promise<TablesService> {
   const service = new TablesService({
     dataSource,
     schema,
     pubSub,
     logger: logger.child({ module: 'tables' }),
     streamIntervalMs: config.graphql.streamingRefetchIntervalMs,
+    liveQueries: config.graphql.liveQueries,
+    shutdown,
+    metrics,
   });
   await service.load();
   modules.get(actionsModule).useTables(service.joins);

@@ -1,0 +1,443 @@
+import { createHash } from 'node:crypto';
+import { GraphQLError } from 'graphql';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { Counter, Histogram } from 'prom-client';
+import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
+import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
+import type { Metrics } from '../../platform/metrics';
+import { PostgresListener, reportDatabaseTrouble } from '../../platform/pg-listener';
+import { tableKey } from '../../platform/sql-renames';
+import type { QualifiedTable } from './tables.metadata';
+import { asInputError, quote, type CompiledStatement } from './tables.sql';
+
+// The package is typed as an ES module but ships a CommonJS build, which require() loads.
+const { Repeater, SlidingBuffer } = require('@repeaterjs/repeater') as typeof RepeaterModule;
+// node-pg's own conversion of a bound value to the text it sends (arrays as array literals, dates as ISO text).
+const { prepareValue } = require('pg/lib/utils') as { prepareValue(value: unknown): string | Buffer | null };
+
+/** The channel the trigger function (migration LiveQueryNotify) announces changes on. */
+const CHANNEL = 'plinth_live';
+/** The statement-level trigger on each tracked table with live subscribers. */
+const TRIGGER = 'plinth_live_changed';
+/** PostgreSQL's JSON of a row of the statement: kept as text (its hash tells a change). */
+const JSON_AS_TEXT = { getTypeParser: () => (text: string) => text } as unknown as pg.CustomTypesConfig;
+
+export interface LiveQuerySettings {
+  /** Every live query is also refetched this often, for changes made outside the triggers (0: never). */
+  fallbackIntervalMs: number;
+  /** Most cohorts one refetch statement serves. */
+  batchSize: number;
+}
+
+export interface LiveQueryDependencies {
+  pool: pg.Pool;
+  /** Connection string for the LISTEN connection. */
+  url: string;
+  logger: Logger;
+  shutdown: AbortSignal;
+  metrics?: Metrics;
+  settings: LiveQuerySettings;
+}
+
+/** What a live query's subscriber receives: the field's value (parsed once per cohort), or the error that ends it. */
+export type LiveEvent = { value: unknown } | { error: GraphQLError };
+
+/** The field's value of an event, or its error (the field's resolver). */
+export function liveEventValue(event: LiveEvent): unknown {
+  if ('error' in event) throw event.error;
+  return event.value;
+}
+
+/** A subscription's request: the statement (with the role's permission in it), the values it binds, and the tables it reads. */
+export interface LiveRequest {
+  statement: CompiledStatement;
+  values: unknown[];
+  /** The tracked tables the statement reads. */
+  tables: readonly QualifiedTable[];
+}
+
+/** The answer of a statement that returns no row (a `_by_pk` of a missing key). */
+const NO_ROW = 'null';
+
+/**
+ * Live queries of the generated API (as Hasura's multiplexed live queries): subscribers with the
+ * same statement and bound values (variables and the session values it reads) form a cohort that
+ * runs once; the cohorts of one statement (a poller) are refetched together, up to the batch size
+ * in one statement that joins their values, each as a row of a JSON array, to the statement
+ * LATERAL. A cohort's subscribers get a result only when its text changed. A refetch follows a
+ * committed change to a table the statement reads (a statement-level trigger NOTIFYs every
+ * instance), bursts coalesced into one more refetch, and a fallback interval.
+ */
+export class LiveQueries {
+  private readonly pollers = new Map<string, Poller>();
+  /** Tables whose trigger this instance has seen in place. */
+  private readonly armed = new Set<string>();
+  private readonly listener: PostgresListener;
+  private readonly refetchSeconds?: Histogram;
+  private readonly statements?: Counter;
+
+  constructor(private readonly deps: LiveQueryDependencies) {
+    this.listener = new PostgresListener({
+      url: deps.url,
+      channel: CHANNEL,
+      applicationName: 'plinth-live-queries',
+      logger: deps.logger,
+      shutdown: deps.shutdown,
+      onNotification: (payload) => this.changed(payload),
+      // Changes committed while the connection was down were not announced.
+      onListening: () => {
+        for (const poller of this.pollers.values()) poller.schedule();
+      },
+    });
+    const registry = deps.metrics?.registry;
+    if (registry) {
+      this.refetchSeconds = new Histogram({
+        name: 'plinth_live_query_refetch_duration_seconds',
+        help: 'Refetches of a live query (all its cohorts, in batches), from the first statement to the last result sent',
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+        registers: [registry],
+      });
+      this.statements = new Counter({
+        name: 'plinth_live_query_statements_total',
+        help: 'Statements run for live queries: refetches (one per batch of cohorts) and first fetches of new cohorts',
+        registers: [registry],
+      });
+      deps.metrics!.addGauge('plinth_live_queries', 'Live queries of the generated API: subscribers, cohorts and pollers', ['kind'], async () => {
+        const { subscribers, cohorts } = this.stats;
+        return [
+          { labels: { kind: 'subscribers' }, value: subscribers },
+          { labels: { kind: 'cohorts' }, value: cohorts },
+          { labels: { kind: 'pollers' }, value: this.pollers.size },
+        ];
+      });
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.listener.start();
+  }
+
+  async close(): Promise<void> {
+    await this.listener.close();
+    for (const poller of this.pollers.values()) poller.end();
+  }
+
+  get stats(): { subscribers: number; cohorts: number } {
+    let subscribers = 0;
+    let cohorts = 0;
+    for (const poller of this.pollers.values()) {
+      for (const cohort of poller.cohorts.values()) {
+        cohorts++;
+        subscribers += cohort.members.size;
+      }
+    }
+    return { subscribers, cohorts };
+  }
+
+  /**
+   * Ends every live query with `error` (a `next` with it, then `complete`): the metadata they
+   * were planned under changed, and a permission may have changed with it.
+   */
+  endAll(error: GraphQLError): void {
+    const pollers = [...this.pollers.values()];
+    this.pollers.clear();
+    for (const poller of pollers) poller.end(error);
+  }
+
+  /** The subscriber's events: the current result first, then each changed one. */
+  async subscribe(request: LiveRequest): Promise<AsyncIterable<LiveEvent>> {
+    const { statement } = request;
+    let poller = this.pollers.get(statement.text);
+    if (!poller) {
+      poller = new Poller(this, request, () => {
+        if (this.pollers.get(statement.text) === poller) this.pollers.delete(statement.text);
+      });
+      this.pollers.set(statement.text, poller);
+    }
+    return poller.join(request.values);
+  }
+
+  /** Creates the trigger on each table that has none (once per table and instance). */
+  async arm(tables: readonly QualifiedTable[]): Promise<void> {
+    for (const table of tables) {
+      const key = tableKey(table);
+      if (this.armed.has(key)) continue;
+      const client = await this.deps.pool.connect();
+      try {
+        await client.query('BEGIN');
+        // Instances arming the same table at once: one creates it, the others find it.
+        await client.query("SELECT pg_advisory_xact_lock(hashtext('plinth_live_changed'))");
+        const qualified = `${quote(table.schema)}.${quote(table.name)}`;
+        const { rows } = await client.query('SELECT 1 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2', [qualified, TRIGGER]);
+        if (rows.length === 0) {
+          await client.query(
+            `CREATE TRIGGER ${TRIGGER} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${qualified} FOR EACH STATEMENT EXECUTE FUNCTION public.plinth_live_changed()`,
+          );
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        // A view has no such trigger: its live queries follow the fallback interval only.
+        this.deps.logger.warn({ err: error, table: key }, 'no live-query trigger on the table: its live queries are refetched on the fallback interval only');
+      } finally {
+        client.release();
+      }
+      this.armed.add(key);
+    }
+  }
+
+  /** The trigger of a table is gone with it (untracked tables keep theirs: a NOTIFY no one reads). */
+  forget(table: QualifiedTable): void {
+    this.armed.delete(tableKey(table));
+  }
+
+  get settings(): LiveQuerySettings {
+    return this.deps.settings;
+  }
+
+  async query(text: string, values: unknown[]): Promise<{ n: string; j: string | null }[]> {
+    this.statements?.inc();
+    return (await this.deps.pool.query<{ n: string; j: string | null }>({ text, values, types: JSON_AS_TEXT })).rows;
+  }
+
+  /** The types PostgreSQL gives the statement's parameters (by preparing it, once per poller). */
+  async parameterTypes(text: string): Promise<string[]> {
+    const client = await this.deps.pool.connect();
+    try {
+      await client.query(`PREPARE plinth_live_describe AS ${text}`);
+      try {
+        const { rows } = await client.query<{ types: string[] }>(
+          "SELECT parameter_types::text[] AS types FROM pg_prepared_statements WHERE name = 'plinth_live_describe'",
+        );
+        return rows[0].types;
+      } finally {
+        await client.query('DEALLOCATE plinth_live_describe');
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  observeRefetch(seconds: number): void {
+    this.refetchSeconds?.observe(seconds);
+  }
+
+  report(error: unknown, message: string): void {
+    reportDatabaseTrouble(this.deps.logger, this.deps.shutdown, error, 'error', message);
+  }
+
+  private changed(payload: string): void {
+    let table: QualifiedTable;
+    try {
+      const [schema, name] = JSON.parse(payload) as [string, string];
+      table = { schema, name };
+    } catch {
+      return;
+    }
+    const key = tableKey(table);
+    for (const poller of this.pollers.values()) if (poller.reads.has(key)) poller.schedule();
+  }
+}
+
+/** The subscribers with the same bound values: one result, sent when it changed. */
+class Cohort {
+  readonly members = new Set<(event: LiveEvent) => void>();
+  /** The result's hash and value, once the first fetch answered. */
+  hash?: string;
+  value?: LiveEvent;
+
+  constructor(
+    readonly key: string,
+    /** The bound values as the text PostgreSQL reads (null for NULL), one row of the refetch. */
+    readonly texts: (string | null)[],
+  ) {}
+
+  /** Takes a fetched result; whether it changed (and went to the members). */
+  deliver(text: string): void {
+    const hash = createHash('sha256').update(text).digest('base64');
+    if (hash === this.hash) return;
+    this.hash = hash;
+    this.value = { value: JSON.parse(text) };
+    for (const push of this.members) push(this.value);
+  }
+}
+
+/** The cohorts of one statement, refetched together. */
+class Poller {
+  readonly cohorts = new Map<string, Cohort>();
+  /** Cohorts whose first fetch is running (joined by subscribers meanwhile). */
+  private readonly pending = new Map<string, Promise<Cohort>>();
+  readonly reads: ReadonlySet<string>;
+  private readonly ready: Promise<string>;
+  private running = false;
+  private again = false;
+  /** Counts the changes announced, so that a cohort whose first fetch overlapped one refetches. */
+  private changes = 0;
+  private ended = false;
+  private readonly timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly owner: LiveQueries,
+    private readonly request: LiveRequest,
+    private readonly closed: () => void,
+  ) {
+    this.reads = new Set(request.tables.map(tableKey));
+    const interval = owner.settings.fallbackIntervalMs;
+    if (interval > 0) this.timer = setInterval(() => this.schedule(), interval).unref();
+    // The trigger is in place before the first fetch: a change committed after it is announced.
+    this.ready = owner.arm(request.tables).then(() => this.multiplexed());
+    this.ready.catch(() => undefined);
+  }
+
+  /** A subscriber of the cohort with `values`: its iterator, which starts with the cohort's result. */
+  async join(values: unknown[]): Promise<AsyncIterable<LiveEvent>> {
+    const texts = values.map(asText);
+    const key = JSON.stringify(texts);
+    let cohort = this.cohorts.get(key);
+    if (!cohort) {
+      let opening = this.pending.get(key);
+      if (!opening) {
+        opening = this.open(key, texts);
+        this.pending.set(key, opening);
+        opening.then(
+          () => this.pending.delete(key),
+          () => this.pending.delete(key),
+        );
+      }
+      try {
+        cohort = await opening;
+      } catch (error) {
+        if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
+        throw error;
+      }
+    }
+    const joined = cohort;
+    return new Repeater<LiveEvent>(async (push, stop) => {
+      const member = (event: LiveEvent) => {
+        void push(event);
+        if ('error' in event) stop();
+      };
+      joined.members.add(member);
+      if (joined.value) member(joined.value);
+      await stop;
+      joined.members.delete(member);
+      if (joined.members.size === 0 && this.cohorts.get(joined.key) === joined) {
+        this.cohorts.delete(joined.key);
+        if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
+      }
+    }, new SlidingBuffer(1));
+  }
+
+  /** A change to a table the statement reads (or the fallback interval): refetch, once more if one is running. */
+  schedule(): void {
+    this.changes++;
+    if (this.ended) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.refetchUntilQuiet();
+  }
+
+  /** Stops refetching; with `error`, every subscriber gets it and ends. */
+  end(error?: GraphQLError): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.timer);
+    this.closed();
+    if (!error) return;
+    for (const cohort of this.cohorts.values()) for (const push of [...cohort.members]) push({ error });
+    this.cohorts.clear();
+  }
+
+  /** The first fetch of a new cohort (alone): a value PostgreSQL refuses is this subscriber's error, nobody else's. */
+  private async open(key: string, texts: (string | null)[]): Promise<Cohort> {
+    const cohort = new Cohort(key, texts);
+    const changesBefore = this.changes;
+    const [row] = await this.fetch([cohort]);
+    cohort.deliver(row?.j ?? NO_ROW);
+    if (this.ended) throw new GraphQLError('the live query ended while it started: subscribe again', { extensions: { code: 'LIVE_QUERY_ENDED' } });
+    this.cohorts.set(key, cohort);
+    if (this.changes !== changesBefore) this.schedule();
+    return cohort;
+  }
+
+  private async refetchUntilQuiet(): Promise<void> {
+    do {
+      this.again = false;
+      const started = process.hrtime.bigint();
+      await this.refetch().catch((error: unknown) => this.owner.report(error, 'a live query could not be refetched'));
+      this.owner.observeRefetch(Number(process.hrtime.bigint() - started) / 1e9);
+    } while (this.again && !this.ended);
+    this.running = false;
+  }
+
+  private async refetch(): Promise<void> {
+    const cohorts = [...this.cohorts.values()];
+    const size = this.owner.settings.batchSize;
+    for (let start = 0; start < cohorts.length && !this.ended; start += size) {
+      const batch = cohorts.slice(start, start + size);
+      let rows: { n: string; j: string | null }[];
+      try {
+        rows = await this.fetch(batch);
+      } catch (error) {
+        // One cohort's values may fail the statement (a pattern PostgreSQL refuses, met once a row
+        // comes): each runs alone, and those that fail end with their error.
+        if (batch.length === 1) this.fail(batch[0], error);
+        else
+          for (const cohort of batch)
+            await this.fetch([cohort]).then(
+              ([row]) => cohort.deliver(row?.j ?? NO_ROW),
+              (failure: unknown) => this.fail(cohort, failure),
+            );
+        continue;
+      }
+      const results = new Array<string | null>(batch.length).fill(null);
+      for (const row of rows) results[Number(row.n) - 1] = row.j;
+      for (const [index, cohort] of batch.entries()) if (this.cohorts.get(cohort.key) === cohort) cohort.deliver(results[index] ?? NO_ROW);
+    }
+  }
+
+  private fail(cohort: Cohort, error: unknown): void {
+    const given = asInputError(error);
+    let failure: GraphQLError;
+    if (given instanceof GraphQLError) failure = given;
+    else {
+      this.owner.report(error, 'a live query failed');
+      failure = new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    }
+    this.cohorts.delete(cohort.key);
+    for (const push of [...cohort.members]) push({ error: failure });
+    if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
+  }
+
+  private async fetch(cohorts: Cohort[]): Promise<{ n: string; j: string | null }[]> {
+    const text = await this.ready;
+    return this.owner.query(text, [JSON.stringify(cohorts.map((cohort) => cohort.texts))]);
+  }
+
+  /**
+   * The statement over a set of cohorts: `$1` is a JSON array with a row of bound values (as
+   * text) per cohort, each parameter `$k` of the statement read from it and cast to the type
+   * PostgreSQL gave it; `n` numbers the cohorts from 1.
+   */
+  private async multiplexed(): Promise<string> {
+    const { text } = this.request.statement;
+    const types = await this.owner.parameterTypes(text);
+    // Identifiers and literals are skipped: only a bare $k is a parameter.
+    const inner = text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\$(\d+)/g, (match, index: string | undefined) => {
+      if (index === undefined) return match;
+      const type = types[Number(index) - 1];
+      return `("c"."v"->>${Number(index) - 1})::${type === 'unknown' ? 'text' : type}`;
+    });
+    return `SELECT "c"."n", "q"."j" FROM json_array_elements($1::json) WITH ORDINALITY AS "c"("v", "n") CROSS JOIN LATERAL (${inner}) AS "q"`;
+  }
+}
+
+/** A bound value as the text PostgreSQL reads it (the parameter's text form). */
+function asText(value: unknown): string | null {
+  const prepared = prepareValue(value);
+  return prepared === null ? null : Buffer.isBuffer(prepared) ? `\\x${prepared.toString('hex')}` : prepared;
+}
