@@ -4,12 +4,11 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { Counter, Histogram } from 'prom-client';
 import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
-import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
 import type { Metrics } from '../../platform/metrics';
 import { PostgresListener, reportDatabaseTrouble } from '../../platform/pg-listener';
 import { tableKey } from '../../platform/sql-renames';
 import type { QualifiedTable } from './tables.metadata';
-import { asInputError, quote, type CompiledStatement } from './tables.sql';
+import { quote, type CompiledStatement } from './tables.sql';
 
 // The package is typed as an ES module but ships a CommonJS build, which require() loads.
 const { Repeater, SlidingBuffer } = require('@repeaterjs/repeater') as typeof RepeaterModule;
@@ -20,6 +19,11 @@ const { prepareValue } = require('pg/lib/utils') as { prepareValue(value: unknow
 const CHANNEL = 'plinth_live';
 /** The statement-level trigger on each tracked table with live subscribers. */
 const TRIGGER = 'plinth_live_changed';
+/**
+ * After a refetch, changes announced within this long join the next one: the first change of a
+ * quiet table is refetched at once, a burst at most once per refetch and this gap.
+ */
+const COALESCE_MS = 10;
 /** PostgreSQL's JSON of a row of the statement: kept as text (its hash tells a change). */
 const JSON_AS_TEXT = { getTypeParser: () => (text: string) => text } as unknown as pg.CustomTypesConfig;
 
@@ -38,6 +42,8 @@ export interface LiveQueryDependencies {
   shutdown: AbortSignal;
   metrics?: Metrics;
   settings: LiveQuerySettings;
+  /** What a subscriber is told of a statement's failure (logged when unexpected). */
+  failure(error: unknown): GraphQLError;
 }
 
 /** What a live query's subscriber receives: the field's value (parsed once per cohort), or the error that ends it. */
@@ -219,6 +225,10 @@ export class LiveQueries {
     }
   }
 
+  failure(error: unknown): GraphQLError {
+    return this.deps.failure(error);
+  }
+
   observeRefetch(seconds: number): void {
     this.refetchSeconds?.observe(seconds);
   }
@@ -370,6 +380,7 @@ class Poller {
       const started = process.hrtime.bigint();
       await this.refetch().catch((error: unknown) => this.owner.report(error, 'a live query could not be refetched'));
       this.owner.observeRefetch(Number(process.hrtime.bigint() - started) / 1e9);
+      await new Promise((resolve) => setTimeout(resolve, COALESCE_MS));
     } while (this.again && !this.ended);
     this.running = false;
   }
@@ -401,13 +412,7 @@ class Poller {
   }
 
   private fail(cohort: Cohort, error: unknown): void {
-    const given = asInputError(error);
-    let failure: GraphQLError;
-    if (given instanceof GraphQLError) failure = given;
-    else {
-      this.owner.report(error, 'a live query failed');
-      failure = new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
-    }
+    const failure = this.owner.failure(error);
     this.cohorts.delete(cohort.key);
     for (const push of [...cohort.members]) push({ error: failure });
     if (this.cohorts.size === 0 && this.pending.size === 0) this.end();

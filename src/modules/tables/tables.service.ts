@@ -121,6 +121,7 @@ export class TablesService implements TableRunner {
       shutdown: deps.shutdown,
       metrics: deps.metrics,
       settings: deps.liveQueries,
+      failure: (error) => this.liveQueryFailure(error),
     });
     this.joins = new TableJoinsService({
       served: () => new Map(this.inSchema.map((table) => [tableKey(table.table), table])),
@@ -586,12 +587,17 @@ export class TablesService implements TableRunner {
       const reads = this.inSchema.filter((candidate) => statement.text.includes(qualified(candidate))).map((candidate) => candidate.table);
       return await this.liveQueries.subscribe({ statement, values, tables: reads });
     } catch (error) {
-      if (changedUnderMetadata(error)) throw this.staleCatalog(error as Error, table);
-      const given = asInputError(error);
-      if (given instanceof GraphQLError) throw given;
-      context.logger.error({ err: error }, 'a live query could not start');
-      throw new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+      throw error instanceof GraphQLError ? error : this.liveQueryFailure(error);
     }
+  }
+
+  /** What a live query's subscribers are told of its statement's failure: their input's fault, a table changed under its metadata, or (logged) an internal error. */
+  private liveQueryFailure(error: unknown): GraphQLError {
+    if (changedUnderMetadata(error)) return this.staleCatalog(error as Error);
+    const given = asInputError(error);
+    if (given instanceof GraphQLError) return given;
+    this.deps.logger.error({ err: error }, 'a live query failed');
+    return new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   }
 }
 
