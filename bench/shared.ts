@@ -74,6 +74,12 @@ export function serverEnvironment(logLevel: string, databaseUrl?: string): Recor
     // bench/subscriptions.ts turns the start-up collection off: its two collections would fall in the idle window it subtracts.
     ...(process.env.PLINTH_STARTUP_COLLECTION ? { PLINTH_STARTUP_COLLECTION: process.env.PLINTH_STARTUP_COLLECTION } : {}),
     ...(process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING ? { GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING: process.env.GQL_GRAPHQL_SUBSCRIPTION_MULTIPLEXING } : {}),
+    // bench/live-queries.ts runs Plinth with one cohort per refetch statement (the naive refetch), then as it ships.
+    ...Object.fromEntries(
+      ['GQL_GRAPHQL_LIVE_QUERIES_BATCH_SIZE', 'GQL_GRAPHQL_LIVE_QUERIES_FALLBACK_INTERVAL_MS']
+        .filter((name) => process.env[name])
+        .map((name) => [name, process.env[name]!]),
+    ),
   };
 }
 
