@@ -193,11 +193,6 @@ export class LiveQueries {
     }
   }
 
-  /** The trigger of a table is gone with it (untracked tables keep theirs: a NOTIFY no one reads). */
-  forget(table: QualifiedTable): void {
-    this.armed.delete(tableKey(table));
-  }
-
   get settings(): LiveQuerySettings {
     return this.deps.settings;
   }
