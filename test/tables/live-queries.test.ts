@@ -316,6 +316,30 @@ it('a metadata change ends the live queries planned under the old one with a cle
   expect(await again.next()).toEqual({ data: { items: [{ id: 1, same_tag: { name: 'blue' } }] } });
 });
 
+it('a tracked view (which takes no trigger) follows the fallback interval; a column dropped under a live query ends it with a clear error', async () => {
+  const polling = await startTestServer({ ...SETTINGS, GQL_GRAPHQL_LIVE_QUERIES_FALLBACK_INTERVAL_MS: '300' }, { database });
+  try {
+    await database.query(`CREATE VIEW tag_names AS SELECT id, name FROM tags; CREATE TABLE scratch (id int PRIMARY KEY, note text)`);
+    expect((await metadataRequest(polling.url, { type: 'pg_track_table', args: { table: 'tag_names' } })).status).toBe(200);
+    expect((await metadataRequest(polling.url, { type: 'pg_track_table', args: { table: 'scratch' } })).status).toBe(200);
+    const view = new Watch(connect(polling.wsUrl, admin), 'subscription { tag_names(where: {id: {_eq: 1}}) { name } }');
+    const first = (await view.next()).data as { tag_names: { name: string }[] };
+    await database.query(`UPDATE tags SET name = 'green' WHERE id = 1`);
+    expect(await view.next(3_000)).toEqual({ data: { tag_names: [{ name: 'green' }] } });
+    expect(first.tag_names[0].name).not.toBe('green');
+
+    const scratch = new Watch(connect(polling.wsUrl, admin), 'subscription { scratch { id note } }');
+    expect(await scratch.next()).toEqual({ data: { scratch: [] } });
+    await database.query(`ALTER TABLE scratch DROP COLUMN note; INSERT INTO scratch VALUES (1)`);
+    const ended = await scratch.next();
+    expect(ended.data ?? null).toBeNull();
+    expect(['INCONSISTENT_METADATA', 'METADATA_CHANGED']).toContain(ended.errors?.[0].extensions?.code);
+    await until(() => scratch.completed, 5_000, 'the completion');
+  } finally {
+    await polling.close();
+  }
+});
+
 describe('with the writing instance in a process of its own', () => {
   let writer: SpawnedServer | undefined;
 
