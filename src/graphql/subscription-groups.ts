@@ -23,6 +23,14 @@ import { sendText } from './ws-frames';
  */
 export const SHARED_EVENTS_EXTENSION = 'plinthSharedEvents';
 
+/**
+ * Field extension of a live query's subscription field (the generated API's query root fields):
+ * its source gives the current result first, then each changed one. Its groups keep the last
+ * result and send it to a subscriber that joins; live queries also have their own limit per
+ * connection (subscriptions.ts).
+ */
+export const LIVE_QUERY_EXTENSION = 'plinthLiveQuery';
+
 /** Marks the subscription fields of `schema` that type-graphql declared with topics (see SHARED_EVENTS_EXTENSION). */
 export function markSharedEventFields(schema: GraphQLSchema): void {
   const fields = schema.getSubscriptionType()?.getFields() ?? {};
@@ -97,7 +105,8 @@ export class SubscriptionGroups {
   /** graphql-ws's `subscribe`: an iterator graphql-ws holds until the subscriber leaves, or a result it sends once. */
   async subscribe(request: GroupedSubscription): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
     const operation = getOperationAST(request.document, request.operationName);
-    if (!operation || !sharesEvents(request.schema, operation)) {
+    const shared = operation && sharesEvents(request.schema, operation);
+    if (!shared) {
       return subscribe({
         schema: request.schema,
         document: request.document,
@@ -110,7 +119,7 @@ export class SubscriptionGroups {
     for (;;) {
       let opening = this.groups.get(key);
       if (!opening) {
-        opening = this.openGroup(key, request, operation);
+        opening = this.openGroup(key, request, operation, shared === 'latest');
         this.groups.set(key, opening);
       }
       const group = await opening;
@@ -131,7 +140,12 @@ export class SubscriptionGroups {
     return JSON.stringify([schemaId, request.operationName ?? null, request.variables ?? null, session, request.source]);
   }
 
-  private async openGroup(key: string, request: GroupedSubscription, operation: OperationDefinitionNode): Promise<Group | ExecutionResult> {
+  private async openGroup(
+    key: string,
+    request: GroupedSubscription,
+    operation: OperationDefinitionNode,
+    replaysLast: boolean,
+  ): Promise<Group | ExecutionResult> {
     try {
       const stream = await createSourceEventStream({
         schema: request.schema,
@@ -164,6 +178,7 @@ export class SubscriptionGroups {
           this.groups.delete(key);
           this.open.delete(group);
         },
+        replaysLast,
       );
       this.open.add(group);
       void group.run();
@@ -175,11 +190,14 @@ export class SubscriptionGroups {
   }
 }
 
-function sharesEvents(schema: GraphQLSchema, operation: OperationDefinitionNode): boolean {
+/** Whether the operation's events may be shared: 'events' from the moment of joining, 'latest' (a live query) with the last result first. */
+function sharesEvents(schema: GraphQLSchema, operation: OperationDefinitionNode): 'events' | 'latest' | false {
   if (operation.operation !== 'subscription') return false;
   const [selection] = operation.selectionSet.selections;
   if (operation.selectionSet.selections.length !== 1 || selection.kind !== Kind.FIELD) return false;
-  return schema.getSubscriptionType()?.getFields()[selection.name.value]?.extensions?.[SHARED_EVENTS_EXTENSION] === true;
+  const extensions = schema.getSubscriptionType()?.getFields()[selection.name.value]?.extensions;
+  if (extensions?.[LIVE_QUERY_EXTENSION] === true) return 'latest';
+  return extensions?.[SHARED_EVENTS_EXTENSION] === true ? 'events' : false;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -191,17 +209,21 @@ class Group {
   readonly members = new Set<Member>();
   /** False once the stream ended or the last member left. */
   accepting = true;
+  /** The last event's payload, sent to a member that joins (replaysLast). */
+  private last?: Buffer;
 
   constructor(
     private readonly stream: AsyncIterator<unknown>,
     private readonly execute: (event: unknown) => Promise<ExecutionResult> | ExecutionResult,
     private readonly mask: (result: ExecutionResult) => ExecutionResult,
     private readonly closed: () => void,
+    private readonly replaysLast: boolean,
   ) {}
 
   join(socket: WebSocket, id: string): Member {
     const member = new Member(socket, Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`), this);
     this.members.add(member);
+    if (this.last) member.send(this.last);
     return member;
   }
 
@@ -222,6 +244,7 @@ class Group {
         const result = this.mask(await this.execute(next.value));
         // graphql-ws's `next` message, its payload serialised once for every member.
         const payload = Buffer.from(JSON.stringify(result));
+        if (this.replaysLast) this.last = payload;
         for (const member of this.members) member.send(payload);
       }
     } catch (error) {

@@ -27,15 +27,13 @@ import type { GraphQLContext } from './context';
 import { documentHeapBytes } from './document-heap';
 import { OperationExecutor, type CompiledExecutionSettings } from './compiled-execution';
 import { documentSizeError, type QueryLimits } from './limits';
-import { SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
+import { LIVE_QUERY_EXTENSION, SubscriptionGroups, type SubscriptionGroupStats } from './subscription-groups';
 import { serveGraphQLWs, type SocketExtra } from './ws-server';
 import { executionKey, schemaServedTo, viewValidationErrors } from './role-views';
 import { isVariableValueError } from './variable-errors';
 import { ServedSchema } from '../platform/served-schema';
 
 export const SUBSCRIPTIONS_PATH = '/v1/graphql/subscriptions';
-/** Field extension of a live query's subscription field (the generated API's query root fields): counted against their own limit per connection. */
-export const LIVE_QUERY_EXTENSION = 'plinthLiveQuery';
 
 export interface SubscriptionSettings extends SessionSettings {
   initTimeoutMs: number;

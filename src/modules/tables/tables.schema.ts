@@ -1,7 +1,7 @@
 import { extendSchema, GraphQLError, isObjectType, parse, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from '../../graphql/context';
 import { offerRawAnswer, type RawFieldRequest } from '../../graphql/raw-root-fields';
-import { LIVE_QUERY_EXTENSION } from '../../graphql/subscriptions';
+import { LIVE_QUERY_EXTENSION } from '../../graphql/subscription-groups';
 import { tableText } from './tables.metadata';
 import {
   GRAPHQL_BUILT_IN_SCALARS,

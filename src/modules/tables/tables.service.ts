@@ -155,11 +155,6 @@ export class TablesService implements TableRunner {
     };
   }
 
-  /** Live queries and their cohorts now (for tests). */
-  get liveQueryStats(): { subscribers: number; cohorts: number } {
-    return this.liveQueries.stats;
-  }
-
   /**
    * The served schema's extension. `base` holds what the extensions before this one added (the
    * actions' types): a table clashing with them is left out, reported until it no longer clashes.
