@@ -24,8 +24,6 @@ const TRIGGER = 'plinth_live_changed';
  * quiet table is refetched at once, a burst at most once per refetch and this gap.
  */
 const COALESCE_MS = 10;
-/** Batches of one refetch run at once: PostgreSQL runs one while this process sends the other's results. */
-const CONCURRENT_BATCHES = 2;
 /** PostgreSQL's JSON of a row of the statement: kept as text (its hash tells a change). */
 const JSON_AS_TEXT = { getTypeParser: () => (text: string) => text } as unknown as pg.CustomTypesConfig;
 
@@ -385,34 +383,27 @@ class Poller {
   private async refetch(): Promise<void> {
     const cohorts = [...this.cohorts.values()];
     const size = this.owner.settings.batchSize;
-    const batches: Cohort[][] = [];
-    for (let start = 0; start < cohorts.length; start += size) batches.push(cohorts.slice(start, start + size));
-    let next = 0;
-    const worker = async () => {
-      while (next < batches.length && !this.ended) await this.refetchBatch(batches[next++]);
-    };
-    await Promise.all(Array.from({ length: Math.min(CONCURRENT_BATCHES, batches.length) }, worker));
-  }
-
-  private async refetchBatch(batch: Cohort[]): Promise<void> {
-    let rows: { n: string; j: string | null }[];
-    try {
-      rows = await this.fetch(batch);
-    } catch (error) {
-      // One cohort's values may fail the statement (a pattern PostgreSQL refuses, met once a row
-      // comes): each runs alone, and those that fail end with their error.
-      if (batch.length === 1) return this.fail(batch[0], error);
-      for (const cohort of batch) {
-        await this.fetch([cohort]).then(
-          ([row]) => cohort.deliver(row?.j ?? NO_ROW),
-          (failure: unknown) => this.fail(cohort, failure),
-        );
+    for (let start = 0; start < cohorts.length && !this.ended; start += size) {
+      const batch = cohorts.slice(start, start + size);
+      let rows: { n: string; j: string | null }[];
+      try {
+        rows = await this.fetch(batch);
+      } catch (error) {
+        // One cohort's values may fail the statement (a pattern PostgreSQL refuses, met once a row
+        // comes): each runs alone, and those that fail end with their error.
+        if (batch.length === 1) this.fail(batch[0], error);
+        else
+          for (const cohort of batch)
+            await this.fetch([cohort]).then(
+              ([row]) => cohort.deliver(row?.j ?? NO_ROW),
+              (failure: unknown) => this.fail(cohort, failure),
+            );
+        continue;
       }
-      return;
+      const results = new Array<string | null>(batch.length).fill(null);
+      for (const row of rows) results[Number(row.n) - 1] = row.j;
+      for (const [index, cohort] of batch.entries()) if (this.cohorts.get(cohort.key) === cohort) cohort.deliver(results[index] ?? NO_ROW);
     }
-    const results = new Array<string | null>(batch.length).fill(null);
-    for (const row of rows) results[Number(row.n) - 1] = row.j;
-    for (const [index, cohort] of batch.entries()) if (this.cohorts.get(cohort.key) === cohort) cohort.deliver(results[index] ?? NO_ROW);
   }
 
   private fail(cohort: Cohort, error: unknown): void {
