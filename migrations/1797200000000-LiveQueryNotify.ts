@@ -6,8 +6,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * function, which announces the table's change on `plinth_live`. PostgreSQL sends the NOTIFY at
  * commit, once per transaction and table, to every instance listening.
  */
-export class LiveQueryNotify1797100000000 implements MigrationInterface {
-  name = 'LiveQueryNotify1797100000000';
+export class LiveQueryNotify1797200000000 implements MigrationInterface {
+  name = 'LiveQueryNotify1797200000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
