@@ -9,6 +9,8 @@ export const LOCK_KEYS = {
   migrations: 7_313_850_201,
   /** Metadata changes (`POST /v1/metadata`): two `replace_metadata` calls never interleave. */
   metadata: 7_346_101,
+  /** Live queries' change triggers: instances arming the same table at once create one trigger. */
+  liveQueryTriggers: 7_346_102,
   /** The newsletter's issues: this plus the issue number, one send of an issue number at a time. */
   newsletterIssueBase: 7_313_850_301_000_000,
   /**

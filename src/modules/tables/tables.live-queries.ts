@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { Counter, Histogram } from 'prom-client';
 import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
+import { LOCK_KEYS } from '../../db/lock-keys';
 import type { Metrics } from '../../platform/metrics';
 import { PostgresListener, reportDatabaseTrouble } from '../../platform/pg-listener';
 import { tableKey } from '../../platform/sql-renames';
@@ -173,7 +174,7 @@ export class LiveQueries {
       try {
         await client.query('BEGIN');
         // Instances arming the same table at once: one creates it, the others find it.
-        await client.query("SELECT pg_advisory_xact_lock(hashtext('plinth_live_changed'))");
+        await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.liveQueryTriggers]);
         const qualified = `${quote(table.schema)}.${quote(table.name)}`;
         const { rows } = await client.query('SELECT 1 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2', [qualified, TRIGGER]);
         if (rows.length === 0) {
