@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { generate, generateSecret } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { BROWSER_SETUP_TIMEOUT_MS, ARTIFACTS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
 import { createTestDatabase } from '../support/database';
@@ -20,6 +21,8 @@ let browser: Browser;
 let server: AdminTestServer;
 /** The requests of every page these tests open. */
 const recorded: string[][] = [];
+/** The admin listeners these tests started: the only hosts the pages may ask. */
+const adminOrigins: string[] = [];
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
@@ -248,10 +251,66 @@ describe('the admin dashboard in Chromium', () => {
     expect((await fetch(`${server.adminUrl}/assets/x/nothing.js`)).status).toBe(404);
   });
 
+  it('asks for the TOTP code when the server wants one, and shows the lock-out after repeated wrong codes', async () => {
+    const secret = generateSecret();
+    const totpServer = await startAdminServer({
+      PLATFORM_ADMIN_TOTP_SECRET: secret,
+      PLATFORM_ADMIN_LOGIN_DELAY_MS: '0',
+      PLATFORM_ADMIN_LOGIN_MAX_FAILURES: '2',
+    });
+    adminOrigins.push(totpServer.adminUrl);
+    try {
+      const code = () => generate({ secret });
+      const logIn = async (page: Page, otp?: string) => {
+        if (otp !== undefined) await page.getByLabel('Authenticator code').fill(otp);
+        await page.getByRole('button', { name: 'Log in' }).click();
+      };
+      const { page, errors } = await newPage();
+      await page.goto(totpServer.adminUrl, { waitUntil: 'networkidle' });
+      // No code field until the server asks for one.
+      await expect(page.getByLabel('Authenticator code').count()).resolves.toBe(0);
+      await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+      await logIn(page);
+      await page.getByRole('alert').filter({ hasText: 'Enter the 6-digit code' }).waitFor();
+      expect(await page.evaluate('document.activeElement.id')).toBe('otp');
+      expect(await seriousViolations(page)).toEqual([]);
+      await saveScreenshot(page, 'admin', 'login-totp');
+      await logIn(page, await code());
+      await page.getByRole('heading', { name: 'Dashboard', level: 1 }).waitFor();
+
+      const { page: other } = await newPage();
+      await other.goto(totpServer.adminUrl, { waitUntil: 'networkidle' });
+      await other.getByLabel('Password').fill(ADMIN_PASSWORD);
+      await logIn(other);
+      await logIn(other, '000000');
+      await other.getByRole('alert').filter({ hasText: 'Wrong user name, password or code' }).waitFor();
+      // The second failure reaches PLATFORM_ADMIN_LOGIN_MAX_FAILURES: locked, with the wait shown.
+      await logIn(other, '000001');
+      await other
+        .getByRole('alert')
+        .filter({ hasText: /logins are locked for \d+ s/ })
+        .waitFor();
+      // The right code is refused too while locked.
+      const answered = other.waitForResponse((response) => response.url().endsWith('/api/auth/login'));
+      await logIn(other, await code());
+      expect((await answered).status()).toBe(429);
+      await other
+        .getByRole('alert')
+        .filter({ hasText: /logins are locked for \d+ s/ })
+        .waitFor();
+      await expect(other.getByRole('heading', { name: 'Dashboard' }).count()).resolves.toBe(0);
+      await saveScreenshot(other, 'admin', 'login-locked');
+      expect(errors.filter((error) => !/status of 401/.test(error))).toEqual([]);
+    } finally {
+      await totpServer.close();
+    }
+  });
+
   it('made no request to any host but the admin listener', () => {
     const requested = recorded.flat();
     expect(requested.length).toBeGreaterThan(20);
-    expect(requested.filter((url) => !url.startsWith(`${server.adminUrl}/`) && !url.startsWith('data:'))).toEqual([]);
+    const origins = [server.adminUrl, ...adminOrigins];
+    expect(requested.filter((url) => !origins.some((origin) => url.startsWith(`${origin}/`)) && !url.startsWith('data:'))).toEqual([]);
   });
 });
 
