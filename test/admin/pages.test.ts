@@ -122,9 +122,12 @@ describe('the admin dashboard in Chromium', () => {
   it("shows each part's health, refreshed as it changes, in light and dark", async () => {
     for (const colorScheme of ['light', 'dark'] as const) {
       const { page, errors } = await loggedInPage(colorScheme);
-      await page.goto(server.adminUrl, { waitUntil: 'networkidle' });
+      const started = performance.now();
+      await page.goto(server.adminUrl);
       const worker = page.locator(`[data-part="${WORKER}"]`);
       await worker.locator('.state', { hasText: 'running' }).waitFor();
+      // A first load (nothing cached) to every part's state shown: the issue's benchmark wants it under 300 ms.
+      process.stdout.write(`dashboard first load (${colorScheme}, to the parts shown): ${Math.round(performance.now() - started)} ms\n`);
       await page
         .locator('[data-part="database"]')
         .getByText(/\d+\.\d ms/)

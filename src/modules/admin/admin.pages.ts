@@ -75,6 +75,8 @@ function pageDocument(version: string): string {
     '<title>Plinth admin</title>',
     `<link rel="stylesheet" href="/assets/${version}/style.css">`,
     `<script type="module" src="/assets/${version}/app.js"></script>`,
+    // Fetched beside app.js rather than after it has been read: one round trip less before the page shows.
+    ...['preact.js', 'hooks.js', 'htm.js'].map((file) => `<link rel="modulepreload" href="/assets/${version}/${file}">`),
     '</head>',
     '<body>',
     '<div id="app"><noscript>The Plinth dashboard needs JavaScript.</noscript></div>',
