@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import path from 'node:path';
+import { packageFile } from '../common/package-file';
 import type { ApiDocsTheme } from '../config';
 
 /** Files of the npm packages the pages are made of, inlined so that a page is one file and loads nothing else. */
@@ -11,15 +11,6 @@ const VENDORED = {
   graphiql: ['graphiql', 'graphiql.min.js'],
   graphiqlCss: ['graphiql', 'graphiql.min.css'],
 } as const;
-
-/** A file of an installed package, looked up as Node looks up the package (its `exports` do not list these files). */
-function packageFile(name: string, file: string): string {
-  for (const folder of require.resolve.paths(name) ?? []) {
-    const candidate = path.join(folder, name, file);
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`${name}/${file} is not installed (run npm ci)`);
-}
 
 /**
  * A vendored file's text. Not kept: each server builds each page once, on its first request, and

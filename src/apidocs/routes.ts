@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { PLINTH_VERSION } from '../common/package-version';
 import { sha256 } from '../common/sha256';
 import type { Config } from '../config';
+import { acceptsGzip } from '../http/accept-encoding';
 import type { ApiReference, DocumentedSchema } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
 import { readDeclarations, type DeclarationSources } from './declarations';
@@ -72,7 +73,7 @@ function served(text: string): Served {
  * build or a restart.
  */
 function sendServed(request: FastifyRequest, reply: FastifyReply, file: Served, type: string, headers: Record<string, string> = {}): FastifyReply {
-  const gzip = /\bgzip\b(?!;\s*q=0(\.0*)?\s*(,|$))/i.test(request.headers['accept-encoding'] ?? '');
+  const gzip = acceptsGzip(request.headers['accept-encoding']);
   const etag = `"${file.hash}${gzip ? '-gzip' : ''}"`;
   // CORS may have said Vary: Origin already.
   const vary = reply.getHeader('vary');

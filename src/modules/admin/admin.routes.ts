@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from '../../http/errors';
 import type { AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
+import { adminPages } from './admin.pages';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 import { PART_ACTIONS, type PartAction } from './plinth-parts.service';
@@ -72,7 +73,9 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
         // On the main port these routes do not exist.
         if (!cameThroughAdminPort(request.raw)) return sendError(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`);
         reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').header('x-frame-options', 'DENY');
-        if (request.routeOptions.url === `${ADMIN_ROUTE_PREFIX}${LOGIN_PATH}`) return;
+        // The login, the pages and their assets need no session (the pages ask for one, and show the login form without).
+        const route = request.routeOptions.url ?? '';
+        if (route === `${ADMIN_ROUTE_PREFIX}${LOGIN_PATH}` || !route.startsWith(`${ADMIN_ROUTE_PREFIX}/api/`)) return;
         const token = sessionToken(request);
         const session = await services.sessions.touch(token);
         if (!session || token === undefined) return sendError(reply, 401, 'UNAUTHENTICATED', 'Log in first: no admin session, or it has ended');
@@ -83,6 +86,7 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
         request.adminSession = { token, session };
       });
       registerRoutes(scope, services, streams);
+      adminPages(scope);
     },
     { prefix: ADMIN_ROUTE_PREFIX },
   );
