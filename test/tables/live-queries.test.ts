@@ -342,6 +342,80 @@ it('a tracked view (which takes no trigger) follows the fallback interval; a col
   }
 });
 
+/** The generated root fields (of the table `table`) a caller sees in Query and in Subscription, by introspection. */
+async function generatedRoots(headers: Record<string, string>, table: string): Promise<{ query: string[]; subscription: string[] }> {
+  const response = await fetch(first.graphqlUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query: '{ __schema { queryType { fields { name } } subscriptionType { fields { name } } } }' }),
+  });
+  const { data } = (await response.json()) as {
+    data: { __schema: { queryType: { fields: { name: string }[] }; subscriptionType: { fields: { name: string }[] } | null } };
+  };
+  const ofTable = (fields: { name: string }[] = []) =>
+    fields
+      .map((field) => field.name)
+      .filter((name) => name.startsWith(table))
+      .sort();
+  return { query: ofTable(data.__schema.queryType.fields), subscription: ofTable(data.__schema.subscriptionType?.fields) };
+}
+
+it('subscription_root_fields, not query_root_fields, chooses the live query fields a role sees (as Hasura)', async () => {
+  await database.query(`CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL); INSERT INTO notes VALUES (1, 'n1')`);
+  const permission = (role: string, roots: Record<string, string[]>) => ({
+    type: 'pg_create_select_permission',
+    args: { table: 'notes', role, permission: { columns: ['id', 'body'], filter: {}, allow_aggregations: true, ...roots } },
+  });
+  for (const body of [
+    { type: 'pg_track_table', args: { table: 'notes' } },
+    // Subscriptions only (a common Hasura pattern), queries only, and the live queries without the stream.
+    permission('watcher', { query_root_fields: [], subscription_root_fields: ['select'] }),
+    permission('poller', { query_root_fields: ['select'], subscription_root_fields: [] }),
+    permission('mixed', { query_root_fields: ['select_by_pk'], subscription_root_fields: ['select', 'select_aggregate'] }),
+  ]) {
+    expect((await metadataRequest(first.url, body)).status).toBe(200);
+  }
+  const [watcher, poller, mixed] = ['watcher', 'poller', 'mixed'].map((role) => bearer(signToken({ roles: [role] })));
+  expect(await generatedRoots(watcher, 'notes')).toEqual({ query: [], subscription: ['notes'] });
+  expect(await generatedRoots(poller, 'notes')).toEqual({ query: ['notes'], subscription: [] });
+  expect(await generatedRoots(mixed, 'notes')).toEqual({ query: ['notes_by_pk'], subscription: ['notes', 'notes_aggregate'] });
+  expect(await generatedRoots(admin, 'notes')).toEqual({
+    query: ['notes', 'notes_aggregate', 'notes_by_pk'],
+    subscription: ['notes', 'notes_aggregate', 'notes_by_pk', 'notes_stream'],
+  });
+
+  // The live query works under query_root_fields: [], and follows changes.
+  const live = new Watch(connect(first.wsUrl, watcher), 'subscription { notes(order_by: {id: asc}) { id body } }');
+  expect(await live.next()).toEqual({ data: { notes: [{ id: 1, body: 'n1' }] } });
+  await database.query(`INSERT INTO notes VALUES (2, 'n2')`);
+  expect(await live.next()).toEqual({
+    data: {
+      notes: [
+        { id: 1, body: 'n1' },
+        { id: 2, body: 'n2' },
+      ],
+    },
+  });
+  const counted = new Watch(connect(first.wsUrl, mixed), 'subscription { notes_aggregate { aggregate { count } } }');
+  expect(await counted.next()).toEqual({ data: { notes_aggregate: { aggregate: { count: 2 } } } });
+
+  // What a permission leaves out is refused: the poller's live query, the watcher's query, the mixed role's stream.
+  const refused = new Watch(connect(first.wsUrl, poller), 'subscription { notes { id } }');
+  expect((await refused.refusal())[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  const stream = new Watch(connect(first.wsUrl, mixed), 'subscription { notes_stream(batch_size: 1, cursor: {initial_value: {id: 0}}) { id } }');
+  expect((await stream.refusal())[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  const query = async (headers: Record<string, string>) =>
+    (await (
+      await fetch(first.graphqlUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ query: '{ notes(order_by: {id: asc}) { id } }' }),
+      })
+    ).json()) as Message;
+  expect((await query(watcher)).errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  expect(await query(poller)).toEqual({ data: { notes: [{ id: 1 }, { id: 2 }] } });
+});
+
 describe('with the writing instance in a process of its own', () => {
   let writer: SpawnedServer | undefined;
 

@@ -90,7 +90,8 @@ export class StatementCompiler {
     const rootName = node.name.value;
     const args = this.argumentsOf(this.operation.parentType, node);
     const permission = this.permission(table);
-    if (permission && !permission.rootFields.has(kind)) throw notPermitted(`the root field ${rootName}`);
+    const opened = this.operation.operation.operation === 'subscription' ? permission?.subscriptionRootFields : permission?.rootFields;
+    if (opened && !opened.has(kind)) throw notPermitted(`the root field ${rootName}`);
     const field = this.operation.parentType.getFields()[rootName];
     const selections = this.fieldsOf(
       this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet),

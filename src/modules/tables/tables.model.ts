@@ -1,7 +1,9 @@
 import type { OperationParts } from '../../graphql/raw-root-fields';
 import { tableKey, type CatalogForeignKey, type CatalogTable, type CatalogUniqueConstraint } from './tables.catalog';
 import {
+  QUERY_ROOT_FIELDS,
   sameTable,
+  SUBSCRIPTION_ROOT_FIELDS,
   tableText,
   type BoolExp,
   type ColumnPresets,
@@ -46,8 +48,10 @@ export interface PermissionModel {
   filter: BoolExp;
   limit?: number;
   allowAggregations: boolean;
-  /** The root fields it opens (all of them when the permission does not say). */
+  /** The query root fields it opens (all of them when query_root_fields does not say). */
   rootFields: Set<RootKind>;
+  /** The live query subscription fields it opens (all of them when subscription_root_fields does not say). */
+  subscriptionRootFields: Set<RootKind>;
   /** Whether it opens `<table>_stream` (subscription_root_fields left out, or naming select_stream). */
   stream: boolean;
 }
@@ -238,23 +242,26 @@ export function resolveTables(
         });
         continue;
       }
-      const rootFields = new Set<RootKind>(
-        (permission.query_root_fields ?? ['select', 'select_by_pk', 'select_aggregate']).map((name) =>
-          name === 'select' ? 'select' : name === 'select_by_pk' ? 'selectByPk' : 'selectAggregate',
-        ),
-      );
+      const subscriptionRootFields = permission.subscription_root_fields ?? [...SUBSCRIPTION_ROOT_FIELDS];
       model.permissions.set(role, {
         columns: new Set(columns),
         filter: permission.filter,
         limit: permission.limit,
         allowAggregations: permission.allow_aggregations === true,
-        rootFields,
-        stream: permission.subscription_root_fields?.includes('select_stream') ?? true,
+        rootFields: rootKinds(permission.query_root_fields ?? QUERY_ROOT_FIELDS),
+        subscriptionRootFields: rootKinds(subscriptionRootFields),
+        stream: subscriptionRootFields.includes('select_stream'),
       });
     }
     resolveWritePermissions(entry, model, inconsistencies);
   }
   return { tables: [...byKey.values()], inconsistencies };
+}
+
+/** The root kinds Hasura's root field names open (`select_stream` is none of them: see PermissionModel.stream). */
+function rootKinds(names: readonly string[]): Set<RootKind> {
+  const kinds: Record<string, RootKind> = { select: 'select', select_by_pk: 'selectByPk', select_aggregate: 'selectAggregate' };
+  return new Set(names.flatMap((name) => kinds[name] ?? []));
 }
 
 /** The insert, update and delete permissions of `entry` on `model`; one naming an unknown column is left out and reported. */

@@ -198,16 +198,17 @@ function sumScalar(column: ColumnModel): string {
   return column.scalar === 'Int' || column.scalar === 'smallint' ? 'bigint' : column.scalar;
 }
 
-function rootFieldsSdl(view: TableView): string[] {
+/** The root fields of `kinds` of a view (its query ones, or its live query subscription ones). */
+function rootFieldsSdl(view: TableView, kinds: Set<RootKind>): string[] {
   const { table } = view;
   const name = table.typeName;
   const described = `from the table ${tableText(table.table)}`;
   const roots: string[] = [];
-  if (view.roots.has('select')) roots.push(`  """fetch data ${described}"""\n  ${table.roots.select}(${listArguments(name)}): [${name}!]!`);
-  if (view.roots.has('selectAggregate')) {
+  if (kinds.has('select')) roots.push(`  """fetch data ${described}"""\n  ${table.roots.select}(${listArguments(name)}): [${name}!]!`);
+  if (kinds.has('selectAggregate')) {
     roots.push(`  """fetch aggregated fields ${described}"""\n  ${table.roots.selectAggregate}(${listArguments(name)}): ${name}_aggregate!`);
   }
-  if (view.roots.has('selectByPk')) {
+  if (kinds.has('selectByPk')) {
     const keys = table.primaryKey.map((column) => `${column.field}: ${fieldType(column)}!`).join(', ');
     roots.push(`  """fetch data ${described} using primary key columns"""\n  ${table.roots.selectByPk}(${keys}): ${name}`);
   }
@@ -334,7 +335,7 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
   parts.push(...relationshipInsertTypesSdl(views));
   if (views.some(showsStream) && !base.getType('cursor_ordering')) parts.push(CURSOR_ORDERING_ENUM);
   for (const view of views) parts.push(...streamTypesSdl(view));
-  const roots = views.flatMap(rootFieldsSdl).join('\n');
+  const roots = views.flatMap((view) => rootFieldsSdl(view, view.roots)).join('\n');
   if (roots) {
     const queryRoot = base.getQueryType();
     parts.push(queryRoot ? `extend type ${queryRoot.name} {\n${roots}\n}` : `type Query {\n${roots}\n}\n\nextend schema {\n  query: Query\n}`);
@@ -348,8 +349,11 @@ export function withTableViews(base: GraphQLSchema, views: readonly TableView[],
         : `type Mutation {\n${mutationRoots}\n}\n\nextend schema {\n  mutation: Mutation\n}`,
     );
   }
-  // Every query root field is also a live query (Hasura's subscription_root), beside the streams.
-  const subscriptionRoots = [roots, ...views.flatMap((view) => streamRootSdl(view) ?? [])].filter(Boolean).join('\n');
+  // The live queries (Hasura's subscription_root: the query root fields subscription_root_fields opens), beside the streams.
+  const subscriptionRoots = [
+    ...views.flatMap((view) => rootFieldsSdl(view, view.subscriptionRoots)),
+    ...views.flatMap((view) => streamRootSdl(view) ?? []),
+  ].join('\n');
   if (subscriptionRoots) {
     const subscriptionRoot = base.getSubscriptionType();
     parts.push(
@@ -379,14 +383,15 @@ function attachResolvers(schema: GraphQLSchema, views: readonly TableView[], run
       ['selectAggregate', table.roots.selectAggregate],
       ['selectByPk', table.roots.selectByPk],
     ] as const) {
-      if (!query[field]) continue;
-      // The compiler reads the arguments from the field node and the marked variables, not from graphql's coerced args.
-      query[field].resolve = ((_source, _args, context: GraphQLContext, info) => runner.select(table, kind, info, context)) as GraphQLFieldResolver<
-        unknown,
-        GraphQLContext
-      >;
-      const { selectJson } = runner;
-      if (selectJson) offerRawAnswer(query[field], (request) => selectJson.call(runner, table, kind, request));
+      if (query[field]) {
+        // The compiler reads the arguments from the field node and the marked variables, not from graphql's coerced args.
+        query[field].resolve = ((_source, _args, context: GraphQLContext, info) => runner.select(table, kind, info, context)) as GraphQLFieldResolver<
+          unknown,
+          GraphQLContext
+        >;
+        const { selectJson } = runner;
+        if (selectJson) offerRawAnswer(query[field], (request) => selectJson.call(runner, table, kind, request));
+      }
       const liveField = subscription[field];
       if (!liveField || !runner.live) continue;
       liveField.extensions = { ...liveField.extensions, [LIVE_QUERY_EXTENSION]: true };

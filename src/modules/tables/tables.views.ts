@@ -16,7 +16,10 @@ export interface TableView {
   relationships: { relationship: RelationshipModel; aggregate: boolean }[];
   /** Whether the table's aggregate types are shown (its `_aggregate` root field and relationships' `<name>_aggregate`). */
   aggregates: boolean;
+  /** Its query root fields. */
   roots: Set<RootKind>;
+  /** Its live query subscription fields (the same fields as the query ones, under subscription_root_fields). */
+  subscriptionRoots: Set<RootKind>;
   /** Whether its streaming subscription field (`<table>_stream`) is shown. */
   stream: boolean;
   /** Whether its object type and query types are shown (a role may insert into a table it cannot read). */
@@ -29,6 +32,7 @@ const ROOT_KINDS: readonly RootKind[] = ['select', 'selectByPk', 'selectAggregat
 /** The whole table, as the admin sees it. */
 export function wholeView(table: TableModel): TableView {
   const byPk = table.primaryKey.length > 0;
+  const roots = byPk ? ROOT_KINDS : ROOT_KINDS.filter((kind) => kind !== 'selectByPk');
   return {
     select: true,
     mutations: {
@@ -41,7 +45,8 @@ export function wholeView(table: TableModel): TableView {
     relationships: [...table.relationships.values()].map((relationship) => ({ relationship, aggregate: relationship.kind === 'array' })),
     aggregates: true,
     stream: true,
-    roots: new Set(table.primaryKey.length > 0 ? ROOT_KINDS : ROOT_KINDS.filter((kind) => kind !== 'selectByPk')),
+    roots: new Set(roots),
+    subscriptionRoots: new Set(roots),
   };
 }
 
@@ -49,7 +54,8 @@ export function wholeView(table: TableModel): TableView {
  * The tables as `role` sees them, Hasura's way: only tables it has a select permission on, with
  * only the permitted columns, relationships only to such tables, aggregates only with
  * allow_aggregations, `_by_pk` only when every primary key column is permitted, and of the root
- * fields only those query_root_fields names. A permission that opens no column shows nothing of
+ * fields only those query_root_fields names (of the live query subscription fields, those
+ * subscription_root_fields names). A permission that opens no column shows nothing of
  * its table (a GraphQL object type needs a field).
  */
 export function roleViews(tables: readonly TableModel[], role: string, backend = false): TableView[] {
@@ -63,11 +69,21 @@ export function roleViews(tables: readonly TableModel[], role: string, backend =
     const permission = permitted.get(table);
     const mutations = mutationView(table, role, backend, permission);
     if (!permission)
-      return mutations.insert ? [{ table, columns: [], relationships: [], aggregates: false, roots: new Set(), stream: false, select: false, mutations }] : [];
-    const roots = new Set<RootKind>();
-    if (permission.rootFields.has('select')) roots.add('select');
-    if (permission.rootFields.has('selectByPk') && byPkOpen(table, permission)) roots.add('selectByPk');
-    if (permission.rootFields.has('selectAggregate') && permission.allowAggregations) roots.add('selectAggregate');
+      return mutations.insert
+        ? [
+            {
+              table,
+              columns: [],
+              relationships: [],
+              aggregates: false,
+              roots: new Set(),
+              subscriptionRoots: new Set(),
+              stream: false,
+              select: false,
+              mutations,
+            },
+          ]
+        : [];
     return [
       {
         table,
@@ -76,13 +92,21 @@ export function roleViews(tables: readonly TableModel[], role: string, backend =
           .filter((relationship) => permitted.has(relationship.target))
           .map((relationship) => ({ relationship, aggregate: relationship.kind === 'array' && permitted.get(relationship.target)!.allowAggregations })),
         aggregates: permission.allowAggregations,
-        roots,
+        roots: openRoots(table, permission, permission.rootFields),
+        subscriptionRoots: openRoots(table, permission, permission.subscriptionRootFields),
         stream: permission.stream,
         select: true,
         mutations,
       },
     ];
   });
+}
+
+/** Of the root kinds a permission names, those it opens: `_by_pk` as byPkOpen, `_aggregate` only with allow_aggregations. */
+function openRoots(table: TableModel, permission: PermissionModel, named: Set<RootKind>): Set<RootKind> {
+  return new Set(
+    [...named].filter((kind) => (kind === 'selectByPk' ? byPkOpen(table, permission) : kind === 'selectAggregate' ? permission.allowAggregations : true)),
+  );
 }
 
 /** `_by_pk` fields need a primary key whose columns the select permission opens (Hasura's rule). */
@@ -118,7 +142,7 @@ export function seesEverything(tables: readonly TableModel[], role: string): boo
       permission !== undefined &&
       permission.allowAggregations &&
       table.columns.every((column) => permission.columns.has(column.name)) &&
-      [...wholeView(table).roots].every((kind) => permission.rootFields.has(kind)) &&
+      [...wholeView(table).roots].every((kind) => permission.rootFields.has(kind) && permission.subscriptionRootFields.has(kind)) &&
       permission.stream &&
       writesEverything(table, role)
     );
