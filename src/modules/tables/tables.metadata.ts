@@ -401,3 +401,14 @@ export type PermissionOf<K extends PermissionKind> = K extends 'select'
     : K extends 'update'
       ? UpdatePermission
       : DeletePermission;
+
+/** The name of a relationship `entry` has, or a refusal. */
+export function existingRelationship(entry: TrackedTableEntry, value: unknown, path: string): string {
+  const name = stringAt(value, path);
+  if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(entry.table)}" does not exist`, path);
+  return name;
+}
+
+export function relationshipNames(entry: TrackedTableEntry): string[] {
+  return [...(entry.object_relationships ?? []), ...(entry.array_relationships ?? [])].map((item) => item.name);
+}

@@ -2,10 +2,11 @@ import type pg from 'pg';
 import type { EntityManager } from 'typeorm';
 import type { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { MetadataError } from '../../platform/metadata';
-import type { Renames } from '../../platform/sql-renames';
-import { tableKey, type CatalogTable } from './tables.catalog';
+import { renamesSince, type Renames, type TableIdentity } from '../../platform/sql-renames';
+import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
 import { argsAt, fail, stringAt, withoutEmpty, type BoolExp, type QualifiedTable, type RelationshipEntry, type TrackedTableEntry } from './tables.metadata';
-import type { Inconsistency, TableModel } from './tables.model';
+import { resolveTables, type Inconsistency, type TableModel } from './tables.model';
+import { describeProblem, problemKey, problemsOf } from './tables.problems';
 
 /** `run_sql`'s args, as Hasura's schema API takes them. */
 export interface RunSqlArgs {
@@ -211,3 +212,36 @@ const isTable = (value: unknown): value is { schema?: string; name: string } => 
 
 const renamedKeys = (object: Record<string, unknown>, rename: (name: string) => string) =>
   Object.fromEntries(Object.entries(object).map(([name, value]) => [rename(name), value]));
+
+/**
+ * The tracked tables' metadata after an SQL run (`before` and `catalogBefore` taken before it):
+ * renames followed, what the SQL broke refused or (cascade) dropped; undefined when nothing changed.
+ */
+export async function entriesAfterSql(
+  manager: EntityManager,
+  current: TrackedTableEntry[],
+  before: TableIdentity[],
+  catalogBefore: Map<string, CatalogTable>,
+  cascade: boolean,
+): Promise<TrackedTableEntry[] | undefined> {
+  const models = new Map(resolveTables(current, catalogBefore).tables.map((table) => [tableKey(table.table), table]));
+  let next = withRenames(current, await renamesSince(manager, before), models);
+  const catalogAfter = await readCatalog(
+    manager,
+    next.map((entry) => entry.table),
+  );
+  if (!catalogChanged(catalogBefore, catalogAfter) && JSON.stringify(next) === JSON.stringify(current)) return undefined;
+  const known = new Set(problemsOf(current, catalogBefore).map(problemKey));
+  for (;;) {
+    const added = problemsOf(next, catalogAfter).filter((item) => !known.has(problemKey(item)));
+    if (added.length === 0) return next;
+    if (!cascade) {
+      fail(
+        'dependency-error',
+        `cannot drop due to the following dependent objects: ${added.map(describeProblem).join('; ')} (use cascade to drop them)`,
+        '$.args',
+      );
+    }
+    next = withoutDependents(next, added);
+  }
+}

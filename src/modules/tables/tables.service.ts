@@ -9,18 +9,19 @@ import type { ServedSchema } from '../../platform/served-schema';
 import type { Session } from '../../platform/session';
 import { DEFAULT_SOURCE, MetadataError, tableEntry, type HasuraMetadata, type MetadataRequestContext } from '../../platform/metadata';
 import { followMetadataChanges } from '../../platform/metadata-changes';
-import { readCatalog, tableKey, type CatalogTable } from './tables.catalog';
+import { readCatalog, tableKey } from './tables.catalog';
 import {
   argsAt,
   configurationAt,
+  existingRelationship,
   fail,
   graphqlNameAt,
   qualifiedTableAt,
   PERMISSION_PARSERS,
   relationshipAt,
+  relationshipNames,
   roleAt,
   sameTable,
-  stringAt,
   TABLE_KEYS,
   tableText,
   trackedEntryAt,
@@ -33,15 +34,15 @@ import {
 } from './tables.metadata';
 import { resolveTables, type Inconsistency, type MutationKind, type RootKind, type TableModel } from './tables.model';
 import { MutationRunner } from './tables.mutation-runner';
-import { conditionProblem, describeProblem, problemKey, problemsOf } from './tables.problems';
-import { identities, renamesSince, type TableIdentity } from '../../platform/sql-renames';
+import { conditionProblem, problemKey, problemsOf } from './tables.problems';
+import { identities } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
 import { LiveQueries, type LiveEvent, type LiveQuerySettings } from './tables.live-queries';
 import { asInputError, boundValues, changedUnderMetadata, qualified } from './tables.sql';
 import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
 import type { Metrics } from '../../platform/metrics';
 import { StatementCompiler } from './tables.compiler';
-import { catalogChanged, runSqlArgsAt, runStatements, withoutDependents, withRenames, type RunSqlResult } from './tables.run-sql';
+import { entriesAfterSql, runSqlArgsAt, runStatements, type RunSqlResult } from './tables.run-sql';
 import { TableJoinsService } from './tables.joins';
 import { TableStreams } from './tables.stream';
 import { extendWithTables, fittingTables, generatedNames, nameClash, withTableViews, type TableRunner } from './tables.schema';
@@ -461,40 +462,10 @@ export class TablesService implements TableRunner {
     const before = await identities(context.manager, tracked);
     const catalogBefore = await readCatalog(context.manager, tracked);
     const result = await runStatements(context.manager, given.sql, false);
-    await this.followSql(current, before, catalogBefore, given.cascade, context);
+    const next = await entriesAfterSql(context.manager, current, before, catalogBefore, given.cascade);
+    if (next) await this.commit(current, next, context);
     await followOthers?.(given.cascade);
     return result;
-  }
-
-  /** The tracked tables' metadata after an SQL run: renames followed, what the SQL broke refused or (cascade) dropped. */
-  private async followSql(
-    current: TrackedTableEntry[],
-    before: TableIdentity[],
-    catalogBefore: Map<string, CatalogTable>,
-    cascade: boolean,
-    context: MetadataRequestContext,
-  ): Promise<void> {
-    const models = new Map(resolveTables(current, catalogBefore).tables.map((table) => [tableKey(table.table), table]));
-    let next = withRenames(current, await renamesSince(context.manager, before), models);
-    const catalogAfter = await readCatalog(
-      context.manager,
-      next.map((entry) => entry.table),
-    );
-    if (!catalogChanged(catalogBefore, catalogAfter) && JSON.stringify(next) === JSON.stringify(current)) return;
-    const known = new Set(problemsOf(current, catalogBefore).map(problemKey));
-    for (;;) {
-      const added = problemsOf(next, catalogAfter).filter((item) => !known.has(problemKey(item)));
-      if (added.length === 0) break;
-      if (!cascade) {
-        fail(
-          'dependency-error',
-          `cannot drop due to the following dependent objects: ${added.map(describeProblem).join('; ')} (use cascade to drop them)`,
-          '$.args',
-        );
-      }
-      next = withoutDependents(next, added);
-    }
-    await this.commit(current, next, context);
   }
 
   /** Adds the tracked tables to an exported metadata object (keys beside other modules' on the same entries). */
@@ -599,15 +570,4 @@ export class TablesService implements TableRunner {
 /** A session that may use backend_only permissions: the admin secret with X-Gql-Use-Backend-Only-Permissions: true (Hasura's header). */
 function isBackend(session: Session): boolean {
   return session.viaAdminSecret && session.variables[USE_BACKEND_ONLY] === 'true';
-}
-
-/** The name of a relationship `entry` has, or a refusal. */
-function existingRelationship(entry: TrackedTableEntry, value: unknown, path: string): string {
-  const name = stringAt(value, path);
-  if (!relationshipNames(entry).includes(name)) fail('not-exists', `relationship "${name}" of table "${tableText(entry.table)}" does not exist`, path);
-  return name;
-}
-
-function relationshipNames(entry: TrackedTableEntry): string[] {
-  return [...(entry.object_relationships ?? []), ...(entry.array_relationships ?? [])].map((item) => item.name);
 }
