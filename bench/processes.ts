@@ -139,3 +139,20 @@ export function listen(server: http.Server): Promise<BenchServer> {
     });
   });
 }
+
+/**
+ * A bench file's entry point: `node <file> serve <target>` is a forked server (one of `targets`,
+ * started by `start`); without arguments, the parent that runs `run`.
+ */
+export function benchEntry<Target extends string>(targets: readonly Target[], start: (target: Target) => Promise<BenchServer>, run: () => Promise<void>): void {
+  const [role, target] = process.argv.slice(2);
+  const main = (): Promise<void> => {
+    if (role !== 'serve') return run();
+    if (!(targets as readonly string[]).includes(target)) throw new Error(`unknown server target "${target}"`);
+    return serveInChild(() => start(target as Target));
+  };
+  main().catch((error: unknown) => {
+    console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  });
+}

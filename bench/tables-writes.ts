@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { prepareDatabase } from './database';
 import { reportRuns, runSlice, runTurns, verifyAnswer, type BenchRequest, type LoadResult, type LoadSettings, type RatioTarget } from './load';
-import { forkServer, serveInChild, type BenchServer, type ServerProcess } from './processes';
+import { benchEntry, forkServer, type BenchServer, type ServerProcess } from './processes';
 import { ADMIN_SECRET, baselineConfig, GRAPHQL_PATH, signUserToken } from './shared';
 import { nameList, positiveInteger } from './settings';
 
@@ -233,16 +233,4 @@ async function startTarget(target: Target): Promise<BenchServer> {
   return startPlinth(process.env.BENCH_LOG_LEVEL ?? 'warn');
 }
 
-function main(): Promise<void> {
-  const [role, target] = process.argv.slice(2);
-  if (role === 'serve') {
-    if (!(TARGETS as readonly string[]).includes(target)) throw new Error(`unknown server target "${target}"`);
-    return serveInChild(() => startTarget(target as Target));
-  }
-  return runBenchmark();
-}
-
-main().catch((error: unknown) => {
-  console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+benchEntry(TARGETS, startTarget, runBenchmark);

@@ -15,7 +15,7 @@ import { resolveTables } from '../src/modules/tables/tables.model';
 import { extendWithTables } from '../src/modules/tables/tables.schema';
 import { prepareDatabase } from './database';
 import { reportRuns, runSlice, runTurns, verifyAnswer, type BenchRequest, type LoadResult, type LoadSettings, type RatioTarget } from './load';
-import { forkServer, serveInChild, type ServerProcess } from './processes';
+import { benchEntry, forkServer, type ServerProcess } from './processes';
 import { ADMIN_SECRET, baselineConfig, signUserToken } from './shared';
 import { nameList, positiveInteger } from './settings';
 import type { FloorStatement } from './tables-floor';
@@ -352,16 +352,4 @@ async function startTarget(target: Target): Promise<{ url: string; close(): Prom
   return startFloor(databaseUrl, config.database.poolSize, ROOT_FIELD, statements);
 }
 
-function main(): Promise<void> {
-  const [role, target] = process.argv.slice(2);
-  if (role === 'serve') {
-    if (!(TARGETS as readonly string[]).includes(target)) throw new Error(`unknown server target "${target}"`);
-    return serveInChild(() => startTarget(target as Target));
-  }
-  return runBenchmark();
-}
-
-main().catch((error: unknown) => {
-  console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+benchEntry(TARGETS, startTarget, runBenchmark);
