@@ -146,7 +146,7 @@ export function listen(server: http.Server): Promise<BenchServer> {
  */
 export function benchEntry<Target extends string>(targets: readonly Target[], start: (target: Target) => Promise<BenchServer>, run: () => Promise<void>): void {
   const [role, target] = process.argv.slice(2);
-  const main = (): Promise<void> => {
+  const main = async (): Promise<void> => {
     if (role !== 'serve') return run();
     if (!(targets as readonly string[]).includes(target)) throw new Error(`unknown server target "${target}"`);
     return serveInChild(() => start(target as Target));
