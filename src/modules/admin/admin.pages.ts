@@ -10,21 +10,20 @@ import { sendError } from '../../http/errors';
 /** The dashboard's own browser code and styles (plain ES modules: no build step), read from the source tree. */
 const PAGES_DIR = path.resolve(__dirname, '..', '..', '..', '..', 'src', 'modules', 'admin', 'pages');
 
-/** The paths of the pages: each serves the same document, whose script shows the page (or the login form without a session). */
+/** The paths of the pages (PAGES in pages/app.js; `:name` is a parameter): each serves the same document, whose script shows the page (or the login form without a session). */
 export const PAGE_PATHS = ['/', '/services', '/config'] as const;
 
 /**
- * Every file the pages load, by its name under /assets/<version>/. Preact's hooks import the bare
- * name "preact", which a browser cannot resolve without an import map (an inline script the
- * Content-Security-Policy would refuse): it is rewritten to the sibling file.
+ * The vendored files the pages load, by their name under /assets/<version>/ (beside every file of
+ * PAGES_DIR). Preact's hooks import the bare name "preact", which a browser cannot resolve without
+ * an import map (an inline script the Content-Security-Policy would refuse): it is rewritten to the sibling file.
  */
-const ASSETS: Record<string, { type: string; read(): string }> = {
-  'preact.js': { type: 'text/javascript', read: () => vendored('preact', 'dist/preact.mjs') },
-  'hooks.js': { type: 'text/javascript', read: () => vendored('preact', 'hooks/dist/hooks.mjs').replace(/from\s*"preact"/g, 'from"./preact.js"') },
-  'htm.js': { type: 'text/javascript', read: () => vendored('htm', 'dist/htm.module.js') },
-  'app.js': { type: 'text/javascript', read: () => fs.readFileSync(path.join(PAGES_DIR, 'app.js'), 'utf8') },
-  'style.css': { type: 'text/css', read: () => fs.readFileSync(path.join(PAGES_DIR, 'style.css'), 'utf8') },
+const VENDORED: Record<string, () => string> = {
+  'preact.js': () => vendored('preact', 'dist/preact.mjs'),
+  'hooks.js': () => vendored('preact', 'hooks/dist/hooks.mjs').replace(/from\s*"preact"/g, 'from"./preact.js"'),
+  'htm.js': () => vendored('htm', 'dist/htm.module.js'),
 };
+const TYPES: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css' };
 
 /** Scripts, styles, requests and images from the dashboard's own origin only; no inline code, no frames, no forms posted elsewhere. */
 export const PAGE_SECURITY_POLICY = [
@@ -55,15 +54,20 @@ function vendored(name: string, file: string): string {
 
 function loadAssets(): { version: string; files: Map<string, Asset> } {
   const files = new Map<string, Asset>();
-  for (const [name, { type, read }] of Object.entries(ASSETS)) {
-    const body = Buffer.from(read());
-    files.set(name, { type: `${type}; charset=utf-8`, body, gzipped: gzipSync(body, { level: 9 }) });
+  const add = (name: string, text: string) => {
+    const body = Buffer.from(text);
+    files.set(name, { type: `${TYPES[path.extname(name)]}; charset=utf-8`, body, gzipped: gzipSync(body, { level: 9 }) });
+  };
+  for (const [name, read] of Object.entries(VENDORED)) add(name, read());
+  // One module per page (app.js routes between them) and the style sheet.
+  for (const name of fs.readdirSync(PAGES_DIR).sort()) {
+    if (TYPES[path.extname(name)]) add(name, fs.readFileSync(path.join(PAGES_DIR, name), 'utf8'));
   }
   const version = sha256Hex(Buffer.concat([...files.values()].map((asset) => asset.body))).slice(0, 16);
   return { version, files };
 }
 
-function pageDocument(version: string): string {
+function pageDocument(version: string, scripts: string[]): string {
   return [
     '<!doctype html>',
     '<html lang="en">',
@@ -75,8 +79,8 @@ function pageDocument(version: string): string {
     '<title>Plinth admin</title>',
     `<link rel="stylesheet" href="/assets/${version}/style.css">`,
     `<script type="module" src="/assets/${version}/app.js"></script>`,
-    // Fetched beside app.js rather than after it has been read: one round trip less before the page shows.
-    ...['preact.js', 'hooks.js', 'htm.js'].map((file) => `<link rel="modulepreload" href="/assets/${version}/${file}">`),
+    // Every module fetched beside app.js rather than after the one importing it has been read: no waterfall of round trips.
+    ...scripts.filter((file) => file !== 'app.js').map((file) => `<link rel="modulepreload" href="/assets/${version}/${file}">`),
     '</head>',
     '<body>',
     '<div id="app"><noscript>The Plinth dashboard needs JavaScript.</noscript></div>',
@@ -103,7 +107,12 @@ export function adminPages(scope: FastifyInstance): void {
   const assets = () => {
     if (!loaded) {
       const { version, files } = loadAssets();
-      const page = Buffer.from(pageDocument(version));
+      const page = Buffer.from(
+        pageDocument(
+          version,
+          [...files.keys()].filter((name) => name.endsWith('.js')),
+        ),
+      );
       loaded = { version, files, page, pageGzipped: gzipSync(page) };
     }
     return loaded;

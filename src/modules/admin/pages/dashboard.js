@@ -1,0 +1,55 @@
+// The dashboard: each part's health, refreshed every few seconds.
+import { useLayoutEffect, useState } from './hooks.js';
+import { api, html, jobCounts, StateBadge } from './ui.js';
+
+/** How often the dashboard asks for each part's health. */
+const HEALTH_REFRESH_MS = 5000;
+
+export function Dashboard() {
+  const [health, setHealth] = useState(null);
+  const [error, setError] = useState('');
+  const [updatedAt, setUpdatedAt] = useState(null);
+
+  // A layout effect runs as soon as the page is rendered, not after the next frame is painted: the first answer comes sooner.
+  useLayoutEffect(() => {
+    let stopped = false;
+    const refresh = async () => {
+      const answer = await api('GET', '/health');
+      if (stopped) return;
+      if (answer.status === 401) return location.reload();
+      if (answer.status !== 200) return setError(answer.body.message || `Health is unavailable (${answer.status})`);
+      setError('');
+      setHealth(answer.body);
+      setUpdatedAt(new Date());
+    };
+    refresh();
+    const timer = setInterval(refresh, HEALTH_REFRESH_MS);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, []);
+
+  return html`<section aria-labelledby="page-title">
+    <h1 id="page-title">Dashboard</h1>
+    <p class="error" role="alert">${error}</p>
+    ${
+      health &&
+      html`<p class="summary" aria-live="polite">
+          Overall: <${StateBadge} state=${health.status} /> · Plinth ${health.version} · CLI ${health.cliVersion}
+          <span class="muted"> · updated ${updatedAt.toLocaleTimeString()}</span>
+        </p>
+        <ul class="cards">
+          ${health.parts.map(
+            (part) =>
+              html`<li class="card" key=${part.name} data-part=${part.name}>
+                <h2>${part.title}</h2>
+                <p><${StateBadge} state=${part.state} /> <code>${part.name}</code></p>
+                ${part.latencyMs !== undefined && html`<p>${part.latencyMs.toFixed(1)} ms</p>`} ${part.jobs && html`<p>${jobCounts(part.jobs)}</p>`}
+                ${part.detail && html`<p class="muted">${part.detail}</p>`}
+              </li>`,
+          )}
+        </ul>`
+    }
+  </section>`;
+}
