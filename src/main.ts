@@ -20,7 +20,8 @@ import { textCacheEntriesTakenIn } from './platform/text-caches';
 import { createMailer } from './platform/mail/mailer';
 import { Metrics } from './platform/metrics';
 import { ModuleServices, resolverClasses, type AnyModule, type Platform } from './platform/module';
-import { RecurringWork } from './platform/recurring';
+import { RecurringPause, RecurringWork } from './platform/recurring';
+import { ChildServices } from './platform/child-services';
 import { createOutboundHttp } from './platform/outbound-http';
 import { createRateLimits } from './platform/rate-limits';
 import { RequestOutcomes } from './platform/request-outcomes';
@@ -35,6 +36,8 @@ export interface RunningServer {
   dataSource: DataSource;
   jobs: JobQueue;
   logger: Logger;
+  /** Where `plinth start` hands the custom services it runs, for the admin API to stop and start. */
+  childServices: ChildServices;
   /**
    * Drains requests and subscriptions, then releases the database (and stops the embedded one).
    * Bounded by PLINTH_SHUTDOWN_TIMEOUT_MS: a step still running then is logged by name and left;
@@ -161,6 +164,8 @@ export async function startServer(
       mailer: mail.mailer,
       shutdown: shutdown.signal,
       schema: new ServedSchema(),
+      recurringPause: new RecurringPause(),
+      childServices: new ChildServices(),
     };
     const services = new ModuleServices();
     const container = new ResolverContainer();
@@ -188,7 +193,7 @@ export async function startServer(
           pubSub.payloadCleanup(),
           ...modules.flatMap((module) => (module.recurring?.(services.get(module)) ?? []).map((task) => ({ ...task, name: `${module.name}.${task.name}` }))),
         ],
-        { url: endpoint.url, logger: logger.child({ component: 'recurring' }), shutdown: shutdown.signal },
+        { url: endpoint.url, logger: logger.child({ component: 'recurring' }), shutdown: shutdown.signal, pause: platform.recurringPause },
       );
       // Stopped (its runs finished) before the module work, the queue and the database.
       cleanup.push({ step: 'recurring tasks', run: () => recurring.stop() });
@@ -229,7 +234,7 @@ export async function startServer(
       },
       'Plinth is ready',
     );
-    return { url, port, app, dataSource, jobs, logger, close };
+    return { url, port, app, dataSource, jobs, logger, childServices: platform.childServices, close };
   } catch (error) {
     await close();
     throw error;

@@ -9,6 +9,8 @@ import { buildApiApp } from '../http/api-app';
 import { MODULES } from '../modules';
 import { Metrics } from '../platform/metrics';
 import { RequestOutcomes } from '../platform/request-outcomes';
+import { RecurringPause } from '../platform/recurring';
+import { ChildServices } from '../platform/child-services';
 import { ModuleServices, resolverClasses, type AnyModule, type Platform } from '../platform/module';
 import { RateLimits, rateLimitRules } from '../platform/rate-limits';
 import { readDeclarations, shownPath } from './declarations';
@@ -107,6 +109,8 @@ export async function documentationApp(config: Config, logger: Logger, modules: 
     mailer: standIn('the mailer') as Platform['mailer'],
     shutdown: new AbortController().signal,
     schema: new ServedSchema(),
+    recurringPause: new RecurringPause(),
+    childServices: new ChildServices(),
   };
   platform.schema.setBase(await buildDeclaredSchema(resolverClasses(MODULES)));
   const services = new ModuleServices();

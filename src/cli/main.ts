@@ -45,6 +45,8 @@ program
     const server = await startServer(config, logger);
     // The declared custom services run beside the server, their output prefixed with their names.
     const services = startDeclaredServices(config, environmentWithEnvFile(process.env), (line) => process.stdout.write(`${line}\n`));
+    // The admin API served by this process stops and starts them.
+    if (services) server.childServices.attach(services);
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {

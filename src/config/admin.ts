@@ -56,6 +56,12 @@ export const adminVariables = {
     .default(15)
     .describe('how long admin logins stay locked out after `PLATFORM_ADMIN_LOGIN_MAX_FAILURES` failures'),
   PLATFORM_ADMIN_LOG_LINES: integer(100, 100_000).default(2000).describe('recent log lines kept in memory for the admin log stream'),
+  PLATFORM_ADMIN_BROADCAST_TIMEOUT_MS: integer(100, 60_000)
+    .default(3000)
+    .describe('how long a service action on all instances (`?scope=all`) waits for the instances to acknowledge it'),
+  PLATFORM_ADMIN_SERVICE_CHECK_TIMEOUT_MS: integer(100, 30_000)
+    .default(1000)
+    .describe("how long the dashboard waits for a custom service's `GET /healthz` when this process does not run it"),
   PLATFORM_PROJECT_PATH: nonEmpty
     .refine((value) => path.isAbsolute(value), { error: 'must be an absolute path' })
     .optional()
@@ -86,6 +92,8 @@ export const admin = {
         loginDelayMs: values.PLATFORM_ADMIN_LOGIN_DELAY_MS,
         loginLockoutMinutes: values.PLATFORM_ADMIN_LOGIN_LOCKOUT_MINUTES,
         logLines: values.PLATFORM_ADMIN_LOG_LINES,
+        broadcastTimeoutMs: values.PLATFORM_ADMIN_BROADCAST_TIMEOUT_MS,
+        serviceCheckTimeoutMs: values.PLATFORM_ADMIN_SERVICE_CHECK_TIMEOUT_MS,
         projectPath,
         /** The settings file the dashboard and `plinth admin` read and write. */
         settingsFile: settingsFileOf({ PLATFORM_PROJECT_PATH: projectPath }),

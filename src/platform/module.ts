@@ -14,7 +14,8 @@ import type { JobQueue } from './job-queue';
 import type { Mailer } from './mail/mailer';
 import type { JobDefinition } from './jobs';
 import type { MetadataFiles, ModuleMetadata } from './metadata';
-import type { RecurringTask } from './recurring';
+import type { RecurringPause, RecurringTask } from './recurring';
+import type { ChildServices } from './child-services';
 
 /** The shared mechanisms (src/platform/) every module builds its services from. */
 export interface Platform {
@@ -40,6 +41,10 @@ export interface Platform {
   mailer: Mailer;
   /** The schema as served: Plinth's own plus what metadata declares (modules add extensions and rebuild it). */
   schema: ServedSchema;
+  /** Pauses and resumes this process's recurring tasks (the admin API's `scheduler`). */
+  recurringPause: RecurringPause;
+  /** The custom services `plinth start` runs as this process's children, once it has started them. */
+  childServices: ChildServices;
 }
 
 /** A resolver class: type-graphql builds it with its module's services. */

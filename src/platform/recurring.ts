@@ -64,6 +64,55 @@ export interface RecurringWorkOptions {
   logger: Logger;
   /** Aborted when the process starts shutting down: a lost connection is then expected. */
   shutdown: AbortSignal;
+  /** Pauses and resumes this process's runs (the admin API's `scheduler`); none: never paused. */
+  pause?: RecurringPause;
+}
+
+/**
+ * Pauses this process's recurring tasks and resumes them (the admin API's `scheduler`). While
+ * paused the process starts no run (a due task is left for another process, or for this one once
+ * resumed); `pause()` resolves when the runs in progress have finished. It exists before the tasks
+ * do (a pause standing for every instance is applied at start-up, before they start).
+ */
+export class RecurringPause {
+  private pausedNow = false;
+  private readonly waiters = new Set<() => void>();
+  private inProgress: () => Promise<void> = async () => undefined;
+
+  get paused(): boolean {
+    return this.pausedNow;
+  }
+
+  /** Stops starting runs; resolves once the runs in progress have finished. */
+  async pause(): Promise<void> {
+    this.pausedNow = true;
+    await this.inProgress();
+  }
+
+  resume(): void {
+    this.pausedNow = false;
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+  }
+
+  /** Resolves at once when not paused, else when resumed or when `signal` aborts. */
+  whileResumed(signal: AbortSignal): Promise<void> {
+    if (!this.pausedNow || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      this.waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** The recurring work tells how to wait for its runs in progress. */
+  attach(inProgress: () => Promise<void>): void {
+    this.inProgress = inProgress;
+  }
 }
 
 /**
@@ -80,6 +129,8 @@ export class RecurringWork {
   private readonly owner = `${hostname()}:${process.pid}`;
   private readonly stopping = new AbortController();
   private readonly running = new Set<RunningTask>();
+  /** Called when a run ends: what waits for the runs in progress (a pause) looks again. */
+  private readonly runEnded = new Set<() => void>();
   private loops: Promise<void>[] = [];
   private client: pg.Client | undefined;
   private connecting: Promise<pg.Client> | undefined;
@@ -93,6 +144,12 @@ export class RecurringWork {
     const names = this.tasks.map((task) => task.name);
     const twice = names.find((name, index) => names.indexOf(name) !== index);
     if (twice) throw new Error(`the recurring task ${twice} is declared twice`);
+    options.pause?.attach(() => this.runsFinished());
+  }
+
+  /** Resolves once no run is in progress. */
+  private async runsFinished(): Promise<void> {
+    while (this.running.size > 0) await new Promise<void>((resolve) => this.runEnded.add(resolve));
   }
 
   /** Stores the tasks' schedules (the first due times of new tasks) and starts looking at them. */
@@ -131,6 +188,8 @@ export class RecurringWork {
   private async loop(task: DeclaredTask): Promise<void> {
     let failures = 0;
     while (!this.stopping.signal.aborted) {
+      await this.options.pause?.whileResumed(this.stopping.signal);
+      if (this.stopping.signal.aborted) break;
       let waitMs: number;
       try {
         waitMs = await this.attempt(task);
@@ -207,6 +266,8 @@ export class RecurringWork {
 
   /** Runs the task once; resolves with its error (logged), INTERRUPTED, or undefined when it succeeded. */
   private async run(task: DeclaredTask, client: pg.Client): Promise<unknown> {
+    // Paused since the task was claimed: not run, and due still (checked with the add, so a pause waits for every run it let start).
+    if (this.options.pause?.paused) return INTERRUPTED;
     const running: RunningTask = { controller: new AbortController(), client };
     this.running.add(running);
     try {
@@ -218,6 +279,8 @@ export class RecurringWork {
       return error ?? new Error('failed');
     } finally {
       this.running.delete(running);
+      for (const wake of this.runEnded) wake();
+      this.runEnded.clear();
     }
   }
 

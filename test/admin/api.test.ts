@@ -123,7 +123,7 @@ describe('the admin API', () => {
     expect((await admin.request('POST', '/api/services/events/stop')).body).toMatchObject({ state: 'stopped' });
     expect((await admin.request('POST', '/api/services/events/start')).body).toMatchObject({ state: 'running' });
     expect((await admin.request('POST', '/api/services/events/restart')).body).toMatchObject({ state: 'running' });
-    for (const name of ['http', 'database', 'mailer', 'scheduler']) {
+    for (const name of ['http', 'database', 'mailer']) {
       const refused = await admin.request('POST', `/api/services/${name}/stop`);
       expect({ name, status: refused.status, code: refused.body.error_code }).toEqual({ name, status: 409, code: 'ACTION_NOT_POSSIBLE' });
     }

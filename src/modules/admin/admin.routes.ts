@@ -4,9 +4,9 @@ import { sendError } from '../../http/errors';
 import type { AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
 import { adminPages } from './admin.pages';
+import { servicesRoutes } from './admin-services.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
-import { PART_ACTIONS, type PartAction } from './plinth-parts.service';
 
 /** The session cookie: HttpOnly, SameSite=Strict, Secure when the dashboard is reached over TLS (through a proxy). */
 const SESSION_COOKIE = 'plinth_admin_session';
@@ -182,45 +182,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
     () => services.parts.health(),
   );
 
-  scope.get(
-    '/api/services',
-    {
-      schema: {
-        tags: TAGS,
-        summary: "Plinth's parts on this instance, and what can be done to each",
-        response: { 200: { type: 'object', properties: { services: { type: 'array', items: PART } }, required: ['services'] }, ...SESSION_ERRORS },
-      },
-    },
-    async () => ({ services: await services.parts.list() }),
-  );
-
-  scope.post<{ Params: { name: string; action: PartAction } }>(
-    '/api/services/:name/:action',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Start, stop or restart a part on this instance',
-        description:
-          'The event dispatcher (`events`) and the job worker of each queue (`jobs.<queue>`) stop claiming work (work in flight finishes) ' +
-          'and start again; the other parts are shown, not stopped (409).',
-        headers: CSRF_HEADER,
-        body: NO_BODY,
-        params: {
-          type: 'object',
-          required: ['name', 'action'],
-          properties: { name: { type: 'string', pattern: '^[a-z][a-z0-9._-]{0,80}$' }, action: { type: 'string', enum: [...PART_ACTIONS] } },
-        },
-        response: {
-          200: { ...PART, description: 'The part after the action' },
-          ...CHANGE_ERRORS,
-          404: error('No such part (UNKNOWN_SERVICE)'),
-          409: error('The part cannot take that action now (ACTION_NOT_POSSIBLE): not run in this process, already so, or not controllable'),
-          503: error('The server is shutting down'),
-        },
-      },
-    },
-    (request) => services.parts.act(request.params.name, request.params.action),
-  );
+  servicesRoutes(scope, services);
 
   scope.get(
     '/api/config',

@@ -49,7 +49,7 @@ export const SESSION = {
 export const PART = {
   type: 'object',
   properties: {
-    name: { type: 'string', description: 'http, auth, database, events, scheduler, mailer, or jobs.<queue>' },
+    name: { type: 'string', description: 'http, auth, database, events, scheduler, mailer, jobs.<queue>, or cs.<name> (a CS_<N> custom service)' },
     title: { type: 'string' },
     state: { type: 'string', enum: ['running', 'stopped', 'not-run-here', 'unavailable'] },
     actions: { type: 'array', items: { type: 'string', enum: [...PART_ACTIONS] }, description: 'What POST /api/services/{name}/{action} takes now' },
@@ -60,6 +60,7 @@ export const PART = {
       properties: { waiting: { type: 'integer' }, active: { type: 'integer' }, failed: { type: 'integer' }, runningHere: { type: 'integer' } },
       required: ['waiting', 'active', 'failed', 'runningHere'],
     },
+    pausedOnAllInstances: { type: 'boolean', description: 'Stopped on every instance (scope=all): an instance that starts meanwhile stops it too' },
   },
   required: ['name', 'title', 'state', 'actions'],
 } as const;

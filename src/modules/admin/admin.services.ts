@@ -7,12 +7,15 @@ import type { AdminListen } from './admin-port';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
 import { PlinthParts } from './plinth-parts.service';
+import { ServiceBroadcast } from './admin-cluster.service';
 
 export interface AdminServices {
   /** Where the dashboard listens; undefined when PLATFORM_ADMIN_ENABLED is off. */
   listen: Omit<AdminListen, 'beforeClose'> | undefined;
   sessions: AdminSessions;
   parts: PlinthParts;
+  /** Service actions on every instance (`?scope=all`). */
+  broadcast: ServiceBroadcast;
   settings: AdminSettings;
   /** The process's recent log lines; undefined for a logger that keeps none (not made by createLogger). */
   logs: RecentLogs | undefined;
@@ -25,10 +28,21 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
   if (config.admin.enabled && !config.admin.passwordHash) {
     logger.warn('the admin dashboard is enabled without PLATFORM_ADMIN_PASSWORD: nobody can log in (plinth admin password)');
   }
+  const parts = new PlinthParts({
+    config,
+    dataSource,
+    jobs,
+    delivery: modules.get(eventsModule).delivery,
+    recurringPause: platform.recurringPause,
+    childServices: platform.childServices,
+    logger,
+    shutdown,
+  });
   return {
     listen: config.admin.enabled ? { host: config.admin.host, port: config.admin.port } : undefined,
     sessions: new AdminSessions(dataSource, config.admin, new PasswordHasher(config.auth.passwordHash), logger),
-    parts: new PlinthParts({ config, dataSource, jobs, delivery: modules.get(eventsModule).delivery, logger, shutdown }),
+    parts,
+    broadcast: new ServiceBroadcast({ parts, pubSub: platform.pubSub, dataSource, timeoutMs: config.admin.broadcastTimeoutMs, logger }),
     settings: new AdminSettings(config.admin.environment, config.admin.settingsFile, logger),
     logs: recentLogsOf(platform.logger),
     environment: () => environmentInfo(config, dataSource),

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { CustomService } from '../../../config';
+import type { ChildServiceControl } from '../../../platform/child-services';
 import { RUNNABLE_TEMPLATES } from './scaffold';
 
 export type ServiceState = 'not-scaffolded' | 'not-runnable' | 'starting' | 'running' | 'restarting' | 'stopped' | 'failed';
@@ -80,6 +81,8 @@ interface Supervised {
   child?: ChildProcess;
   restarts: number;
   timer?: NodeJS.Timeout;
+  /** Stopped by hand (the admin API): not started again when it exits. */
+  held: boolean;
 }
 
 /**
@@ -87,7 +90,7 @@ interface Supervised {
  * with node, prefixes its output with its name, starts it again with a doubling delay when it
  * exits, and stops them all on shutdown.
  */
-export class ServiceSupervisor {
+export class ServiceSupervisor implements ChildServiceControl {
   private readonly supervised: Supervised[];
   private stopping = false;
 
@@ -97,7 +100,7 @@ export class ServiceSupervisor {
   ) {
     this.supervised = services
       .filter((service) => RUNNABLE_TEMPLATES.has(service.template))
-      .map((service) => ({ service, state: 'stopped' as ServiceState, restarts: 0 }));
+      .map((service) => ({ service, state: 'stopped' as ServiceState, restarts: 0, held: false }));
   }
 
   /** Each service's state and pid, for logs and tests. */
@@ -106,15 +109,54 @@ export class ServiceSupervisor {
   }
 
   start(): void {
-    for (const entry of this.supervised) {
-      const folder = path.join(this.settings.servicesDir, entry.service.name);
-      if (!fs.existsSync(path.join(folder, 'src', 'server.ts')) && !fs.existsSync(path.join(folder, 'dist', 'server.js'))) {
-        entry.state = 'not-scaffolded';
-        this.settings.write(`[${entry.service.name}] ${folder} has no service: run plinth build`);
-        continue;
-      }
-      this.run(entry, folder);
+    for (const entry of this.supervised) this.startEntry(entry);
+  }
+
+  private startEntry(entry: Supervised): void {
+    const folder = path.join(this.settings.servicesDir, entry.service.name);
+    if (!fs.existsSync(path.join(folder, 'src', 'server.ts')) && !fs.existsSync(path.join(folder, 'dist', 'server.js'))) {
+      entry.state = 'not-scaffolded';
+      this.settings.write(`[${entry.service.name}] ${folder} has no service: run plinth build`);
+      return;
     }
+    this.run(entry, folder);
+  }
+
+  /** Stops one service and keeps it stopped until startService (the admin API's stop). */
+  async stopService(name: string): Promise<void> {
+    const entry = this.entry(name);
+    entry.held = true;
+    clearTimeout(entry.timer);
+    await this.end(entry);
+    entry.state = 'stopped';
+    this.settings.write(`[${name}] stopped by the admin API`);
+  }
+
+  /** Starts one service again (the admin API's start) unless it runs or is being started. */
+  startService(name: string): void {
+    const entry = this.entry(name);
+    entry.held = false;
+    entry.restarts = 0;
+    if (entry.child || this.stopping) return;
+    clearTimeout(entry.timer);
+    this.startEntry(entry);
+  }
+
+  private entry(name: string): Supervised {
+    const entry = this.supervised.find((each) => each.service.name === name);
+    if (!entry) throw new Error(`plinth start runs no service ${name}`);
+    return entry;
+  }
+
+  /** Ends the service's process, if it has one (SIGTERM, then SIGKILL after the grace period). */
+  private async end(entry: Supervised): Promise<void> {
+    const child = entry.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(killer);
   }
 
   private run(entry: Supervised, folder: string): void {
@@ -158,8 +200,8 @@ export class ServiceSupervisor {
     prefix(child.stderr!);
     child.on('error', (error) => this.settings.write(`[${name}] could not start: ${error.message}`));
     child.on('exit', (code, signal) => {
-      entry.child = undefined;
-      if (this.stopping) {
+      if (entry.child === child) entry.child = undefined;
+      if (this.stopping || entry.held) {
         entry.state = 'stopped';
         return;
       }
@@ -178,16 +220,8 @@ export class ServiceSupervisor {
     await Promise.all(
       this.supervised.map(async (entry) => {
         clearTimeout(entry.timer);
-        const child = entry.child;
-        if (!child || child.exitCode !== null) {
-          entry.state = 'stopped';
-          return;
-        }
-        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-        await exited;
-        clearTimeout(killer);
+        await this.end(entry);
+        entry.state = 'stopped';
       }),
     );
   }

@@ -1,0 +1,44 @@
+/** A custom service run as a child of this process, as its supervisor sees it. */
+export interface ChildServiceStatus {
+  name: string;
+  /** not-scaffolded, not-runnable, starting, running, restarting, stopped or failed. */
+  state: string;
+  pid?: number;
+  /** Restarts after crashes in a row. */
+  restarts: number;
+}
+
+/** What runs custom services as children (`plinth start`'s supervisor): their states, and stopping and starting one. */
+export interface ChildServiceControl {
+  states(): ChildServiceStatus[];
+  /** Stops the service (SIGTERM, then SIGKILL after a grace period) and keeps it stopped. */
+  stopService(name: string): Promise<void>;
+  /** Starts the service again (at once) when it is not running. */
+  startService(name: string): void;
+}
+
+/**
+ * Where `plinth start` hands the supervisor of the custom services it runs beside the server, in
+ * the same process, so that the admin API can stop and start them. A server started otherwise
+ * (tests, another supervisor) has none attached: its custom services are only health-checked.
+ */
+export class ChildServices {
+  private control: ChildServiceControl | undefined;
+
+  attach(control: ChildServiceControl): void {
+    this.control = control;
+  }
+
+  /** The service of that name when this process runs it; undefined otherwise. */
+  status(name: string): ChildServiceStatus | undefined {
+    return this.control?.states().find((service) => service.name === name);
+  }
+
+  async stop(name: string): Promise<void> {
+    await this.control?.stopService(name);
+  }
+
+  start(name: string): void {
+    this.control?.startService(name);
+  }
+}
