@@ -9,6 +9,7 @@ import { pendingMigrations } from '../db/data-source';
 import { resetAdminLogins } from '../modules/admin/admin-sessions.service';
 import { createLogger } from '../platform/logger';
 import { withDatabase } from './database';
+import { registerAdminOpsCommands } from './admin-ops';
 
 /** The shortest admin password `plinth admin password` takes. */
 const MIN_PASSWORD_LENGTH = 12;
@@ -196,5 +197,6 @@ export function adminCommand(configuration: () => Config): Command {
       else if (options.browser && !openBrowser(url)) process.stderr.write('no browser to open here: open the address above\n');
     });
 
+  registerAdminOpsCommands(admin, configuration, { file: settingsFile, write: writeSettings });
   return admin;
 }

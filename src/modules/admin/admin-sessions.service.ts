@@ -38,6 +38,9 @@ function csrfTokenOf(token: string): string {
   return sha256(`plinth-admin-csrf:${token}`).toString('base64url');
 }
 
+/** The session cookie: HttpOnly, SameSite=Strict, Secure when the dashboard is reached over TLS (through a proxy). */
+export const ADMIN_SESSION_COOKIE = 'plinth_admin_session';
+
 const SESSION_TOKEN_BYTES = 32;
 /** A session token as issued: 32 random bytes, base64url. */
 const SESSION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -165,4 +168,16 @@ export async function resetAdminLogins(dataSource: DataSource): Promise<{ sessio
   const ended = await one<{ count: number }>(dataSource, 'WITH ended AS (DELETE FROM admin_sessions RETURNING 1) SELECT count(*)::int AS count FROM ended');
   await dataSource.query('UPDATE admin_login_state SET failures = 0, last_failure_at = NULL, locked_until = NULL WHERE id = 1');
   return { sessions: ended!.count };
+}
+
+/**
+ * A session for a `plinth admin` command on this machine (`logs`), made in the database the command
+ * reaches with the project's settings: whoever reaches it can already change the admin password
+ * and the settings, so no password is asked for, none is kept in the environment, and the login
+ * lock-out is not touched. The token stays in the command's memory; `end` deletes the session.
+ */
+export async function openCommandSession(dataSource: DataSource, username: string): Promise<{ token: string; end(): Promise<void> }> {
+  const token = randomBytes(SESSION_TOKEN_BYTES).toString('base64url');
+  await dataSource.query('INSERT INTO admin_sessions (token_hash, username) VALUES ($1, $2)', [sha256(token), username]);
+  return { token, end: async () => void (await dataSource.query('DELETE FROM admin_sessions WHERE token_hash = $1', [sha256(token)])) };
 }

@@ -1,15 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from '../../http/errors';
-import type { AdminSession } from './admin-sessions.service';
+import { ADMIN_SESSION_COOKIE as SESSION_COOKIE, type AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
 import { adminPages } from './admin.pages';
 import { servicesRoutes } from './admin-services.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 
-/** The session cookie: HttpOnly, SameSite=Strict, Secure when the dashboard is reached over TLS (through a proxy). */
-const SESSION_COOKIE = 'plinth_admin_session';
 const LOGIN_PATH = '/api/auth/login';
 const CHANGING_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** A comment line on every log stream this often, so proxies and browsers keep it open. */
