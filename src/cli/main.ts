@@ -41,10 +41,10 @@ program
     const config = configuration({ PORT: options.port, HOST: options.host });
     const logger = createLogger(config);
     const { startServer } = require('../main') as typeof import('../main');
-    const { startDeclaredServices } = require('./services') as typeof import('./services');
+    const { startDeclaredServices, customServiceOutput } = require('./services') as typeof import('./services');
     const server = await startServer(config, logger);
     // The declared custom services run beside the server, their output prefixed with their names.
-    const services = startDeclaredServices(config, environmentWithEnvFile(process.env), (line) => process.stdout.write(`${line}\n`));
+    const services = startDeclaredServices(config, environmentWithEnvFile(process.env), customServiceOutput(logger));
     // The admin API served by this process stops and starts them.
     if (services) server.childServices.attach(services);
     let stopping = false;

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
+import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { MODULES } from '../modules';
 import { serviceHandlerUrl } from '../modules/actions/action-calls.service';
@@ -8,6 +10,7 @@ import { parseActionsSection } from '../modules/actions/actions.metadata';
 import { actionsOfService, RUNNABLE_TEMPLATES, scaffoldServices, type ScaffoldResult } from '../modules/actions/services/scaffold';
 import { listening, ServiceSupervisor } from '../modules/actions/services/supervisor';
 import { MetadataError, type MetadataFiles } from '../platform/metadata';
+import { recentLogsOf } from '../platform/recent-logs';
 import { directoryReader, metadataFromFiles, MetadataFilesError } from '../platform/metadata-files';
 
 const FILE_LAYOUTS: MetadataFiles[] = MODULES.flatMap((module) => (module.metadataFiles ? [module.metadataFiles] : []));
@@ -30,6 +33,21 @@ function actionsFromFiles(metadataDir: string) {
 export function scaffoldDeclaredServices(config: Config, metadataDir: string, env: Record<string, string | undefined>): ScaffoldResult[] {
   if (!config.customServices.some((service) => service.template !== 'plinth')) return [];
   return scaffoldServices(config.customServices, config.servicesDir, actionsFromFiles(metadataDir), env);
+}
+
+/**
+ * Where `plinth start` writes the custom services' output: standard output, each line prefixed
+ * with the service's name, and (with the dashboard on) the recent log lines the dashboard
+ * streams, as lines of the component `custom-service` naming the service.
+ */
+export function customServiceOutput(logger: Logger): (line: string) => void {
+  const recent = recentLogsOf(logger);
+  return (line) => {
+    process.stdout.write(`${line}\n`);
+    const [, service, text] = /^\[([^\]]+)\] (.*)$/s.exec(line) ?? [];
+    if (!recent || service === undefined) return;
+    recent.add(JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), component: 'custom-service', service, msg: text }));
+  };
 }
 
 /** Starts the declared Node services beside the server (`plinth start`); undefined when there are none. */

@@ -255,6 +255,18 @@ describe('custom services run by plinth start', () => {
 
       expect((await admin.request<Part>('POST', '/api/services/cs.echo/start')).body).toMatchObject({ state: 'running' });
       expect(await pidOf()).not.toBe(second);
+
+      // Its output is in the dashboard's log stream.
+      const stream = await fetch(`http://127.0.0.1:${adminPort}/api/logs/cs.echo?tail=100`, { headers: { cookie: admin.cookie! } });
+      let text = '';
+      const decoder = new TextDecoder();
+      for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) {
+        text += decoder.decode(chunk, { stream: true });
+        if (text.includes(': following')) break;
+      }
+      const lines = [...text.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]) as { msg: string; component: string; service: string });
+      expect(lines.filter((line) => line.msg === 'listening')).toHaveLength(3);
+      expect(lines.every((line) => line.component === 'custom-service' && line.service === 'echo')).toBe(true);
     } finally {
       spawned.child.kill('SIGTERM');
       await spawned.exited;

@@ -53,6 +53,8 @@ function lineMatches(line: Record<string, unknown>, service: string, minimum: nu
     case 'auth':
       return line.module === 'auth';
     default:
+      // A custom service's output, as plinth start keeps it (cli/services.ts).
+      if (service.startsWith('cs.')) return line.component === 'custom-service' && line.service === service.slice('cs.'.length);
       return service.startsWith('jobs.') && line.component === 'jobs' && line.queue === service.slice('jobs.'.length);
   }
 }
