@@ -71,6 +71,7 @@ export function Services() {
   const [parts, setParts] = useState([]);
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState('');
+  const [scope, setScope] = useState('this');
 
   const load = useCallback(async () => {
     const answer = await api('GET', '/services');
@@ -84,11 +85,19 @@ export function Services() {
 
   const act = async (part, action) => {
     setBusy(`${part.name}/${action}`);
-    const answer = await api('POST', `/services/${encodeURIComponent(part.name)}/${action}`);
+    const all = scope === 'all';
+    const answer = await api('POST', `/services/${encodeURIComponent(part.name)}/${action}${all ? '?scope=all' : ''}`);
     setBusy('');
     if (answer.status === 200) {
-      setParts((shown) => shown.map((each) => (each.name === part.name ? answer.body : each)));
-      setMessage(`${part.title}: ${action} done, now ${answer.body.state}.`);
+      const { cluster, ...shown } = answer.body;
+      setParts((listed) => listed.map((each) => (each.name === part.name ? shown : each)));
+      setMessage(
+        cluster
+          ? `${part.title}: ${action} sent to all instances; ${cluster.instances.length} of ${cluster.expected} answered${cluster.timedOut ? ' before the wait ended' : ''}: ${cluster.instances
+              .map((instance) => `${instance.hostname}:${instance.pid} ${instance.state ?? instance.error?.message ?? ''}`)
+              .join(', ')}.`
+          : `${part.title}: ${action} done, now ${shown.state}.`,
+      );
     } else {
       setMessage(answer.body.message || `${action} failed (${answer.status})`);
     }
@@ -97,9 +106,14 @@ export function Services() {
   return html`<section aria-labelledby="page-title">
     <h1 id="page-title">Services</h1>
     <p role="status" class="status">${message}</p>
+    <fieldset class="scope">
+      <legend>Apply actions to</legend>
+      <label><input type="radio" name="scope" value="this" checked=${scope === 'this'} onChange=${() => setScope('this')} /> this instance</label>
+      <label><input type="radio" name="scope" value="all" checked=${scope === 'all'} onChange=${() => setScope('all')} /> all instances</label>
+    </fieldset>
     <table>
       <caption class="visually-hidden">
-        Plinth's parts on this instance
+        Plinth's parts and the custom services on this instance
       </caption>
       <thead>
         <tr>
@@ -115,7 +129,11 @@ export function Services() {
             html`<tr key=${part.name} data-part=${part.name}>
               <th scope="row">${part.title} <code>${part.name}</code></th>
               <td><${StateBadge} state=${part.state} /></td>
-              <td>${part.jobs ? jobCounts(part.jobs) : (part.detail ?? '')}</td>
+              <td>
+                ${part.jobs ? jobCounts(part.jobs) : (part.detail ?? '')}
+                ${part.latencyMs !== undefined && part.name.startsWith('cs.') ? html` <span class="muted">(${part.latencyMs} ms)</span>` : ''}
+                ${part.pausedOnAllInstances ? html` <strong class="everywhere">stopped on all instances</strong>` : ''}
+              </td>
               <td class="actions">
                 ${part.actions.map(
                   (action) =>
