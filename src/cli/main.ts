@@ -44,9 +44,8 @@ program
     const { startDeclaredServices, customServiceOutput } = require('./services') as typeof import('./services');
     const server = await startServer(config, logger);
     // The declared custom services run beside the server, their output prefixed with their names.
-    const services = startDeclaredServices(config, environmentWithEnvFile(process.env), customServiceOutput(logger));
     // The admin API served by this process stops and starts them.
-    if (services) server.childServices.attach(services);
+    const services = await startDeclaredServices(config, environmentWithEnvFile(process.env), customServiceOutput(logger), server.childServices);
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {

@@ -9,6 +9,7 @@ import { serviceHandlerUrl } from '../modules/actions/action-calls.service';
 import { parseActionsSection } from '../modules/actions/actions.metadata';
 import { actionsOfService, RUNNABLE_TEMPLATES, scaffoldServices, type ScaffoldResult } from '../modules/actions/services/scaffold';
 import { listening, ServiceSupervisor } from '../modules/actions/services/supervisor';
+import type { ChildServices } from '../platform/child-services';
 import { MetadataError, type MetadataFiles } from '../platform/metadata';
 import { recentLogsOf } from '../platform/recent-logs';
 import { directoryReader, metadataFromFiles, MetadataFilesError } from '../platform/metadata-files';
@@ -50,8 +51,17 @@ export function customServiceOutput(logger: Logger): (line: string) => void {
   };
 }
 
-/** Starts the declared Node services beside the server (`plinth start`); undefined when there are none. */
-export function startDeclaredServices(config: Config, env: Record<string, string | undefined>, write: (line: string) => void): ServiceSupervisor | undefined {
+/**
+ * Starts the declared Node services beside the server (`plinth start`); undefined when there are
+ * none. The supervisor is handed to `childServices` first (the admin API drives it, and applies the
+ * stops standing for all instances before the services start).
+ */
+export async function startDeclaredServices(
+  config: Config,
+  env: Record<string, string | undefined>,
+  write: (line: string) => void,
+  childServices?: ChildServices,
+): Promise<ServiceSupervisor | undefined> {
   const services = config.customServices.filter((service) => RUNNABLE_TEMPLATES.has(service.template));
   for (const service of config.customServices) {
     if (service.template !== 'plinth' && !RUNNABLE_TEMPLATES.has(service.template))
@@ -64,6 +74,7 @@ export function startDeclaredServices(config: Config, env: Record<string, string
     maxRestartDelayMs: config.actionEngine.serviceRestartMaxDelayMs,
     write,
   });
+  await childServices?.attach(supervisor);
   supervisor.start();
   return supervisor;
 }

@@ -24,9 +24,17 @@ export interface ChildServiceControl {
  */
 export class ChildServices {
   private control: ChildServiceControl | undefined;
+  private readonly attached = new Set<() => Promise<void>>();
 
-  attach(control: ChildServiceControl): void {
+  /** Hands over the supervisor, before it starts the services; resolves once every `onAttach` listener has run. */
+  async attach(control: ChildServiceControl): Promise<void> {
     this.control = control;
+    for (const listener of this.attached) await listener();
+  }
+
+  /** Runs `listener` when a supervisor is handed over (before it starts the services). */
+  onAttach(listener: () => Promise<void>): void {
+    this.attached.add(listener);
   }
 
   /** The service of that name when this process runs it; undefined otherwise. */

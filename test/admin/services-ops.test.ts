@@ -222,6 +222,8 @@ describe('custom services run by plinth start', () => {
     const servicePort = await freePort();
     const adminPort = await freePort();
     const project = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-admin-'));
+    // Stopped on all instances before this one starts: it keeps the service stopped.
+    await database.query("INSERT INTO admin_paused_services (name) VALUES ('cs.echo')");
     const spawned = await spawnServer(
       testEnvironment(database.url, {
         PLATFORM_ADMIN_ENABLED: 'true',
@@ -237,7 +239,16 @@ describe('custom services run by plinth start', () => {
     try {
       const admin = new AdminClient(`http://127.0.0.1:${adminPort}`);
       expect((await admin.login()).status).toBe(200);
-      await until(async () => (await partOf(admin, 'cs.echo')).state === 'running', 15_000, 'the service answered');
+      expect(await partOf(admin, 'cs.echo')).toMatchObject({ state: 'stopped', actions: ['start', 'restart'], pausedOnAllInstances: true });
+      await expect(fetch(`http://127.0.0.1:${servicePort}/healthz`)).rejects.toThrow();
+      // Started on all instances: the two in this process do not declare it, and say so.
+      const everywhere = await admin.request<Part>('POST', '/api/services/cs.echo/start?scope=all');
+      expect(everywhere.body).toMatchObject({ state: 'running', cluster: { expected: 3, timedOut: false } });
+      expect(everywhere.body.pausedOnAllInstances).toBeUndefined();
+      const answers = everywhere.body.cluster!.instances;
+      expect(answers.filter((answer) => answer.state === 'running')).toHaveLength(1);
+      expect(answers.filter((answer) => (answer.error as { code: string } | undefined)?.code === 'UNKNOWN_SERVICE')).toHaveLength(2);
+      expect(await database.query('SELECT name FROM admin_paused_services')).toEqual([]);
       const first = await pidOf();
       expect(await partOf(admin, 'cs.echo')).toMatchObject({ actions: ['stop', 'restart'], detail: expect.stringContaining(`pid ${first}`) });
 

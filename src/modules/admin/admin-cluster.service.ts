@@ -3,8 +3,9 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { Refusal } from '../../common/refusal';
+import type { ChildServices } from '../../platform/child-services';
 import type { PostgresPubSub } from '../../platform/pubsub';
-import { drivable, type PartAction, type PartState, type PartStatus, type PlinthParts } from './plinth-parts.service';
+import { CUSTOM_PREFIX, drivable, type PartAction, type PartState, type PartStatus, type PlinthParts } from './plinth-parts.service';
 
 /** The PubSub topics: an action for every instance, and each instance's acknowledgement. */
 const COMMAND_TOPIC = 'plinth.admin.service-command';
@@ -60,6 +61,7 @@ export class ServiceBroadcast {
     private readonly options: {
       parts: PlinthParts;
       pubSub: PostgresPubSub;
+      childServices: ChildServices;
       dataSource: DataSource;
       timeoutMs: number;
       logger: Logger;
@@ -74,10 +76,17 @@ export class ServiceBroadcast {
       this.follow(commands, (command) => this.answer(command as Command)),
       this.follow(acks, (ack) => this.waiting.get((ack as Ack).id)?.(ack as Ack)),
     ]);
-    for (const name of await this.options.parts.standingPauses().catch(() => [])) {
-      const part = await this.options.parts.apply(name, 'stop').catch(() => undefined);
-      if (part?.state === 'stopped') this.options.logger.info({ service: name }, 'stopped a service, as stopped on all instances from the admin API');
-    }
+    await this.applyStandingPauses();
+    // The custom services plinth start runs are handed over after the server has started, before they start.
+    this.options.childServices.onAttach(async () => {
+      for (const name of (await this.options.parts.standingPauses().catch(() => [])).filter((each) => each.startsWith(CUSTOM_PREFIX))) {
+        const service = name.slice(CUSTOM_PREFIX.length);
+        if (!this.options.childServices.status(service)) continue;
+        // Held before the supervisor starts any: it then leaves this one stopped.
+        await this.options.childServices.stop(service);
+        this.options.logger.info({ service: name }, 'kept a custom service stopped, as stopped on all instances from the admin API');
+      }
+    });
     return async () => {
       await Promise.all([commands.return?.(), acks.return?.()]);
       await following;
@@ -115,6 +124,13 @@ export class ServiceBroadcast {
     this.options.logger.info({ service: name, action, expected, acknowledged: answers.length }, 'admin changed a service on all instances');
     const part = (await this.options.parts.list()).find((each) => each.name === name)!;
     return { part, cluster: { expected, instances: answers, timedOut } };
+  }
+
+  private async applyStandingPauses(): Promise<void> {
+    for (const name of await this.options.parts.standingPauses().catch(() => [])) {
+      const part = await this.options.parts.apply(name, 'stop').catch(() => undefined);
+      if (part?.state === 'stopped') this.options.logger.info({ service: name }, 'stopped a service, as stopped on all instances from the admin API');
+    }
   }
 
   private async follow(messages: AsyncIterator<unknown>, handle: (message: unknown) => unknown): Promise<void> {

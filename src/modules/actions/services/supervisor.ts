@@ -108,8 +108,9 @@ export class ServiceSupervisor implements ChildServiceControl {
     return this.supervised.map(({ service, state, child, restarts }) => ({ name: service.name, state, pid: child?.pid, restarts }));
   }
 
+  /** Starts every service but those stopped by hand meanwhile (stopService before start). */
   start(): void {
-    for (const entry of this.supervised) this.startEntry(entry);
+    for (const entry of this.supervised) if (!entry.held) this.startEntry(entry);
   }
 
   private startEntry(entry: Supervised): void {
