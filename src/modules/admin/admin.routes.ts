@@ -4,6 +4,7 @@ import { sendError } from '../../http/errors';
 import type { AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
 import { adminPages } from './admin.pages';
+import { adminDatabaseRoutes } from './admin-database.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 import { PART_ACTIONS, type PartAction } from './plinth-parts.service';
@@ -372,6 +373,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
     },
     async (request, reply) => streamLogs(request, reply, services, streams),
   );
+  adminDatabaseRoutes(scope, services);
 }
 
 async function streamLogs(
