@@ -126,6 +126,9 @@ describe('the database area of the admin API', () => {
     const run = await admin.request<{ ran: string[] } & Migrations>('POST', '/api/database/migrations/run');
     expect(run.status).toBe(200);
     expect(run.body.ran).toEqual([last]);
+    // Applied now, and recorded so (migrations applied since MigrationAppliedAt have their time).
+    const rerun = run.body.migrations.find((migration) => migration.name === last)!;
+    expect(Math.abs(Date.parse(rerun.appliedAt!) - Date.now())).toBeLessThan(60_000);
     expect(run.body.migrations.every((migration) => migration.status === 'applied')).toBe(true);
 
     // A migration applied by another version of Plinth is shown as such.

@@ -22,7 +22,11 @@ const MIGRATION = {
     name: { type: 'string' },
     timestamp: { type: 'integer' },
     status: { type: 'string', enum: ['applied', 'pending'] },
-    appliedAt: { type: ['string', 'null'], format: 'date-time', description: 'Known when PostgreSQL keeps commit times (track_commit_timestamp)' },
+    appliedAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'Recorded for migrations applied since MigrationAppliedAt1797300000000 (or known from commit times with track_commit_timestamp)',
+    },
     unknownToThisVersion: { type: 'boolean', description: 'Applied, but not a migration of this version of Plinth' },
   },
   required: ['name', 'timestamp', 'status', 'appliedAt', 'unknownToThisVersion'],

@@ -8,7 +8,7 @@ export interface MigrationStatus {
   /** The migration's timestamp (from its name), in milliseconds. */
   timestamp: number;
   status: 'applied' | 'pending';
-  /** When it was applied, when PostgreSQL knows (track_commit_timestamp on); null otherwise. */
+  /** When it was applied: recorded since migration MigrationAppliedAt, or PostgreSQL's commit time (track_commit_timestamp); null otherwise. */
   appliedAt: string | null;
   /** Applied, but not among this version's migrations (applied by a newer Plinth, or renamed). */
   unknownToThisVersion: boolean;
@@ -62,10 +62,13 @@ export class DatabaseInsight {
   async migrations(): Promise<MigrationStatus[]> {
     const table = (await one<{ exists: boolean }>(this.dataSource, 'SELECT to_regclass($1) IS NOT NULL AS exists', [this.migrationsTable]))!.exists;
     const commitTimes = table && (await one<{ on: boolean }>(this.dataSource, "SELECT current_setting('track_commit_timestamp') = 'on' AS on"))!.on;
+    // applied_at (migrations/…-MigrationAppliedAt) when the table has it, else the commit time when PostgreSQL keeps them.
+    const recorded = "(to_jsonb(m) ->> 'applied_at')::timestamptz";
     const applied = table
       ? await rows<{ name: string; timestamp: string; applied_at: Date | null }>(
           this.dataSource,
-          `SELECT name, timestamp::text, ${commitTimes ? 'pg_xact_commit_timestamp(xmin)' : 'NULL::timestamptz'} AS applied_at FROM ${this.dataSource.driver.escape(this.migrationsTable)}`,
+          `SELECT name, timestamp::text, ${commitTimes ? `COALESCE(${recorded}, pg_xact_commit_timestamp(m.xmin))` : recorded} AS applied_at
+             FROM ${this.dataSource.driver.escape(this.migrationsTable)} m`,
         )
       : [];
     const byName = new Map(applied.map((row) => [row.name, row]));
