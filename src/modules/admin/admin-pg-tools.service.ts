@@ -103,7 +103,15 @@ export function candidateFolders(pgBinDir: string | undefined, embeddedBinDir: s
   } catch {
     // no such layout here
   }
-  return [...new Set([...(embeddedBinDir ? [embeddedBinDir] : []), ...fromPath, ...debian])];
+  // One entry per folder (/bin is /usr/bin on merged-/usr systems).
+  const real = (folder: string) => {
+    try {
+      return fs.realpathSync(folder);
+    } catch {
+      return folder;
+    }
+  };
+  return [...new Set([...(embeddedBinDir ? [embeddedBinDir] : []), ...fromPath, ...debian].map(real))];
 }
 
 /**
