@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { freePort } from '../support/global-setup';
 import { testEnvironment } from '../support/server';
 import { spawnServer, type SpawnedServer } from '../support/spawn';
+import { pgDumpMajor, serverMajor } from './database-support';
 import { AdminClient, adminPasswordHash } from './support';
 
 /**
@@ -22,17 +21,13 @@ let dataDir: string;
 function newestPgDumpMajor(): number {
   const folders = [...(process.env.PATH ?? '').split(path.delimiter)];
   if (fs.existsSync('/usr/lib/postgresql')) folders.push(...fs.readdirSync('/usr/lib/postgresql').map((version) => `/usr/lib/postgresql/${version}/bin`));
-  let newest = 0;
-  for (const folder of folders) {
-    const program = path.join(folder, 'pg_dump');
-    if (!fs.existsSync(program)) continue;
-    try {
-      newest = Math.max(newest, Number(/\(PostgreSQL\)\s+(\d+)/.exec(execFileSync(program, ['--version'], { encoding: 'utf8' }))?.[1] ?? 0));
-    } catch {
-      // not runnable
-    }
-  }
-  return newest;
+  return Math.max(
+    0,
+    ...folders
+      .map((folder) => path.join(folder, 'pg_dump'))
+      .filter((program) => fs.existsSync(program))
+      .map((program) => pgDumpMajor(program)),
+  );
 }
 
 beforeAll(async () => {
@@ -65,17 +60,10 @@ afterAll(async () => {
 });
 
 /** The embedded server's major version, read with its own password (kept in the data folder). */
-async function embeddedMajor(): Promise<number> {
+function embeddedMajor(): Promise<number> {
   const password = fs.readFileSync(path.join(dataDir, 'postgres-password'), 'utf8').trim();
   const port = Number(/"port":(\d+)/.exec(server.output())?.[1]);
-  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'plinth' });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ server_version_num: string }>('SHOW server_version_num');
-    return Math.floor(Number(rows[0].server_version_num) / 10_000);
-  } finally {
-    await client.end();
-  }
+  return serverMajor(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/plinth`);
 }
 
 describe('the database area on the embedded PostgreSQL', () => {

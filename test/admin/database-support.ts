@@ -9,10 +9,10 @@ import { createTestDatabase, onAdmin, testDatabaseOn, type TestDatabase } from '
  */
 const FALLBACK_ADMIN_URL = process.env.PLINTH_TEST_BACKUP_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** The major version of the pg_dump on PATH; 0 when there is none. */
-export function pathPgDumpMajor(): number {
+/** The major version of a pg_dump program (on PATH by default); 0 when there is none. */
+export function pgDumpMajor(program = 'pg_dump'): number {
   try {
-    const output = execFileSync('pg_dump', ['--version'], { encoding: 'utf8' });
+    const output = execFileSync(program, ['--version'], { encoding: 'utf8' });
     return Number(/\(PostgreSQL\)\s+(\d+)/.exec(output)?.[1] ?? 0);
   } catch {
     return 0;
@@ -37,7 +37,7 @@ export async function serverMajor(url: string): Promise<number> {
  */
 export async function backupCapableDatabase(): Promise<TestDatabase> {
   const runServer = process.env.PLINTH_TEST_ADMIN_URL!;
-  if ((await serverMajor(runServer)) <= pathPgDumpMajor()) return createTestDatabase();
+  if ((await serverMajor(runServer)) <= pgDumpMajor()) return createTestDatabase();
   const name = `plinth_test_backup_${randomBytes(6).toString('hex')}`;
   await onAdmin(`CREATE DATABASE ${name}`, FALLBACK_ADMIN_URL);
   return testDatabaseOn(name, FALLBACK_ADMIN_URL);
