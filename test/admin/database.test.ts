@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { LOCK_KEYS } from '../../src/db/lock-keys';
 import type { TestDatabase } from '../support/database';
 import { metadataRequest } from '../support/metadata';
 import { backupCapableDatabase } from './database-support';
@@ -154,15 +156,23 @@ describe('the database area of the admin API', () => {
     const answers = await Promise.all([admin.request('POST', '/api/database/backups'), admin.request('POST', '/api/database/backups')]);
     expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
     expect(answers.find((answer) => answer.status === 409)!.body.error_code).toBe('BACKUP_BUSY');
-    // A restore asked during a backup waits its turn the same way.
-    const [, restore] = await Promise.all([
-      admin.request('POST', '/api/database/backups'),
-      (async () => {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        return admin.request('POST', '/api/database/backups/restore', { file: answers.find((answer) => answer.status === 201)!.body.file });
-      })(),
-    ]);
-    expect({ status: restore.status, code: restore.body.error_code }).toEqual({ status: 409, code: 'BACKUP_BUSY' });
+  });
+
+  it('refuses a backup or a restore while another instance holds the backups lock, changing nothing', async () => {
+    const listed = await backups();
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    try {
+      await other.query('SELECT pg_advisory_lock($1)', [LOCK_KEYS.databaseBackups]);
+      const backup = await admin.request('POST', '/api/database/backups');
+      const restore = await admin.request('POST', '/api/database/backups/restore', { file: listed[0].file });
+      for (const answer of [backup, restore]) expect({ status: answer.status, code: answer.body.error_code }).toEqual({ status: 409, code: 'BACKUP_BUSY' });
+      expect(await backups()).toEqual(listed);
+    } finally {
+      await other.end();
+    }
+    // Released with the other session: a backup goes ahead.
+    await takeBackup();
   });
 
   it('refuses to restore what is not a backup of the folder, changing nothing', async () => {
