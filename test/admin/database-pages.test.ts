@@ -74,6 +74,8 @@ describe('the database page in Chromium', () => {
     expect(await page.evaluate('document.activeElement.textContent.trim()')).toBe('Cancel');
     await page.keyboard.press('Escape');
     await expect(confirm.count()).resolves.toBe(0);
+    // The focus is back on the button that opened it.
+    await page.waitForFunction(`document.activeElement.getAttribute('aria-label') === 'Restore ${file}'`);
     expect(await labels()).toEqual(['kept']);
 
     await page.getByRole('button', { name: `Restore ${file}` }).click();
@@ -115,6 +117,21 @@ describe('the database page in Chromium', () => {
     expect(await detail.innerText()).toContain('primary key (id)');
     expect(await seriousViolations(page)).toEqual([]);
     await saveScreenshot(page, 'admin', 'database-schema');
+
+    // A pending migration (the last one reverted) is shown, and run from its button.
+    await server.server.dataSource.undoLastMigration({ transaction: 'each' });
+    const last = server.server.dataSource.migrations[known - 1].name!;
+    await page.reload();
+    const run = page.getByRole('button', { name: 'Run pending (1)' });
+    await run.waitFor();
+    await page.locator(`tr[data-migration="${last}"]`, { hasText: 'pending' }).waitFor();
+    await run.click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Ran ${last}.` })
+      .waitFor();
+    await page.locator(`tr[data-migration="${last}"]`, { hasText: 'applied' }).waitFor();
+    await page.getByRole('button', { name: 'Run pending (0)' }).waitFor();
 
     // The page is in the navigation.
     expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Database' }).getAttribute('aria-current')).toBe('page');

@@ -36,6 +36,16 @@ function Backups() {
   const [message, setMessage] = useState({ text: '', ok: true });
   const [busy, setBusy] = useState(false);
   const [confirming, setConfirming] = useState(null);
+  /** The button that opened the confirm step: the focus goes back to it when the step closes. */
+  const opener = useRef(null);
+  const ask = (backup, event) => {
+    opener.current = event.currentTarget;
+    setConfirming(backup);
+  };
+  const closeConfirm = () => {
+    setConfirming(null);
+    setTimeout(() => opener.current?.focus(), 0);
+  };
 
   const load = useCallback(async () => {
     const answer = await api('GET', '/database/backups');
@@ -66,7 +76,7 @@ function Backups() {
     setMessage({ text: `Restoring ${backup.file}…`, ok: true });
     const answer = await api('POST', '/database/backups/restore', { file: backup.file, ...(backup.sha256 ? { sha256: backup.sha256 } : {}) });
     setBusy(false);
-    setConfirming(null);
+    closeConfirm();
     setMessage(
       answer.status === 200
         ? {
@@ -85,7 +95,7 @@ function Backups() {
       <span class="muted">pg_dump's custom format, each with its SHA-256 checked before a restore</span>
     </div>
     <p role="status" class=${message.ok ? 'status' : 'status error'}>${message.text}</p>
-    ${confirming && html`<${ConfirmRestore} backup=${confirming} busy=${busy} onConfirm=${restore} onCancel=${() => setConfirming(null)} />`}
+    ${confirming && html`<${ConfirmRestore} backup=${confirming} busy=${busy} onConfirm=${restore} onCancel=${closeConfirm} />`}
     ${
       backups.length === 0
         ? html`<p class="muted">No backups yet.</p>`
@@ -111,7 +121,7 @@ function Backups() {
                     <td>${bytes(backup.sizeBytes)}</td>
                     <td><code title=${backup.sha256 ?? ''}>${backup.sha256 ? `${backup.sha256.slice(0, 12)}…` : 'not recorded'}</code></td>
                     <td>
-                      <button type="button" aria-label=${`Restore ${backup.file}`} disabled=${busy || !backup.sha256} onClick=${() => setConfirming(backup)}>
+                      <button type="button" aria-label=${`Restore ${backup.file}`} disabled=${busy || !backup.sha256} onClick=${(event) => ask(backup, event)}>
                         Restore…
                       </button>
                     </td>
@@ -127,11 +137,15 @@ function Migrations() {
   const [migrations, setMigrations] = useState([]);
   const [message, setMessage] = useState({ text: '', ok: true });
   const [busy, setBusy] = useState(false);
+  /** The list opens by itself when something is pending, and then stays as the person leaves it. */
+  const [expanded, setExpanded] = useState(false);
 
   const load = useCallback(async () => {
     const answer = await api('GET', '/database/migrations');
-    if (answer.status === 200) setMigrations(answer.body.migrations);
-    else setMessage({ text: answer.body.message || `Migrations are unavailable (${answer.status})`, ok: false });
+    if (answer.status === 200) {
+      setMigrations(answer.body.migrations);
+      if (answer.body.migrations.some((migration) => migration.status === 'pending')) setExpanded(true);
+    } else setMessage({ text: answer.body.message || `Migrations are unavailable (${answer.status})`, ok: false });
   }, []);
   useEffect(() => {
     load();
@@ -157,7 +171,7 @@ function Migrations() {
       <span class="muted">${migrations.length - pending.length} of ${migrations.length} applied</span>
     </div>
     <p role="status" class=${message.ok ? 'status' : 'status error'}>${message.text}</p>
-    <details open=${pending.length > 0}>
+    <details open=${expanded} onToggle=${(event) => setExpanded(event.currentTarget.open)}>
       <summary>Every migration</summary>
       <table>
         <caption class="visually-hidden">
