@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { LOCK_KEYS } from '../../src/db/lock-keys';
+import { connectionOf } from '../../src/modules/admin/admin-pg-tools.service';
 import type { TestDatabase } from '../support/database';
 import { metadataRequest } from '../support/metadata';
 import { backupCapableDatabase } from './database-support';
@@ -249,6 +250,20 @@ describe('the database area of the admin API', () => {
     expect(undo.status).toBe(200);
     expect(await labels()).toEqual(['one', 'four']);
   }, 60_000);
+});
+
+describe('the connection given to pg_dump, pg_restore and psql', () => {
+  it('keeps the password out of their command line (ps shows it): PGPASSWORD in their environment instead', () => {
+    expect(connectionOf('postgres://app:p%40ss%3Aword@db.internal:6543/shop?sslmode=require')).toEqual({
+      env: { PGPASSWORD: 'p@ss:word' },
+      dbname: 'postgres://app@db.internal:6543/shop?sslmode=require',
+    });
+    expect(connectionOf('postgresql://app@db.internal/shop?password=secret&application_name=x')).toEqual({
+      env: { PGPASSWORD: 'secret' },
+      dbname: 'postgresql://app@db.internal/shop?application_name=x',
+    });
+    expect(connectionOf('postgres://postgres@127.0.0.1:5432/postgres')).toEqual({ env: {}, dbname: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  });
 });
 
 describe('without pg_dump', () => {
