@@ -102,7 +102,9 @@ export class DatabaseInsight {
 
   async schema(): Promise<{ tables: SchemaTable[] }> {
     const metadata: HasuraMetadata = { version: 3, sources: [{ name: DEFAULT_SOURCE, kind: 'postgres', tables: [] }] };
-    await this.tracked.exportTo(metadata, this.dataSource.manager);
+    // A database restored from before the tables module's migration has no metadata yet: nothing is tracked.
+    const hasMetadata = (await one<{ exists: boolean }>(this.dataSource, "SELECT to_regclass('tables_metadata') IS NOT NULL AS exists"))!.exists;
+    if (hasMetadata) await this.tracked.exportTo(metadata, this.dataSource.manager);
     const trackedKeys = new Set(
       metadata.sources[0].tables.filter((entry) => entry.configuration !== undefined).map((entry) => `${entry.table.schema}.${entry.table.name}`),
     );
