@@ -62,6 +62,20 @@ export const adminVariables = {
   PLATFORM_ADMIN_SERVICE_CHECK_TIMEOUT_MS: integer(100, 30_000)
     .default(1000)
     .describe("how long the dashboard waits for a custom service's `GET /healthz` when this process does not run it"),
+  PLATFORM_ADMIN_BACKUPS_DIR: nonEmpty.optional().meta({
+    description: 'the folder of the database backups the admin dashboard takes and restores (pg_dump custom format)',
+    unset: '`<PLINTH_DATA_DIR>/backups`',
+  }),
+  PLATFORM_ADMIN_PG_BIN_DIR: nonEmpty
+    .refine((value) => path.isAbsolute(value), { error: 'must be an absolute path' })
+    .optional()
+    .meta({
+      description: 'the folder holding the `pg_dump`, `pg_restore` and `psql` the dashboard runs for backups (pg_dump’s major version at least the server’s)',
+      unset: 'the embedded PostgreSQL package’s when it has them, then `PATH`, then `/usr/lib/postgresql/<version>/bin`',
+    }),
+  PLATFORM_ADMIN_BACKUP_TIMEOUT_SECONDS: integer(10, 24 * 3600)
+    .default(3600)
+    .describe('a backup or restore of the database (pg_dump, pg_restore) is stopped after this long'),
   PLATFORM_PROJECT_PATH: nonEmpty
     .refine((value) => path.isAbsolute(value), { error: 'must be an absolute path' })
     .optional()
@@ -94,6 +108,11 @@ export const admin = {
         logLines: values.PLATFORM_ADMIN_LOG_LINES,
         broadcastTimeoutMs: values.PLATFORM_ADMIN_BROADCAST_TIMEOUT_MS,
         serviceCheckTimeoutMs: values.PLATFORM_ADMIN_SERVICE_CHECK_TIMEOUT_MS,
+        /** Where database backups are written and read (relative to the working folder). */
+        backupsDir: path.resolve(values.PLATFORM_ADMIN_BACKUPS_DIR ?? path.join(values.PLINTH_DATA_DIR, 'backups')),
+        /** The folder of pg_dump and pg_restore; undefined: looked for (admin-database.service.ts). */
+        pgBinDir: values.PLATFORM_ADMIN_PG_BIN_DIR,
+        backupTimeoutMs: values.PLATFORM_ADMIN_BACKUP_TIMEOUT_SECONDS * 1000,
         projectPath,
         /** The settings file the dashboard and `plinth admin` read and write. */
         settingsFile: settingsFileOf({ PLATFORM_PROJECT_PATH: projectPath }),

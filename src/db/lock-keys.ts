@@ -7,6 +7,8 @@
 export const LOCK_KEYS = {
   /** Schema changes at start-up (migrations, pg-boss's tables): one process at a time. */
   migrations: 7_313_850_201,
+  /** Database backups and restores of the admin dashboard: one at a time, across instances. */
+  databaseBackups: 7_313_850_401,
   /** Metadata changes (`POST /v1/metadata`): two `replace_metadata` calls never interleave. */
   metadata: 7_346_101,
   /** Live queries' change triggers: instances arming the same table at once create one trigger. */

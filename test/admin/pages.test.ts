@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { generate, generateSecret } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { BROWSER_SETUP_TIMEOUT_MS, ARTIFACTS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
+import { BROWSER_SETUP_TIMEOUT_MS, ARTIFACTS, launchChromium, recordErrors, recordRequests, saveScreenshot, seriousViolations } from '../support/browser';
 import { createTestDatabase } from '../support/database';
 import { createRunsTable, recorderModule, RECORDER_QUEUE } from '../support/job-recorder';
 import { ADMIN_PASSWORD, AdminClient, startAdminServer, type AdminTestServer } from './support';
@@ -14,7 +14,6 @@ const VIEWPORT = { width: 1366, height: 768 };
 const LOGIN_DELAY_MS = 3000;
 /** The issue's budget for the pages' assets, compressed. */
 const ASSET_BUDGET_BYTES = 300 * 1024;
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const WORKER = `jobs.${RECORDER_QUEUE}`;
 
 let browser: Browser;
@@ -58,19 +57,6 @@ async function loggedInPage(colorScheme: 'light' | 'dark' = 'light'): Promise<{ 
   const [name, value] = client.cookie!.split('=');
   await opened.page.context().addCookies([{ name, value, url: server.adminUrl }]);
   return opened;
-}
-
-/** Runs axe-core in the page and answers its serious and critical violations (with the nodes they were found on). */
-async function seriousViolations(page: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
-  // Evaluated through the debugging protocol: the page's Content-Security-Policy would refuse an injected <script>.
-  await page.evaluate(AXE_SOURCE);
-  // The tests compile without the DOM's types: what runs in the page is given as text.
-  const violations = (await page.evaluate(
-    'axe.run().then((result) => result.violations.map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.map((node) => ({ target: node.target })) })))',
-  )) as { id: string; impact: string; nodes: { target: string[] }[] }[];
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
 }
 
 /** The bytes of an answer as sent (gzip asked for), not as decoded. */

@@ -109,6 +109,7 @@ describe('the OpenAPI document at /api-docs', () => {
       'GET /_admin',
       'GET /_admin/assets/:version/:file',
       'GET /_admin/config',
+      'GET /_admin/database',
       'GET /_admin/services',
       'GET /v1/graphql',
       'OPTIONS *',
@@ -160,6 +161,9 @@ describe('the OpenAPI document at /api-docs', () => {
     expect(byTag('admin').sort()).toEqual([
       'get /api/auth/session',
       'get /api/config',
+      'get /api/database/backups',
+      'get /api/database/migrations',
+      'get /api/database/schema',
       'get /api/env',
       'get /api/health',
       'get /api/logs/{service}',
@@ -167,6 +171,9 @@ describe('the OpenAPI document at /api-docs', () => {
       'post /api/auth/login',
       'post /api/auth/logout',
       'post /api/config',
+      'post /api/database/backups',
+      'post /api/database/backups/restore',
+      'post /api/database/migrations/run',
       'post /api/services/{name}/{action}',
     ]);
     expect(spec.paths['/api/health'].servers).toEqual([{ url: 'http://127.0.0.1:3021', description: expect.stringContaining('PLATFORM_ADMIN_PORT') }]);

@@ -41,7 +41,12 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
   const name = `plinth_test_${randomBytes(6).toString('hex')}`;
   const template = options.empty ? undefined : process.env.PLINTH_TEST_TEMPLATE_DATABASE;
   await onAdmin(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
-  const url = databaseUrl(name);
+  return testDatabaseOn(name);
+}
+
+/** The test database `name` on the server of `admin` (created by the caller). */
+export function testDatabaseOn(name: string, admin = adminUrl()): TestDatabase {
+  const url = databaseUrl(name, admin);
   return {
     name,
     url,
@@ -54,6 +59,6 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
         await client.end();
       }
     },
-    drop: () => onAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    drop: () => onAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`, admin),
   };
 }

@@ -5,6 +5,7 @@ import { ADMIN_SESSION_COOKIE as SESSION_COOKIE, type AdminSession } from './adm
 import type { AdminServices } from './admin.services';
 import { adminPages } from './admin.pages';
 import { servicesRoutes } from './admin-services.routes';
+import { adminDatabaseRoutes } from './admin-database.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 
@@ -334,6 +335,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
     },
     async (request, reply) => streamLogs(request, reply, services, streams),
   );
+  adminDatabaseRoutes(scope, services);
 }
 
 async function streamLogs(

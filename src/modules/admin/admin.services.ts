@@ -2,6 +2,9 @@ import { PasswordHasher } from '../../common/passwords';
 import type { ModuleServices, Platform } from '../../platform/module';
 import { recentLogsOf, type RecentLogs } from '../../platform/recent-logs';
 import { eventsModule } from '../events';
+import { tablesModule } from '../tables';
+import { DatabaseBackups } from './admin-backups.service';
+import { DatabaseInsight } from './admin-database.service';
 import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
 import type { AdminListen } from './admin-port';
 import { AdminSessions } from './admin-sessions.service';
@@ -20,6 +23,7 @@ export interface AdminServices {
   /** The process's recent log lines; undefined for a logger that keeps none (not made by createLogger). */
   logs: RecentLogs | undefined;
   environment(): Promise<EnvironmentInfo>;
+  database: { backups: DatabaseBackups; insight: DatabaseInsight };
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
@@ -53,5 +57,13 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
     settings: new AdminSettings(config.admin.environment, config.admin.settingsFile, logger),
     logs: recentLogsOf(platform.logger),
     environment: () => environmentInfo(config, dataSource),
+    database: {
+      backups: new DatabaseBackups(
+        dataSource,
+        { backupsDir: config.admin.backupsDir, pgBinDir: config.admin.pgBinDir, timeoutMs: config.admin.backupTimeoutMs, embedded: !config.database.url },
+        logger,
+      ),
+      insight: new DatabaseInsight(dataSource, modules.get(tablesModule), dataSource.options.migrationsTableName ?? 'migrations'),
+    },
   };
 }

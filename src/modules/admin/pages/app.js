@@ -7,6 +7,7 @@ import { Login } from './login.js';
 import { Dashboard } from './dashboard.js';
 import { Services } from './services.js';
 import { Configuration } from './config.js';
+import { Database } from './database.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -17,6 +18,7 @@ const PAGES = [
   { path: '/', title: 'Dashboard', component: Dashboard },
   { path: '/services', title: 'Services', component: Services },
   { path: '/config', title: 'Configuration', component: Configuration },
+  { path: '/database', title: 'Database', component: Database },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
