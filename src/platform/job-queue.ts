@@ -40,6 +40,10 @@ export interface JobFilter {
   state?: JobState;
   /** Newest first, at most this many. */
   first: number;
+  /** Skips this many first (default 0). */
+  offset?: number;
+  /** Failed jobs before the others (then newest first). */
+  failedFirst?: boolean;
 }
 
 export interface JobCount {
@@ -218,8 +222,8 @@ export class JobQueue implements JobSender {
     const { rows } = await this.db.executeSql(
       `SELECT ${JOB_COLUMNS} FROM ${JOBS_SCHEMA}.job
        WHERE ($1::text IS NULL OR name = $1) AND ($2::text IS NULL OR state = $2::${JOBS_SCHEMA}.job_state)
-       ORDER BY created_on DESC, id LIMIT $3`,
-      [filter.queue ?? null, filter.state ?? null, filter.first],
+       ORDER BY ${filter.failedFirst ? "state = 'failed' DESC, " : ''}created_on DESC, id LIMIT $3 OFFSET $4`,
+      [filter.queue ?? null, filter.state ?? null, filter.first, filter.offset ?? 0],
     );
     return rows as JobRecord[];
   }

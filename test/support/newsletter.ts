@@ -59,3 +59,17 @@ export function header(mail: ReceivedMail, name: string): string | undefined {
     .replace(/\r?\n[ \t]+/g, ' ')
     .trim();
 }
+
+/** The variables of an issue (every one the I1 template needs). */
+export const ISSUE_VARIABLES = {
+  HEADLINE: 'h',
+  RELEASE_HEADLINE: 'r',
+  RELEASE_SUMMARY: 's',
+  CLI_SNIPPET: 'c',
+  CHANGELOG_URL: 'https://example.com/c',
+  COMMUNITY_SHOWCASE: 'x',
+  DOCS_URL: 'https://example.com/d',
+  DOCS_TITLE: 't',
+  DOCS_TEASER: 'y',
+  ROADMAP_TEASER: 'z',
+};

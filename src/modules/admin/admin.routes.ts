@@ -4,6 +4,7 @@ import { sendError } from '../../http/errors';
 import { ADMIN_SESSION_COOKIE as SESSION_COOKIE, type AdminSession } from './admin-sessions.service';
 import type { AdminServices } from './admin.services';
 import { adminPages } from './admin.pages';
+import { adminAreaRoutes } from './admin-areas.routes';
 import { servicesRoutes } from './admin-services.routes';
 import { adminDatabaseRoutes } from './admin-database.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
@@ -104,6 +105,7 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
 }
 
 function registerRoutes(scope: FastifyInstance, services: AdminServices, streams: Set<ServerResponse>): void {
+  adminAreaRoutes(scope, services.areas);
   scope.post<{ Body: { username: string; password: string; otp?: string } }>(LOGIN_PATH, {
     schema: {
       tags: TAGS,

@@ -1,11 +1,15 @@
 import { PasswordHasher } from '../../common/passwords';
 import type { ModuleServices, Platform } from '../../platform/module';
 import { recentLogsOf, type RecentLogs } from '../../platform/recent-logs';
+import { errorTrackingModule } from '../errortracking';
 import { eventsModule } from '../events';
+import { jobsModule } from '../jobs';
+import { newsletterModule } from '../newsletter';
 import { tablesModule } from '../tables';
 import { DatabaseBackups } from './admin-backups.service';
 import { DatabaseInsight } from './admin-database.service';
 import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
+import type { AdminAreas } from './admin-areas.schemas';
 import type { AdminListen } from './admin-port';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
@@ -24,6 +28,8 @@ export interface AdminServices {
   logs: RecentLogs | undefined;
   environment(): Promise<EnvironmentInfo>;
   database: { backups: DatabaseBackups; insight: DatabaseInsight };
+  /** The services of Plinth's own areas the dashboard shows: error tracking, events, jobs, the newsletter. */
+  areas: AdminAreas;
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
@@ -64,6 +70,12 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
         logger,
       ),
       insight: new DatabaseInsight(dataSource, modules.get(tablesModule), dataSource.options.migrationsTableName ?? 'migrations'),
+    },
+    areas: {
+      errors: modules.get(errorTrackingModule),
+      events: modules.get(eventsModule),
+      jobs: modules.get(jobsModule),
+      newsletter: modules.get(newsletterModule),
     },
   };
 }

@@ -40,6 +40,17 @@ export interface ErrorRecord {
   resolvedRelease: string | null;
 }
 
+/** One stored event of an error, as the admin dashboard shows it. */
+export interface ErrorEvent {
+  eventId: string;
+  occurredAt: Date;
+  level: Level;
+  environment: string | null;
+  release: string | null;
+  message: string;
+  frames: StoredFrame[];
+}
+
 export interface ErrorFilterInput {
   severity?: Level | null;
   service?: string | null;
@@ -142,6 +153,34 @@ export class ErrorsService {
     );
     if (!row) throw notFound(`error "${String(id)}"`);
     return record(row);
+  }
+
+  /** An error's latest events, newest first: when, level, environment, release, message and stack frames (the admin dashboard). */
+  async latestEvents(scope: number | null, id: unknown, limit: number): Promise<ErrorEvent[]> {
+    const error = await this.get(scope, id);
+    const found = await rows<{
+      event_id: string;
+      occurred_at: Date;
+      level: Level;
+      environment: string | null;
+      release: string | null;
+      message: string;
+      frames: StoredFrame[] | null;
+    }>(
+      this.dataSource,
+      `SELECT event_id, occurred_at, level, environment, release, message, frames FROM error_events
+       WHERE group_id = $1 ORDER BY occurred_at DESC LIMIT $2`,
+      [error.id, limit],
+    );
+    return found.map((row) => ({
+      eventId: row.event_id,
+      occurredAt: row.occurred_at,
+      level: row.level,
+      environment: row.environment,
+      release: row.release,
+      message: row.message,
+      frames: row.frames ?? [],
+    }));
   }
 
   /** The stored frames of events, by `<project>:<event id>` (the latest event of each error). */

@@ -105,6 +105,20 @@ export class ProjectsService {
     return ((await this.dataSource.query('SELECT * FROM error_projects ORDER BY id')) as ProjectRow[]).map(project);
   }
 
+  /** A page of projects in id order, each with its errors still open and when one was last seen (the admin dashboard). */
+  async page(limit: number, offset: number): Promise<{ total: number; items: (ErrorProject & { openErrors: number; lastSeen: Date | null })[] }> {
+    const found = await rows<ProjectRow & { total: number; open_errors: number; last_seen: Date | null }>(
+      this.dataSource,
+      `SELECT p.*, count(*) OVER ()::int AS total,
+         (SELECT count(*)::int FROM error_groups g WHERE g.project_id = p.id AND g.status = 'unresolved' AND g.occurrence_count > 0) AS open_errors,
+         (SELECT max(g.last_seen) FROM error_groups g WHERE g.project_id = p.id AND g.status <> 'merged') AS last_seen
+       FROM error_projects p ORDER BY p.id LIMIT $1 OFFSET $2`,
+      [limit, offset],
+    );
+    const total = found[0]?.total ?? (offset > 0 ? Number((await rows<{ n: string }>(this.dataSource, 'SELECT count(*) AS n FROM error_projects'))[0].n) : 0);
+    return { total, items: found.map((row) => ({ ...project(row), openErrors: row.open_errors, lastSeen: row.last_seen })) };
+  }
+
   async projectsByIds(ids: readonly number[]): Promise<Map<number, ErrorProject>> {
     const rows = (await this.dataSource.query('SELECT * FROM error_projects WHERE id = ANY($1::int[])', [ids])) as ProjectRow[];
     return new Map(rows.map((row) => [row.id, project(row)]));

@@ -9,6 +9,13 @@ export const MAX_JOBS_PAGE = 500;
 const RETRYABLE: readonly JobState[] = ['failed', 'cancelled'];
 const CANCELLABLE: readonly JobState[] = ['created', 'retry', 'active'];
 
+/** How a retry or cancel of a job in the wrong state is refused. */
+export interface WrongState {
+  code: string;
+  status: number;
+}
+const BAD_REQUEST: WrongState = { code: 'BAD_REQUEST', status: 400 };
+
 export interface JobListFilter {
   queue?: string | null;
   /** A state name, any case (the CLI passes what was typed). */
@@ -18,7 +25,29 @@ export interface JobListFilter {
 
 /** The jobs admin: what the GraphQL API and `plinth jobs` show and do. */
 export class JobsService {
-  constructor(private readonly queue: Pick<JobQueue, 'find' | 'get' | 'retry' | 'cancel'>) {}
+  constructor(private readonly queue: Pick<JobQueue, 'find' | 'get' | 'retry' | 'cancel' | 'countsByQueueAndState' | 'declaredQueues'>) {}
+
+  /** Every queue with its jobs by state (0 for a state without any), and whether this process's modules declare it. */
+  async queues(): Promise<{ queue: string; declared: boolean; counts: Record<JobState, number> }[]> {
+    const declared = new Set(this.queue.declaredQueues());
+    const byQueue = new Map<string, Record<JobState, number>>();
+    for (const { queue, state, count } of await this.queue.countsByQueueAndState()) {
+      const counts = byQueue.get(queue) ?? (Object.fromEntries(JOB_STATES.map((each) => [each, 0])) as Record<JobState, number>);
+      counts[state] = count;
+      byQueue.set(queue, counts);
+    }
+    return [...byQueue].map(([queue, counts]) => ({ queue, declared: declared.has(queue), counts }));
+  }
+
+  /**
+   * A page of one queue's jobs: failed ones first, then newest first; `limit` of them (+1 to tell
+   * whether more follow) from `offset`. NOT_FOUND for a queue pg-boss does not know.
+   */
+  async page(queue: string, filter: { state?: JobState | null; limit: number; offset: number }): Promise<{ items: Job[]; hasMore: boolean }> {
+    if (!(await this.queues()).some((each) => each.queue === queue)) throw new Refusal('NOT_FOUND', `no job queue is named ${queue}`, 404);
+    const found = await this.queue.find({ queue, state: filter.state ?? undefined, first: filter.limit + 1, offset: filter.offset, failedFirst: true });
+    return { items: found.slice(0, filter.limit).map(toJob), hasMore: found.length > filter.limit };
+  }
 
   /** Jobs, newest first. */
   async list(filter: JobListFilter): Promise<Job[]> {
@@ -34,17 +63,20 @@ export class JobsService {
     return jobs.map(toJob);
   }
 
-  /** Runs a failed job again (one more retry is allowed), or a cancelled one. */
-  async retry(id: string): Promise<Job> {
+  /**
+   * Runs a failed job again (one more retry is allowed), or a cancelled one. A job in another state
+   * is refused with `wrongState` (BAD_REQUEST 400 for GraphQL and the CLI).
+   */
+  async retry(id: string, wrongState: WrongState = BAD_REQUEST): Promise<Job> {
     const job = await this.existing(id);
-    if (!RETRYABLE.includes(job.state) || !(await this.queue.retry(job))) throw await this.inWrongState(id, 'retried', RETRYABLE);
+    if (!RETRYABLE.includes(job.state) || !(await this.queue.retry(job))) throw await this.inWrongState(id, 'retried', RETRYABLE, wrongState);
     return toJob(await this.existing(id));
   }
 
   /** Cancels a job that has not finished (a running one is not interrupted; its outcome is dropped). */
-  async cancel(id: string): Promise<Job> {
+  async cancel(id: string, wrongState: WrongState = BAD_REQUEST): Promise<Job> {
     const job = await this.existing(id);
-    if (!CANCELLABLE.includes(job.state) || !(await this.queue.cancel(job))) throw await this.inWrongState(id, 'cancelled', CANCELLABLE);
+    if (!CANCELLABLE.includes(job.state) || !(await this.queue.cancel(job))) throw await this.inWrongState(id, 'cancelled', CANCELLABLE, wrongState);
     return toJob(await this.existing(id));
   }
 
@@ -56,9 +88,9 @@ export class JobsService {
   }
 
   /** Reads the state again: it may have changed between the check and the update. */
-  private async inWrongState(id: string, verb: string, allowed: readonly JobState[]): Promise<Refusal> {
+  private async inWrongState(id: string, verb: string, allowed: readonly JobState[], wrongState: WrongState): Promise<Refusal> {
     const job = await this.existing(id);
-    return new Refusal('BAD_REQUEST', `job ${id} is ${job.state}; only ${allowed.join(' or ')} jobs can be ${verb}`, 400);
+    return new Refusal(wrongState.code, `job ${id} is ${job.state}; only ${allowed.join(' or ')} jobs can be ${verb}`, wrongState.status);
   }
 }
 

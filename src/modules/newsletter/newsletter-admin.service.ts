@@ -31,6 +31,12 @@ export class NewsletterAdmin {
     return rows[0] ?? null;
   }
 
+  /** The subscriber with this id, or null. */
+  async subscriberById(id: string): Promise<Subscriber | null> {
+    const { rows } = await rowsAndCount<Subscriber>(this.pool, `SELECT ${SUBSCRIBER_COLUMNS} FROM newsletter_subscribers WHERE id = $1`, [id]);
+    return rows[0] ?? null;
+  }
+
   async subscribers(filter: SubscriberFilter): Promise<{ total: number; items: Subscriber[] }> {
     const first = filter.first ?? 50;
     const offset = filter.offset ?? 0;
@@ -93,10 +99,12 @@ export class NewsletterAdmin {
     return rows;
   }
 
-  /** Issues with their progress, newest first (or the one with `id`). */
-  async issues(filter: { id?: string; first?: number | null }): Promise<IssueProgress[]> {
+  /** Issues with their progress, newest first (or the one with `id`), `first` of them from `offset`. */
+  async issues(filter: { id?: string; first?: number | null; offset?: number }): Promise<IssueProgress[]> {
     const first = filter.first ?? 20;
+    const offset = filter.offset ?? 0;
     if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new Refusal('BAD_REQUEST', `first must be a whole number from 1 to ${MAX_PAGE}`, 400);
+    if (!Number.isInteger(offset) || offset < 0) throw new Refusal('BAD_REQUEST', 'offset must be a whole number from 0', 400);
     const { rows } = await rowsAndCount<IssueProgress>(
       this.pool,
       `SELECT i.id, i.issue_number, i.status, i.recipients, i.requested_by, i.created_at, i.completed_at,
@@ -104,11 +112,11 @@ export class NewsletterAdmin {
          count(r.subscriber_id) FILTER (WHERE r.status = 'sent')::int AS sent,
          count(r.subscriber_id) FILTER (WHERE r.status = 'skipped')::int AS skipped,
          count(r.subscriber_id) FILTER (WHERE r.status = 'failed')::int AS failed
-       FROM (SELECT * FROM newsletter_issues WHERE $1::uuid IS NULL OR id = $1 ORDER BY issue_number DESC LIMIT $2) i
+       FROM (SELECT * FROM newsletter_issues WHERE $1::uuid IS NULL OR id = $1 ORDER BY issue_number DESC LIMIT $2 OFFSET $3) i
        LEFT JOIN newsletter_issue_recipients r ON r.issue_id = i.id
        GROUP BY i.id, i.issue_number, i.status, i.recipients, i.requested_by, i.created_at, i.completed_at
        ORDER BY i.issue_number DESC`,
-      [filter.id ?? null, first],
+      [filter.id ?? null, first, offset],
     );
     return rows;
   }

@@ -42,10 +42,19 @@ export interface NewsletterServices extends NewsletterFlows {
   renewingLicenses(withinSeconds: number): Promise<LicenseRenewal[]>;
   /** The subscribe limit (NEWSLETTER_SUBSCRIBE_RATE_LIMIT_*), per client address. */
   subscribeLimiter(): RateLimiter;
+  /** The issue schedule (NEWSLETTER_ISSUE_SCHEDULE_VARS_FILE): whether there is one, its interval, and when the next issue is due after the last one. */
+  issueSchedule(): Promise<IssueSchedule>;
   /** PLINTH_PUBLIC_URL. */
   publicUrl(): string;
   /** Origins the form proxy may send people back to: PLINTH_PUBLIC_URL's and GQL_GRAPHQL_CORS_DOMAIN's. */
   allowedOrigins(): string[];
+}
+
+export interface IssueSchedule {
+  scheduled: boolean;
+  intervalDays: number;
+  /** The last issue's time plus the interval (at the next look of a worker after it); null without a schedule or an issue yet. */
+  nextDueAt: Date | null;
 }
 
 export function createNewsletterServices({ config, dataSource, mailer, jobs, logger, rateLimits }: Platform, modules: ModuleServices): NewsletterServices {
@@ -72,6 +81,16 @@ export function createNewsletterServices({ config, dataSource, mailer, jobs, log
     jobs,
     renewingLicenses: (withinSeconds) => billing.licensesRenewingWithin(withinSeconds),
     subscribeLimiter: () => rateLimits.get('newsletterSubscribe'),
+    issueSchedule: async () => {
+      const { issueScheduleVarsFile, issueIntervalDays, daySeconds } = config.newsletter;
+      const scheduled = Boolean(issueScheduleVarsFile) && !problem;
+      const last = scheduled ? await flows.issues.lastIssue() : null;
+      return {
+        scheduled,
+        intervalDays: issueIntervalDays,
+        nextDueAt: last ? new Date(last.created_at.getTime() + issueIntervalDays * daySeconds * 1000) : null,
+      };
+    },
     publicUrl: () => config.publicUrl,
     allowedOrigins: () => origins,
   };
