@@ -8,6 +8,10 @@ import { Dashboard } from './dashboard.js';
 import { Services } from './services.js';
 import { Configuration } from './config.js';
 import { Database } from './database.js';
+import { ErrorDetails, ErrorProject, ErrorProjects } from './errors.js';
+import { Events } from './events.js';
+import { Jobs } from './jobs.js';
+import { Newsletter } from './newsletter.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -19,6 +23,12 @@ const PAGES = [
   { path: '/services', title: 'Services', component: Services },
   { path: '/config', title: 'Configuration', component: Configuration },
   { path: '/database', title: 'Database', component: Database },
+  { path: '/errors', title: 'Errors', component: ErrorProjects },
+  { path: '/errors/:projectId', title: 'Errors', component: ErrorProject, nav: false },
+  { path: '/errors/:projectId/:errorId', title: 'Error', component: ErrorDetails, nav: false },
+  { path: '/events', title: 'Events', component: Events },
+  { path: '/jobs', title: 'Jobs', component: Jobs },
+  { path: '/newsletter', title: 'Newsletter', component: Newsletter },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
