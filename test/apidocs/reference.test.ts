@@ -5,10 +5,33 @@ import { gunzipSync } from 'node:zlib';
 import { buildSchema, parse, validate } from 'graphql';
 import { request } from 'undici';
 import { GRAPHQL_PATH } from '../../src/http/graphql-route';
+import { PAGE_PATHS } from '../../src/modules/admin/admin.pages';
 import { SECURITY_SCHEMES } from '../../src/platform/fastify/security-schemes';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { operationsOf, validateOpenApi, type OpenApiDocument } from '../support/openapi';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
+
+/** The admin dashboard's views of Plinth's own areas (admin-areas.routes.ts). */
+const ADMIN_AREA_ROUTES = [
+  'get /api/errors/projects',
+  'get /api/errors/projects/{projectId}/errors',
+  'get /api/errors/errors/{errorId}',
+  'post /api/errors/errors/{errorId}/{action}',
+  'get /api/errors/projects/{projectId}/incidents',
+  'post /api/errors/incidents/{incidentId}/{action}',
+  'get /api/errors/projects/{projectId}/slos',
+  'get /api/events/triggers',
+  'get /api/events/triggers/{name}/invocations',
+  'post /api/events/events/{eventId}/redeliver',
+  'get /api/events/cron-triggers',
+  'get /api/events/scheduled',
+  'get /api/jobs/queues',
+  'get /api/jobs/queues/{queue}/jobs',
+  'post /api/jobs/{jobId}/{action}',
+  'get /api/newsletter/subscribers',
+  'get /api/newsletter/subscribers/{subscriberId}',
+  'get /api/newsletter/issues',
+];
 
 const SCHEMA_FILE = path.resolve(__dirname, '..', '..', '..', 'schema', 'schema.graphql');
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -105,16 +128,15 @@ describe('the OpenAPI document at /api-docs', () => {
     // Hidden from the generated part, on purpose: the CORS preflight route is how every path
     // answers browsers, the GraphQL route is documented by hand from the GraphQL schema, and the
     // admin dashboard's pages and their assets are HTML, scripts and styles, not API.
-    expect(handDocumented.sort()).toEqual([
-      'GET /_admin',
-      'GET /_admin/assets/:version/:file',
-      'GET /_admin/config',
-      'GET /_admin/database',
-      'GET /_admin/services',
-      'GET /v1/graphql',
-      'OPTIONS *',
-      'POST /v1/graphql',
-    ]);
+    expect(handDocumented.sort()).toEqual(
+      [
+        ...PAGE_PATHS.map((page) => `GET /_admin${page === '/' ? '' : page}`),
+        'GET /_admin/assets/:version/:file',
+        'GET /v1/graphql',
+        'OPTIONS *',
+        'POST /v1/graphql',
+      ].sort(),
+    );
     expect(documented.has('GET /v1/graphql')).toBe(true);
     expect(documented.has('POST /v1/graphql')).toBe(true);
   });
@@ -158,24 +180,27 @@ describe('the OpenAPI document at /api-docs', () => {
       'post /webhooks/primary',
     ]);
     // The admin dashboard's API, at its own port.
-    expect(byTag('admin').sort()).toEqual([
-      'get /api/auth/session',
-      'get /api/config',
-      'get /api/database/backups',
-      'get /api/database/migrations',
-      'get /api/database/schema',
-      'get /api/env',
-      'get /api/health',
-      'get /api/logs/{service}',
-      'get /api/services',
-      'post /api/auth/login',
-      'post /api/auth/logout',
-      'post /api/config',
-      'post /api/database/backups',
-      'post /api/database/backups/restore',
-      'post /api/database/migrations/run',
-      'post /api/services/{name}/{action}',
-    ]);
+    expect(byTag('admin').sort()).toEqual(
+      [
+        'get /api/auth/session',
+        'get /api/config',
+        'get /api/database/backups',
+        'get /api/database/migrations',
+        'get /api/database/schema',
+        'get /api/env',
+        'get /api/health',
+        'get /api/logs/{service}',
+        'get /api/services',
+        'post /api/auth/login',
+        'post /api/auth/logout',
+        'post /api/config',
+        'post /api/database/backups',
+        'post /api/database/backups/restore',
+        'post /api/database/migrations/run',
+        'post /api/services/{name}/{action}',
+        ...ADMIN_AREA_ROUTES,
+      ].sort(),
+    );
     expect(spec.paths['/api/health'].servers).toEqual([{ url: 'http://127.0.0.1:3021', description: expect.stringContaining('PLATFORM_ADMIN_PORT') }]);
     expect(byTag('files').sort()).toEqual(['get /files/{id}/content', 'get /files/{id}/thumbnail', 'get /reports/{id}/result']);
     expect(byTag('health').sort()).toEqual(['get /healthz', 'get /metrics', 'get /readyz']);
