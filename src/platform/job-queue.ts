@@ -228,6 +228,12 @@ export class JobQueue implements JobSender {
     return rows as JobRecord[];
   }
 
+  /** Whether pg-boss knows a queue of this name (declared by this server's modules or not). */
+  async hasQueue(queue: string): Promise<boolean> {
+    const { rows } = await this.db.executeSql(`SELECT 1 FROM ${JOBS_SCHEMA}.queue WHERE name = $1`, [queue]);
+    return rows.length > 0;
+  }
+
   /** The job with this id (a UUID), or null. Jobs pg-boss archived (finished over 12 hours ago) are not found. */
   async get(id: string): Promise<JobRecord | null> {
     const { rows } = await this.db.executeSql(`SELECT ${JOB_COLUMNS} FROM ${JOBS_SCHEMA}.job WHERE id = $1`, [id]);

@@ -25,7 +25,7 @@ export interface JobListFilter {
 
 /** The jobs admin: what the GraphQL API and `plinth jobs` show and do. */
 export class JobsService {
-  constructor(private readonly queue: Pick<JobQueue, 'find' | 'get' | 'retry' | 'cancel' | 'countsByQueueAndState' | 'declaredQueues'>) {}
+  constructor(private readonly queue: Pick<JobQueue, 'find' | 'get' | 'retry' | 'cancel' | 'countsByQueueAndState' | 'declaredQueues' | 'hasQueue'>) {}
 
   /** Every queue with its jobs by state (0 for a state without any), and whether this process's modules declare it. */
   async queues(): Promise<{ queue: string; declared: boolean; counts: Record<JobState, number> }[]> {
@@ -44,7 +44,7 @@ export class JobsService {
    * whether more follow) from `offset`. NOT_FOUND for a queue pg-boss does not know.
    */
   async page(queue: string, filter: { state?: JobState | null; limit: number; offset: number }): Promise<{ items: Job[]; hasMore: boolean }> {
-    if (!(await this.queues()).some((each) => each.queue === queue)) throw new Refusal('NOT_FOUND', `no job queue is named ${queue}`, 404);
+    if (!(await this.queue.hasQueue(queue))) throw new Refusal('NOT_FOUND', `no job queue is named ${queue}`, 404);
     const found = await this.queue.find({ queue, state: filter.state ?? undefined, first: filter.limit + 1, offset: filter.offset, failedFirst: true });
     return { items: found.slice(0, filter.limit).map(toJob), hasMore: found.length > filter.limit };
   }
