@@ -3,7 +3,6 @@ import { GraphQLError } from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { Counter, Histogram } from 'prom-client';
-import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 import { LOCK_KEYS } from '../../db/lock-keys';
 import type { Metrics } from '../../platform/metrics';
 import { PostgresListener, reportDatabaseTrouble } from '../../platform/pg-listener';
@@ -11,8 +10,6 @@ import { tableKey } from '../../platform/sql-renames';
 import type { QualifiedTable } from './tables.metadata';
 import { quote, type CompiledStatement } from './tables.sql';
 
-// The package is typed as an ES module but ships a CommonJS build, which require() loads.
-const { Repeater, SlidingBuffer } = require('@repeaterjs/repeater') as typeof RepeaterModule;
 // node-pg's own conversion of a bound value to the text it sends (arrays as array literals, dates as ISO text).
 const { prepareValue } = require('pg/lib/utils') as { prepareValue(value: unknown): string | Buffer | null };
 
@@ -248,8 +245,11 @@ export class LiveQueries {
 
 /** The subscribers with the same bound values: one result, sent when it changed. */
 class Cohort {
-  readonly members = new Set<(event: LiveEvent) => void>();
-  /** The result's hash and value, once the first fetch answered. */
+  readonly members = new Set<LiveSubscription>();
+  /**
+   * The SHA-256 of the last result's text, and its value for a subscriber that joins (the same
+   * objects every member's group executes on: no copy per subscriber).
+   */
   hash?: string;
   value?: LiveEvent;
 
@@ -259,13 +259,72 @@ class Cohort {
     readonly texts: (string | null)[],
   ) {}
 
-  /** Takes a fetched result; whether it changed (and went to the members). */
+  /** Takes a fetched result; sends it to the members when it changed. */
   deliver(text: string): void {
     const hash = createHash('sha256').update(text).digest('base64');
     if (hash === this.hash) return;
     this.hash = hash;
     this.value = { value: JSON.parse(text) };
-    for (const push of this.members) push(this.value);
+    for (const member of this.members) member.push(this.value);
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * One subscriber of a cohort, as the async iterator its subscription group reads: at most one
+ * event waits (a newer result replaces one not yet read), an error is the last event. A class
+ * with three fields: a Repeater per subscriber (its executor suspended in an async function, its
+ * bound promise methods, its buffer) cost several times more, kept as long as the subscription.
+ */
+class LiveSubscription implements AsyncIterableIterator<LiveEvent> {
+  private waiting?: (result: IteratorResult<LiveEvent>) => void;
+  private pending?: LiveEvent;
+  private ended = false;
+
+  constructor(
+    private readonly poller: Poller,
+    private readonly cohort: Cohort,
+  ) {}
+
+  push(event: LiveEvent): void {
+    if (this.ended) return;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ done: false, value: event });
+    } else this.pending = event;
+    if ('error' in event) this.finish();
+  }
+
+  next(): Promise<IteratorResult<LiveEvent>> {
+    const pending = this.pending;
+    if (pending) {
+      this.pending = undefined;
+      return Promise.resolve({ done: false, value: pending });
+    }
+    if (this.ended) return Promise.resolve(DONE);
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<LiveEvent>> {
+    this.pending = undefined;
+    this.finish();
+    return Promise.resolve(DONE);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Leaves the cohort; a read waiting ends. */
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.(DONE);
+    this.poller.leave(this.cohort, this);
   }
 }
 
@@ -318,21 +377,18 @@ class Poller {
         throw error;
       }
     }
-    const joined = cohort;
-    return new Repeater<LiveEvent>(async (push, stop) => {
-      const member = (event: LiveEvent) => {
-        void push(event);
-        if ('error' in event) stop();
-      };
-      joined.members.add(member);
-      if (joined.value) member(joined.value);
-      await stop;
-      joined.members.delete(member);
-      if (joined.members.size === 0 && this.cohorts.get(joined.key) === joined) {
-        this.cohorts.delete(joined.key);
-        if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
-      }
-    }, new SlidingBuffer(1));
+    const subscription = new LiveSubscription(this, cohort);
+    cohort.members.add(subscription);
+    if (cohort.value) subscription.push(cohort.value);
+    return subscription;
+  }
+
+  /** A subscriber left (or ended with an error): the cohort ends with its last member, the poller with its last cohort. */
+  leave(cohort: Cohort, subscription: LiveSubscription): void {
+    cohort.members.delete(subscription);
+    if (cohort.members.size > 0 || this.cohorts.get(cohort.key) !== cohort) return;
+    this.cohorts.delete(cohort.key);
+    if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
   }
 
   /** A change to a table the statement reads (or the fallback interval): refetch, once more if one is running. */
@@ -354,7 +410,7 @@ class Poller {
     clearInterval(this.timer);
     this.closed();
     if (!error) return;
-    for (const cohort of this.cohorts.values()) for (const push of [...cohort.members]) push({ error });
+    for (const cohort of this.cohorts.values()) for (const member of [...cohort.members]) member.push({ error });
     this.cohorts.clear();
   }
 
@@ -410,7 +466,7 @@ class Poller {
   private fail(cohort: Cohort, error: unknown): void {
     const failure = this.owner.failure(error);
     this.cohorts.delete(cohort.key);
-    for (const push of [...cohort.members]) push({ error: failure });
+    for (const member of [...cohort.members]) member.push({ error: failure });
     if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
   }
 
