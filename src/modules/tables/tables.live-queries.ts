@@ -77,6 +77,8 @@ export class LiveQueries {
   private readonly pollers = new Map<string, Poller>();
   /** Tables whose trigger this instance has seen in place. */
   private readonly armed = new Set<string>();
+  /** Other readers of the tables' changes (streaming subscriptions' early wake-up), by tableKey. */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private readonly listener: PostgresListener;
   private readonly refetchSeconds?: Histogram;
   private readonly statements?: Counter;
@@ -92,6 +94,7 @@ export class LiveQueries {
       // Changes committed while the connection was down were not announced.
       onListening: () => {
         for (const poller of this.pollers.values()) poller.schedule();
+        for (const watchers of this.watchers.values()) for (const changed of watchers) changed();
       },
     });
     const registry = deps.metrics?.registry;
@@ -160,6 +163,25 @@ export class LiveQueries {
       this.pollers.set(statement.text, poller);
     }
     return poller.join(request.values);
+  }
+
+  /**
+   * Calls `changed` after each committed change to `table` (any instance's, the same
+   * notification live queries follow; also once the listening connection is back, changes may
+   * have gone unannounced), arming the table's trigger first, until the returned function is called.
+   */
+  watch(table: QualifiedTable, changed: () => void): () => void {
+    const key = tableKey(table);
+    let watchers = this.watchers.get(key);
+    if (!watchers) this.watchers.set(key, (watchers = new Set()));
+    // A function of its own per watch: the same callback watched twice is two watches.
+    const watcher = () => changed();
+    watchers.add(watcher);
+    this.arm([table]).catch((error: unknown) => this.report(error, 'the change trigger could not be armed'));
+    return () => {
+      watchers.delete(watcher);
+      if (watchers.size === 0 && this.watchers.get(key) === watchers) this.watchers.delete(key);
+    };
   }
 
   /** Creates the trigger on each table that has none (once per table and instance). */
@@ -240,6 +262,7 @@ export class LiveQueries {
     }
     const key = tableKey(table);
     for (const poller of this.pollers.values()) if (poller.reads.has(key)) poller.schedule();
+    for (const changed of this.watchers.get(key) ?? []) changed();
   }
 }
 
@@ -494,7 +517,7 @@ class Poller {
 }
 
 /** A bound value as the text PostgreSQL reads it (the parameter's text form). */
-function asText(value: unknown): string | null {
+export function asText(value: unknown): string | null {
   const prepared = prepareValue(value);
   return prepared === null ? null : Buffer.isBuffer(prepared) ? `\\x${prepared.toString('hex')}` : prepared;
 }

@@ -114,6 +114,9 @@ export class TablesService implements TableRunner {
       tables: () => this.served.byKey,
       staleCatalog: (table, error) => this.staleCatalog(error, table),
       intervalMs: deps.streamIntervalMs,
+      // Woken by the live queries' change notifications (the same trigger and channel).
+      watch: (table, changed) => this.liveQueries.watch(table, changed),
+      metrics: deps.metrics,
     });
     this.liveQueries = new LiveQueries({
       pool,
