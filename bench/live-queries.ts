@@ -492,7 +492,8 @@ function printReport(results: SideResult[], loadBefore: number[], loadAfter: num
     );
   }
   const bySide = new Map(results.map((r) => [r.side, r]));
-  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+  // A PostgreSQL CPU of 0 is under /proc's 10 ms tick over the whole run: no ratio to it.
+  const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}x` : 'n/a');
   const compare = (label: string, a: SideResult | undefined, b: SideResult | undefined) => {
     if (!a || !b) return;
     lines.push(
