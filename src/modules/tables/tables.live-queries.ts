@@ -59,6 +59,11 @@ export interface LiveRequest {
   values: unknown[];
   /** The tracked tables the statement reads. */
   tables: readonly QualifiedTable[];
+  /**
+   * The request planned again under the metadata now served (thrown: the document no longer fits
+   * the role's schema); without it, a metadata change ends the subscription.
+   */
+  replan?: () => LiveRequest;
 }
 
 /** The answer of a statement that returns no row (a `_by_pk` of a missing key). */
@@ -143,26 +148,49 @@ export class LiveQueries {
   }
 
   /**
-   * Ends every live query with `error` (a `next` with it, then `complete`): the metadata they
-   * were planned under changed, and a permission may have changed with it.
+   * Plans every live query again under the metadata now served, each subscriber with its own
+   * session and variables, and moves it to the cohort of its new statement: a subscriber whose
+   * result is the same gets no message, one whose result changed (a narrower permission) gets the
+   * new one. Those whose document no longer fits their role's schema end with `error`.
    */
-  endAll(error: GraphQLError): void {
+  replanAll(error: GraphQLError): void {
     const pollers = [...this.pollers.values()];
     this.pollers.clear();
-    for (const poller of pollers) poller.end(error);
+    for (const poller of pollers) for (const member of poller.detachAll()) void this.rejoin(member, error);
+  }
+
+  private async rejoin(member: LiveSubscription, error: GraphQLError): Promise<void> {
+    let request: LiveRequest;
+    try {
+      if (!member.replan) throw error;
+      request = member.replan();
+    } catch {
+      return member.push({ error });
+    }
+    try {
+      await this.pollerOf(request).attach(member, request);
+    } catch (failure) {
+      member.push({ error: failure instanceof GraphQLError ? failure : this.failure(failure) });
+    }
+  }
+
+  private pollerOf(request: LiveRequest): Poller {
+    const { statement } = request;
+    let poller = this.pollers.get(statement.text);
+    if (!poller) {
+      const created = new Poller(this, request, () => {
+        if (this.pollers.get(statement.text) === created) this.pollers.delete(statement.text);
+      });
+      this.pollers.set(statement.text, (poller = created));
+    }
+    return poller;
   }
 
   /** The subscriber's events: the current result first, then each changed one. */
   async subscribe(request: LiveRequest): Promise<AsyncIterable<LiveEvent>> {
-    const { statement } = request;
-    let poller = this.pollers.get(statement.text);
-    if (!poller) {
-      poller = new Poller(this, request, () => {
-        if (this.pollers.get(statement.text) === poller) this.pollers.delete(statement.text);
-      });
-      this.pollers.set(statement.text, poller);
-    }
-    return poller.join(request.values);
+    const subscription = new LiveSubscription(request.replan);
+    await this.pollerOf(request).attach(subscription, request);
+    return subscription;
   }
 
   /**
@@ -288,7 +316,7 @@ class Cohort {
     if (hash === this.hash) return;
     this.hash = hash;
     this.value = { value: JSON.parse(text) };
-    for (const member of this.members) member.push(this.value);
+    for (const member of this.members) member.push(this.value, hash);
   }
 }
 
@@ -303,15 +331,18 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 class LiveSubscription implements AsyncIterableIterator<LiveEvent> {
   private waiting?: (result: IteratorResult<LiveEvent>) => void;
   private pending?: LiveEvent;
-  private ended = false;
+  ended = false;
+  /** Its place (none while it is planned again). */
+  poller?: Poller;
+  cohort?: Cohort;
+  /** The hash of the last result given (a cohort it moves to sends nothing when its result is the same). */
+  lastHash?: string;
 
-  constructor(
-    private readonly poller: Poller,
-    private readonly cohort: Cohort,
-  ) {}
+  constructor(readonly replan: (() => LiveRequest) | undefined) {}
 
-  push(event: LiveEvent): void {
+  push(event: LiveEvent, hash?: string): void {
     if (this.ended) return;
+    this.lastHash = hash;
     const waiting = this.waiting;
     if (waiting) {
       this.waiting = undefined;
@@ -347,7 +378,10 @@ class LiveSubscription implements AsyncIterableIterator<LiveEvent> {
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.(DONE);
-    this.poller.leave(this.cohort, this);
+    const { poller, cohort } = this;
+    this.poller = undefined;
+    this.cohort = undefined;
+    if (poller && cohort) poller.leave(cohort, this);
   }
 }
 
@@ -378,9 +412,9 @@ class Poller {
     this.ready.catch(() => undefined);
   }
 
-  /** A subscriber of the cohort with `values`: its iterator, which starts with the cohort's result. */
-  async join(values: unknown[]): Promise<AsyncIterable<LiveEvent>> {
-    const texts = values.map(asText);
+  /** Puts `member` in the cohort of the request's values (its first fetch if new), and gives it the cohort's result unless it has it. */
+  async attach(member: LiveSubscription, request: LiveRequest): Promise<void> {
+    const texts = request.values.map(asText);
     const key = JSON.stringify(texts);
     let cohort = this.cohorts.get(key);
     if (!cohort) {
@@ -400,10 +434,27 @@ class Poller {
         throw error;
       }
     }
-    const subscription = new LiveSubscription(this, cohort);
-    cohort.members.add(subscription);
-    if (cohort.value) subscription.push(cohort.value);
-    return subscription;
+    if (member.ended) return this.leave(cohort, member);
+    member.poller = this;
+    member.cohort = cohort;
+    cohort.members.add(member);
+    if (cohort.value && cohort.hash !== member.lastHash) member.push(cohort.value, cohort.hash);
+  }
+
+  /** Stops refetching and hands over every member (to be placed again). */
+  detachAll(): LiveSubscription[] {
+    const members = [...this.cohorts.values()].flatMap((cohort) => {
+      const taken = [...cohort.members];
+      cohort.members.clear();
+      return taken;
+    });
+    for (const member of members) {
+      member.poller = undefined;
+      member.cohort = undefined;
+    }
+    this.cohorts.clear();
+    this.end();
+    return members;
   }
 
   /** A subscriber left (or ended with an error): the cohort ends with its last member, the poller with its last cohort. */
