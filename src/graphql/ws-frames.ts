@@ -59,3 +59,13 @@ function directStream(socket: WebSocket): Duplex | undefined {
   if (sender._state !== SENDER_IDLE || sender._queue.length > 0 || sender._firstFragment !== true) return undefined;
   return stream;
 }
+
+/**
+ * The UTF-8 of `text` in a buffer of its own. Buffer.from puts short texts in slices of a shared
+ * 8 KiB pool, and one slice kept keeps its whole slab: use this for bytes kept long.
+ */
+export function unpooledBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}

@@ -297,9 +297,12 @@ it('two instances each deliver a change exactly once to their own subscribers', 
   await Promise.all([onFirst.quiet(), onSecond.quiet(0)]);
 });
 
-it('a metadata change ends the live queries planned under the old one with a clear error', async () => {
-  const watch = new Watch(connect(first.wsUrl, userHeaders('alice')), 'subscription { items { id } }');
-  await watch.next();
+it('a metadata change plans the live queries again: those still valid go on, those that no longer fit end with a clear error', async () => {
+  const watch = new Watch(connect(first.wsUrl, userHeaders('alice')), 'subscription { items(where: {id: {_eq: 1}}) { id label } }');
+  await database.query(`UPDATE items SET label = 'a1' WHERE id = 1`);
+  await until(() => JSON.stringify(watch.received.at(-1)) === JSON.stringify({ data: { items: [{ id: 1, label: 'a1' }] } }), 5_000, 'the label a1');
+  watch.received.length = 0;
+  const statementsBefore = await liveStatements(first);
   expect(
     (
       await metadataRequest(second.url, {
@@ -308,9 +311,33 @@ it('a metadata change ends the live queries planned under the old one with a cle
       })
     ).status,
   ).toBe(200);
+  // Planned again under the new metadata (its first fetch shows it happened): the same result sends nothing.
+  await until(async () => (await liveStatements(first)) > statementsBefore, 5_000, 'the new plan');
+  await watch.quiet(300);
+  expect(watch.completed).toBe(false);
+  await database.query(`UPDATE items SET label = 'a2' WHERE id = 1`);
+  expect(await watch.next()).toEqual({ data: { items: [{ id: 1, label: 'a2' }] } });
+  await database.query(`UPDATE items SET label = 'a1' WHERE id = 1`);
+  expect(await watch.next()).toEqual({ data: { items: [{ id: 1, label: 'a1' }] } });
+  // The role loses a column the document selects: the document no longer fits, the live query ends.
+  const permission = (columns: string[]) => ({
+    type: 'bulk',
+    args: [
+      { type: 'pg_drop_select_permission', args: { table: 'items', role: 'user' } },
+      {
+        type: 'pg_create_select_permission',
+        args: { table: 'items', role: 'user', permission: { columns, filter: { owner: { _eq: 'X-Hasura-User-Id' } }, allow_aggregations: true } },
+      },
+    ],
+  });
+  expect((await metadataRequest(second.url, permission(['id', 'owner']))).status).toBe(200);
   const ended = await watch.next();
-  expect(ended.errors?.[0]).toMatchObject({ message: 'the tracked tables metadata changed: subscribe again', extensions: { code: 'METADATA_CHANGED' } });
+  expect(ended.errors?.[0]).toMatchObject({
+    message: 'the tracked tables metadata changed so that this live query no longer fits it: subscribe again',
+    extensions: { code: 'METADATA_CHANGED' },
+  });
   await until(() => watch.completed, 5_000, 'the completion');
+  expect((await metadataRequest(second.url, permission(['id', 'owner', 'label']))).status).toBe(200);
   const again = new Watch(connect(first.wsUrl, admin), 'subscription { items(where: {id: {_eq: 1}}) { id same_tag { name } } }');
   expect(await again.next()).toEqual({ data: { items: [{ id: 1, same_tag: { name: 'red' } }] } });
   // A change to the table the relationship reads reaches it.

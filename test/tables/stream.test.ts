@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client as WsClient } from 'graphql-ws';
 import pg from 'pg';
 import { postGraphQL } from '../support/graphql';
+import { parsePrometheus, sampleValue } from '../support/prometheus';
 import { metadataRequest } from '../support/metadata';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
@@ -32,8 +33,8 @@ class Stream {
   ended = false;
   readonly dispose: () => void;
 
-  constructor(query: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>) {
-    const client = subscriptionClient(server.wsUrl, { headers });
+  constructor(query: string, headers: Record<string, string> = asAdmin, variables?: Record<string, unknown>, wsUrl = server.wsUrl) {
+    const client = subscriptionClient(wsUrl, { headers });
     clients.push(client);
     this.dispose = client.subscribe(
       { query, ...(variables ? { variables } : {}) },
@@ -481,5 +482,80 @@ describe('hostile values', () => {
     const asUuid = new Stream(stream(`batch_size: 10, cursor: { initial_value: { owner_id: ${JSON.stringify(value)} } }`));
     expect((await asUuid.error()).code).toBe('BAD_USER_INPUT');
     expect(await rows('SELECT count(*)::int AS n FROM s_events')).toEqual([{ n: 2 }]);
+  });
+});
+
+describe('a poll shared by equal subscribers, woken by commits', () => {
+  /** An instance on the same database whose streams poll every 5 s: a delivery faster than that came from the table's NOTIFY. */
+  let slow: TestServer;
+  const SLOW_INTERVAL_MS = 5000;
+  /** Well under the interval, with room for a loaded machine. */
+  const PROMPT_MS = 1500;
+  const metric = async (name: string, labels?: Record<string, string>) =>
+    sampleValue(parsePrometheus(await (await fetch(`${slow.url}/metrics`)).text()), name, labels) ?? 0;
+
+  beforeAll(async () => {
+    slow = await startTestServer({ GQL_GRAPHQL_STREAMING_QUERIES_REFETCH_INTERVAL_MS: String(SLOW_INTERVAL_MS) }, { database: server.database });
+  });
+
+  afterAll(async () => {
+    await slow.close();
+  });
+
+  it('delivers a commit well under the interval, and still holds back a row a running transaction may precede', async () => {
+    await insert(alice, 1);
+    const subscription = new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }'), asAdmin, undefined, slow.wsUrl);
+    expect(await subscription.ids()).toEqual([1]);
+    for (let round = 0; round < 3; round++) {
+      const committed = Date.now();
+      const [id] = await insert(alice, 1);
+      expect(await subscription.ids(SLOW_INTERVAL_MS - 500)).toEqual([id]);
+      expect(Date.now() - committed).toBeLessThan(PROMPT_MS);
+    }
+    const holder = new pg.Client({ connectionString: server.database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      // Takes id 5 and stays open while id 6 commits (and announces it): 6 waits for 5.
+      await holder.query("INSERT INTO s_events (owner_id, body) VALUES ($1, 'held')", [alice]);
+      expect(await insert(alice, 1)).toEqual([6]);
+      await subscription.quiet(PROMPT_MS);
+      const committed = Date.now();
+      await holder.query('COMMIT');
+      expect(await subscription.ids(SLOW_INTERVAL_MS - 500)).toEqual([5, 6]);
+      expect(Date.now() - committed).toBeLessThan(PROMPT_MS);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('runs one statement per poll for 20 subscribers of the same stream and session values, joined at different cursors', async () => {
+    await insert(alice, 2);
+    // Each with a token of its own (another session, the same user): the statement reads only the user id.
+    const subscriptions = Array.from(
+      { length: 20 },
+      () => new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }'), asUser(), undefined, slow.wsUrl),
+    );
+    for (const subscription of subscriptions) expect(await subscription.ids()).toEqual([1, 2]);
+    // Those that joined after the first poll moved on polled from 0 alone, then joined it at id 2.
+    await until(async () => (await metric('plinth_streams', { kind: 'polls' })) === 1, 10_000, 'one poll for the 20 subscribers');
+    expect(await metric('plinth_streams', { kind: 'subscribers' })).toBe(20);
+    const before = await metric('plinth_stream_statements_total');
+    for (let round = 0; round < 3; round++) {
+      const committed = Date.now();
+      const [id] = await insert(alice, 1);
+      for (const subscription of subscriptions) expect(await subscription.ids(SLOW_INTERVAL_MS - 500)).toEqual([id]);
+      expect(Date.now() - committed).toBeLessThan(PROMPT_MS);
+    }
+    const statements = (await metric('plinth_stream_statements_total')) - before;
+    // A poll per commit, and perhaps the interval's or a notification's during a poll: not 20 per commit.
+    expect(statements).toBeGreaterThanOrEqual(3);
+    expect(statements).toBeLessThanOrEqual(8);
+    // Another user's rows are another statement's values: a poll of its own, and none of alice's rows.
+    const other = new Stream(stream('batch_size: 10, cursor: { initial_value: { id: 0 } }'), asUser(bob), undefined, slow.wsUrl);
+    await insert(bob, 1);
+    expect(await other.ids(SLOW_INTERVAL_MS - 500)).toEqual([6]);
+    expect(await metric('plinth_streams', { kind: 'polls' })).toBe(2);
+    for (const subscription of subscriptions) await subscription.quiet(0);
   });
 });

@@ -3,7 +3,6 @@ import { GraphQLError } from 'graphql';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { Counter, Histogram } from 'prom-client';
-import type * as RepeaterModule from '@repeaterjs/repeater' with { 'resolution-mode': 'import' };
 import { LOCK_KEYS } from '../../db/lock-keys';
 import type { Metrics } from '../../platform/metrics';
 import { PostgresListener, reportDatabaseTrouble } from '../../platform/pg-listener';
@@ -11,8 +10,6 @@ import { tableKey } from '../../platform/sql-renames';
 import type { QualifiedTable } from './tables.metadata';
 import { quote, type CompiledStatement } from './tables.sql';
 
-// The package is typed as an ES module but ships a CommonJS build, which require() loads.
-const { Repeater, SlidingBuffer } = require('@repeaterjs/repeater') as typeof RepeaterModule;
 // node-pg's own conversion of a bound value to the text it sends (arrays as array literals, dates as ISO text).
 const { prepareValue } = require('pg/lib/utils') as { prepareValue(value: unknown): string | Buffer | null };
 
@@ -62,6 +59,11 @@ export interface LiveRequest {
   values: unknown[];
   /** The tracked tables the statement reads. */
   tables: readonly QualifiedTable[];
+  /**
+   * The request planned again under the metadata now served (thrown: the document no longer fits
+   * the role's schema); without it, a metadata change ends the subscription.
+   */
+  replan?: () => LiveRequest;
 }
 
 /** The answer of a statement that returns no row (a `_by_pk` of a missing key). */
@@ -80,6 +82,8 @@ export class LiveQueries {
   private readonly pollers = new Map<string, Poller>();
   /** Tables whose trigger this instance has seen in place. */
   private readonly armed = new Set<string>();
+  /** Other readers of the tables' changes (streaming subscriptions' early wake-up), by tableKey. */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private readonly listener: PostgresListener;
   private readonly refetchSeconds?: Histogram;
   private readonly statements?: Counter;
@@ -95,6 +99,7 @@ export class LiveQueries {
       // Changes committed while the connection was down were not announced.
       onListening: () => {
         for (const poller of this.pollers.values()) poller.schedule();
+        for (const watchers of this.watchers.values()) for (const changed of watchers) changed();
       },
     });
     const registry = deps.metrics?.registry;
@@ -143,26 +148,68 @@ export class LiveQueries {
   }
 
   /**
-   * Ends every live query with `error` (a `next` with it, then `complete`): the metadata they
-   * were planned under changed, and a permission may have changed with it.
+   * Plans every live query again under the metadata now served, each subscriber with its own
+   * session and variables, and moves it to the cohort of its new statement: a subscriber whose
+   * result is the same gets no message, one whose result changed (a narrower permission) gets the
+   * new one. Those whose document no longer fits their role's schema end with `error`.
    */
-  endAll(error: GraphQLError): void {
+  replanAll(error: GraphQLError): void {
     const pollers = [...this.pollers.values()];
     this.pollers.clear();
-    for (const poller of pollers) poller.end(error);
+    for (const poller of pollers) for (const member of poller.detachAll()) void this.rejoin(member, error);
+  }
+
+  private async rejoin(member: LiveSubscription, error: GraphQLError): Promise<void> {
+    let request: LiveRequest;
+    try {
+      if (!member.replan) throw error;
+      request = member.replan();
+    } catch {
+      return member.push({ error });
+    }
+    try {
+      await this.pollerOf(request).attach(member, request);
+    } catch (failure) {
+      member.push({ error: failure instanceof GraphQLError ? failure : this.failure(failure) });
+    }
+  }
+
+  private pollerOf(request: LiveRequest): Poller {
+    const { statement } = request;
+    let poller = this.pollers.get(statement.text);
+    if (!poller) {
+      const created = new Poller(this, request, () => {
+        if (this.pollers.get(statement.text) === created) this.pollers.delete(statement.text);
+      });
+      this.pollers.set(statement.text, (poller = created));
+    }
+    return poller;
   }
 
   /** The subscriber's events: the current result first, then each changed one. */
   async subscribe(request: LiveRequest): Promise<AsyncIterable<LiveEvent>> {
-    const { statement } = request;
-    let poller = this.pollers.get(statement.text);
-    if (!poller) {
-      poller = new Poller(this, request, () => {
-        if (this.pollers.get(statement.text) === poller) this.pollers.delete(statement.text);
-      });
-      this.pollers.set(statement.text, poller);
-    }
-    return poller.join(request.values);
+    const subscription = new LiveSubscription(request.replan);
+    await this.pollerOf(request).attach(subscription, request);
+    return subscription;
+  }
+
+  /**
+   * Calls `changed` after each committed change to `table` (any instance's, the same
+   * notification live queries follow; also once the listening connection is back, changes may
+   * have gone unannounced), arming the table's trigger first, until the returned function is called.
+   */
+  watch(table: QualifiedTable, changed: () => void): () => void {
+    const key = tableKey(table);
+    let watchers = this.watchers.get(key);
+    if (!watchers) this.watchers.set(key, (watchers = new Set()));
+    // A function of its own per watch: the same callback watched twice is two watches.
+    const watcher = () => changed();
+    watchers.add(watcher);
+    this.arm([table]).catch((error: unknown) => this.report(error, 'the change trigger could not be armed'));
+    return () => {
+      watchers.delete(watcher);
+      if (watchers.size === 0 && this.watchers.get(key) === watchers) this.watchers.delete(key);
+    };
   }
 
   /** Creates the trigger on each table that has none (once per table and instance). */
@@ -243,13 +290,17 @@ export class LiveQueries {
     }
     const key = tableKey(table);
     for (const poller of this.pollers.values()) if (poller.reads.has(key)) poller.schedule();
+    for (const changed of this.watchers.get(key) ?? []) changed();
   }
 }
 
 /** The subscribers with the same bound values: one result, sent when it changed. */
 class Cohort {
-  readonly members = new Set<(event: LiveEvent) => void>();
-  /** The result's hash and value, once the first fetch answered. */
+  readonly members = new Set<LiveSubscription>();
+  /**
+   * The SHA-256 of the last result's text, and its value for a subscriber that joins (the same
+   * objects every member's group executes on: no copy per subscriber).
+   */
   hash?: string;
   value?: LiveEvent;
 
@@ -259,13 +310,78 @@ class Cohort {
     readonly texts: (string | null)[],
   ) {}
 
-  /** Takes a fetched result; whether it changed (and went to the members). */
+  /** Takes a fetched result; sends it to the members when it changed. */
   deliver(text: string): void {
     const hash = createHash('sha256').update(text).digest('base64');
     if (hash === this.hash) return;
     this.hash = hash;
     this.value = { value: JSON.parse(text) };
-    for (const push of this.members) push(this.value);
+    for (const member of this.members) member.push(this.value, hash);
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * One subscriber of a cohort, as the async iterator its subscription group reads: at most one
+ * event waits (a newer result replaces one not yet read), an error is the last event. A class
+ * with three fields: a Repeater per subscriber (its executor suspended in an async function, its
+ * bound promise methods, its buffer) cost several times more, kept as long as the subscription.
+ */
+class LiveSubscription implements AsyncIterableIterator<LiveEvent> {
+  private waiting?: (result: IteratorResult<LiveEvent>) => void;
+  private pending?: LiveEvent;
+  ended = false;
+  /** Its place (none while it is planned again). */
+  poller?: Poller;
+  cohort?: Cohort;
+  /** The hash of the last result given (a cohort it moves to sends nothing when its result is the same). */
+  lastHash?: string;
+
+  constructor(readonly replan: (() => LiveRequest) | undefined) {}
+
+  push(event: LiveEvent, hash?: string): void {
+    if (this.ended) return;
+    this.lastHash = hash;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ done: false, value: event });
+    } else this.pending = event;
+    if ('error' in event) this.finish();
+  }
+
+  next(): Promise<IteratorResult<LiveEvent>> {
+    const pending = this.pending;
+    if (pending) {
+      this.pending = undefined;
+      return Promise.resolve({ done: false, value: pending });
+    }
+    if (this.ended) return Promise.resolve(DONE);
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<LiveEvent>> {
+    this.pending = undefined;
+    this.finish();
+    return Promise.resolve(DONE);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Leaves the cohort; a read waiting ends. */
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.(DONE);
+    const { poller, cohort } = this;
+    this.poller = undefined;
+    this.cohort = undefined;
+    if (poller && cohort) poller.leave(cohort, this);
   }
 }
 
@@ -296,9 +412,9 @@ class Poller {
     this.ready.catch(() => undefined);
   }
 
-  /** A subscriber of the cohort with `values`: its iterator, which starts with the cohort's result. */
-  async join(values: unknown[]): Promise<AsyncIterable<LiveEvent>> {
-    const texts = values.map(asText);
+  /** Puts `member` in the cohort of the request's values (its first fetch if new), and gives it the cohort's result unless it has it. */
+  async attach(member: LiveSubscription, request: LiveRequest): Promise<void> {
+    const texts = request.values.map(asText);
     const key = JSON.stringify(texts);
     let cohort = this.cohorts.get(key);
     if (!cohort) {
@@ -318,21 +434,35 @@ class Poller {
         throw error;
       }
     }
-    const joined = cohort;
-    return new Repeater<LiveEvent>(async (push, stop) => {
-      const member = (event: LiveEvent) => {
-        void push(event);
-        if ('error' in event) stop();
-      };
-      joined.members.add(member);
-      if (joined.value) member(joined.value);
-      await stop;
-      joined.members.delete(member);
-      if (joined.members.size === 0 && this.cohorts.get(joined.key) === joined) {
-        this.cohorts.delete(joined.key);
-        if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
-      }
-    }, new SlidingBuffer(1));
+    if (member.ended) return this.leave(cohort, member);
+    member.poller = this;
+    member.cohort = cohort;
+    cohort.members.add(member);
+    if (cohort.value && cohort.hash !== member.lastHash) member.push(cohort.value, cohort.hash);
+  }
+
+  /** Stops refetching and hands over every member (to be placed again). */
+  detachAll(): LiveSubscription[] {
+    const members = [...this.cohorts.values()].flatMap((cohort) => {
+      const taken = [...cohort.members];
+      cohort.members.clear();
+      return taken;
+    });
+    for (const member of members) {
+      member.poller = undefined;
+      member.cohort = undefined;
+    }
+    this.cohorts.clear();
+    this.end();
+    return members;
+  }
+
+  /** A subscriber left (or ended with an error): the cohort ends with its last member, the poller with its last cohort. */
+  leave(cohort: Cohort, subscription: LiveSubscription): void {
+    cohort.members.delete(subscription);
+    if (cohort.members.size > 0 || this.cohorts.get(cohort.key) !== cohort) return;
+    this.cohorts.delete(cohort.key);
+    if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
   }
 
   /** A change to a table the statement reads (or the fallback interval): refetch, once more if one is running. */
@@ -354,7 +484,7 @@ class Poller {
     clearInterval(this.timer);
     this.closed();
     if (!error) return;
-    for (const cohort of this.cohorts.values()) for (const push of [...cohort.members]) push({ error });
+    for (const cohort of this.cohorts.values()) for (const member of [...cohort.members]) member.push({ error });
     this.cohorts.clear();
   }
 
@@ -410,7 +540,7 @@ class Poller {
   private fail(cohort: Cohort, error: unknown): void {
     const failure = this.owner.failure(error);
     this.cohorts.delete(cohort.key);
-    for (const push of [...cohort.members]) push({ error: failure });
+    for (const member of [...cohort.members]) member.push({ error: failure });
     if (this.cohorts.size === 0 && this.pending.size === 0) this.end();
   }
 
@@ -438,7 +568,7 @@ class Poller {
 }
 
 /** A bound value as the text PostgreSQL reads it (the parameter's text form). */
-function asText(value: unknown): string | null {
+export function asText(value: unknown): string | null {
   const prepared = prepareValue(value);
   return prepared === null ? null : Buffer.isBuffer(prepared) ? `\\x${prepared.toString('hex')}` : prepared;
 }

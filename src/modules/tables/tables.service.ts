@@ -1,9 +1,10 @@
-import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, type DocumentNode, type GraphQLResolveInfo, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { one, poolOf, type Queryable } from '../../db/sql';
 import type { GraphQLContext } from '../../graphql/context';
 import type { RawFieldRequest } from '../../graphql/raw-root-fields';
+import { viewValidationErrors } from '../../graphql/role-views';
 import type { PostgresPubSub } from '../../platform/pubsub';
 import type { ServedSchema } from '../../platform/served-schema';
 import type { Session } from '../../platform/session';
@@ -37,7 +38,7 @@ import { MutationRunner } from './tables.mutation-runner';
 import { conditionProblem, problemKey, problemsOf } from './tables.problems';
 import { identities } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
-import { LiveQueries, type LiveEvent, type LiveQuerySettings } from './tables.live-queries';
+import { LiveQueries, type LiveEvent, type LiveQuerySettings, type LiveRequest } from './tables.live-queries';
 import { asInputError, boundValues, changedUnderMetadata, qualified } from './tables.sql';
 import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
 import type { Metrics } from '../../platform/metrics';
@@ -114,6 +115,9 @@ export class TablesService implements TableRunner {
       tables: () => this.served.byKey,
       staleCatalog: (table, error) => this.staleCatalog(error, table),
       intervalMs: deps.streamIntervalMs,
+      // Woken by the live queries' change notifications (the same trigger and channel).
+      watch: (table, changed) => this.liveQueries.watch(table, changed),
+      metrics: deps.metrics,
     });
     this.liveQueries = new LiveQueries({
       pool,
@@ -232,8 +236,12 @@ export class TablesService implements TableRunner {
     for (const inconsistency of inconsistencies) this.deps.logger.warn(inconsistency, 'inconsistent tables metadata');
     this.served = { entries, tables, byKey: new Map(tables.map((table) => [tableKey(table.table), table])), inconsistencies, version };
     this.deps.schema.rebuild();
-    // Planned under the metadata before (a permission may have narrowed): their subscribers subscribe again.
-    this.liveQueries.endAll(new GraphQLError('the tracked tables metadata changed: subscribe again', { extensions: { code: 'METADATA_CHANGED' } }));
+    // Planned under the metadata before (a permission may have narrowed): planned again, or ended when they no longer fit.
+    this.liveQueries.replanAll(
+      new GraphQLError('the tracked tables metadata changed so that this live query no longer fits it: subscribe again', {
+        extensions: { code: 'METADATA_CHANGED' },
+      }),
+    );
   }
 
   // --- Metadata requests (POST /v1/metadata) ---------------------------------------------------
@@ -548,13 +556,29 @@ export class TablesService implements TableRunner {
   /** A live query: the root field's statement for the caller's role, its bound values, and the tracked tables its text reads. */
   async live(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<LiveEvent>> {
     try {
-      const statement = this.statements.compile(table, kind, info, context.session);
-      const values = boundValues(statement, context.session.variables, info.variableValues);
-      const reads = this.inSchema.filter((candidate) => statement.text.includes(qualified(candidate))).map((candidate) => candidate.table);
-      return await this.liveQueries.subscribe({ statement, values, tables: reads });
+      return await this.liveQueries.subscribe(this.liveRequest(table, kind, info, context));
     } catch (error) {
       throw error instanceof GraphQLError ? error : this.liveQueryFailure(error);
     }
+  }
+
+  /**
+   * A live query's statement under the metadata served now, with its values and the tables it
+   * reads, and how to plan it again after the next change. Planned again (`replanned`), the
+   * document must still be valid in the role's schema (a field or argument its permission no
+   * longer opens is thrown), and the statement is compiled against the table's new model.
+   */
+  private liveRequest(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext, replanned = false): LiveRequest {
+    const model = replanned ? this.served.byKey.get(tableKey(table.table)) : table;
+    if (!model) throw new Error(`the table ${tableText(table.table)} is no longer tracked`);
+    if (replanned) {
+      const view = this.deps.schema.viewFor(this.deps.schema.current, context.session);
+      if (viewValidationErrors(view, documentOf(info.operation, info.fragments)).length > 0) throw new Error('the document no longer fits the role');
+    }
+    const statement = this.statements.compile(model, kind, info, context.session);
+    const values = boundValues(statement, context.session.variables, info.variableValues);
+    const reads = this.inSchema.filter((candidate) => statement.text.includes(qualified(candidate))).map((candidate) => candidate.table);
+    return { statement, values, tables: reads, replan: () => this.liveRequest(model, kind, info, context, true) };
   }
 
   /** What a live query's subscribers are told of its statement's failure: their input's fault, a table changed under its metadata, or (logged) an internal error. */
@@ -565,6 +589,15 @@ export class TablesService implements TableRunner {
     this.deps.logger.error({ err: error }, 'a live query failed');
     return new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   }
+}
+
+/** The operation's document, one per operation (subscribers of one text share it, and its validation per view). */
+const documents = new WeakMap<OperationDefinitionNode, DocumentNode>();
+
+function documentOf(operation: OperationDefinitionNode, fragments: GraphQLResolveInfo['fragments']): DocumentNode {
+  let document = documents.get(operation);
+  if (!document) documents.set(operation, (document = { kind: Kind.DOCUMENT, definitions: [operation, ...Object.values(fragments)] }));
+  return document;
 }
 
 /** A session that may use backend_only permissions: the admin secret with X-Gql-Use-Backend-Only-Permissions: true (Hasura's header). */

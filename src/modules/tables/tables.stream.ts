@@ -1,9 +1,12 @@
 import { GraphQLError, type GraphQLResolveInfo } from 'graphql';
 import type pg from 'pg';
+import { Counter } from 'prom-client';
 import type { GraphQLContext } from '../../graphql/context';
+import type { Metrics } from '../../platform/metrics';
 import { tableKey } from './tables.catalog';
 import { StatementCompiler } from './tables.compiler';
-import { isObject, type BoolExp } from './tables.metadata';
+import { asText } from './tables.live-queries';
+import { isObject, type BoolExp, type QualifiedTable } from './tables.metadata';
 import type { ColumnModel, PermissionModel, TableModel } from './tables.model';
 import { isAdmin } from './tables.root-fields';
 import { cursorColumns } from './tables.stream-schema';
@@ -102,16 +105,44 @@ export interface TableStreamsDependencies {
   tables: () => ReadonlyMap<string, TableModel>;
   /** The error of a statement that met a table or column gone since the metadata was read (which it has read again). */
   staleCatalog: (table: TableModel, error: Error) => GraphQLError;
-  /** How long a stream waits between polls that found no more rows to send. */
+  /** How long a stream waits between polls that found no more rows to send, unless its table changes. */
   intervalMs: number;
+  /** Calls `changed` after each committed change to the table (the live queries' NOTIFY), until the returned function is called. */
+  watch?: (table: QualifiedTable, changed: () => void) => () => void;
+  metrics?: Metrics;
 }
 
 /**
- * `<table>_stream` subscriptions: each polls its own statement (the rows after its cursor) every
- * interval, at once again after a full batch, and yields each batch that has rows.
+ * `<table>_stream` subscriptions. Subscribers whose statement and bound values are equal (the
+ * same table, document, role, session values the statement reads, and cursor value) share one
+ * poll: one statement per poll, its batch sent to each. A poll runs every interval, at once
+ * again after a full batch, and as soon as a change to the table commits (its NOTIFY).
  */
 export class TableStreams {
-  constructor(private readonly deps: TableStreamsDependencies) {}
+  /** The polls by key (statement text and bound values, the cursor's included). */
+  private readonly polls = new Map<string, SharedPoll>();
+  /** Every poll running, those alone included. */
+  private readonly running = new Set<SharedPoll>();
+  private readonly statements?: Counter;
+
+  constructor(readonly deps: TableStreamsDependencies) {
+    const registry = deps.metrics?.registry;
+    if (registry) {
+      this.statements = new Counter({
+        name: 'plinth_stream_statements_total',
+        help: 'Statements run for streaming subscriptions (one per poll, whatever the number of subscribers sharing it)',
+        registers: [registry],
+      });
+      deps.metrics!.addGauge('plinth_streams', 'Streaming subscriptions: subscribers and the polls they share', ['kind'], async () => {
+        let subscribers = 0;
+        for (const poll of this.running) subscribers += poll.members.size;
+        return [
+          { labels: { kind: 'subscribers' }, value: subscribers },
+          { labels: { kind: 'polls' }, value: this.running.size },
+        ];
+      });
+    }
+  }
 
   /** The stream of one subscription; a refusal of its arguments is thrown (GraphQL answers it as the subscription's error). */
   open(table: TableModel, info: GraphQLResolveInfo, context: GraphQLContext): AsyncIterableIterator<unknown> {
@@ -120,8 +151,67 @@ export class TableStreams {
       const stream = new StreamCompiler({ role: session.role, admin: isAdmin(session) }, this.deps.tables(), info).compileStream(model);
       return { model, ...stream, values: boundValues(stream.statement, session.variables, info.variableValues) };
     };
-    return new StreamPoll(this.deps, compile, compile(table));
+    const subscriber = new StreamSubscriber(compile);
+    this.place(subscriber, compile(table));
+    return subscriber;
   }
+
+  /** Puts `subscriber` in the poll of `stream` (its statement and values), started if there is none. */
+  place(subscriber: StreamSubscriber, stream: CompiledStream): void {
+    const key = keyOf(stream);
+    let poll = this.polls.get(key);
+    if (!poll) {
+      poll = new SharedPoll(this, stream, key);
+      this.polls.set(key, poll);
+    }
+    poll.add(subscriber);
+  }
+
+  /** A poll alone, under no key: a subscriber that fell behind the others of its poll. */
+  alone(subscriber: StreamSubscriber, stream: CompiledStream): void {
+    new SharedPoll(this, stream, undefined).add(subscriber);
+  }
+
+  /**
+   * The poll's cursor moved: it is filed under its new key, or, when another poll is at the same
+   * point already, its members join that one (both would poll from the same cursor) and it ends.
+   */
+  moved(poll: SharedPoll): boolean {
+    if (poll.key !== undefined && this.polls.get(poll.key) === poll) this.polls.delete(poll.key);
+    const key = keyOf(poll.stream);
+    const other = this.polls.get(key);
+    if (other && other !== poll) {
+      for (const member of poll.members) other.add(member);
+      return false;
+    }
+    poll.key = key;
+    this.polls.set(key, poll);
+    return true;
+  }
+
+  started(poll: SharedPoll): void {
+    this.running.add(poll);
+  }
+
+  ended(poll: SharedPoll): void {
+    this.running.delete(poll);
+    if (poll.key !== undefined && this.polls.get(poll.key) === poll) this.polls.delete(poll.key);
+  }
+
+  async query(stream: CompiledStream): Promise<Batch> {
+    this.statements?.inc();
+    try {
+      return (await this.deps.pool.query<Batch>(stream.statement.text, stream.values)).rows[0];
+    } catch (error) {
+      if (changedUnderMetadata(error)) throw this.deps.staleCatalog(stream.model, error as Error);
+      throw asInputError(error);
+    }
+  }
+}
+
+/** A stream's statement and values as a key: subscribers with equal keys read the same rows. */
+function keyOf(stream: CompiledStream): string {
+  return JSON.stringify([stream.statement.text, stream.values.map(asText)]);
 }
 
 /** A stream's statement for one model of its table, with the values it runs with (the cursor's the last one sent). */
@@ -138,98 +228,231 @@ interface Batch {
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+/** The least time between the end of a poll and the next one when the table changed meanwhile (as live queries' refetches). */
+const COALESCE_MS = 10;
 
 /**
- * The poll loop of one stream, as an async iterator graphql-js maps to messages. `return()` (the
- * client's `complete`, or its socket closing) stops it at once, even while it waits. An error is
- * yielded as the last event (GraphQL sends it as that message's error) and the stream ends: the
- * client may subscribe again from the last cursor value it received. When the table's metadata
- * changes, the stream is compiled again for it (the new permission applies from the next poll),
- * or ends if the document no longer fits it.
+ * One subscription, as the async iterator graphql-js maps to messages: the batches its poll
+ * gave it, in order, and an error as the last event (GraphQL sends it as that message's error;
+ * the client may subscribe again from the last cursor value it received). `return()` (the
+ * client's `complete`, or its socket closing) leaves the poll at once.
  */
-class StreamPoll implements AsyncIterableIterator<unknown> {
-  private stopped = false;
-  private timer?: NodeJS.Timeout;
-  private wake?: () => void;
-  /** Whether the last poll sent a full batch (more rows may be waiting: the next poll runs at once). */
-  private more = true;
+class StreamSubscriber implements AsyncIterableIterator<unknown> {
+  poll?: SharedPoll;
+  /** Batches given and not yet read: the poll waits for them to be read before its next one. */
+  readonly queue: unknown[] = [];
+  private waiting?: (result: IteratorResult<unknown>) => void;
+  private ended = false;
+  private failed = false;
 
   constructor(
-    private readonly deps: TableStreamsDependencies,
-    private readonly compile: (model: TableModel) => CompiledStream,
-    private stream: CompiledStream,
+    /** The stream compiled for a model of its table, with this subscriber's session and variables. */
+    readonly compile: (model: TableModel) => CompiledStream,
   ) {}
+
+  get ready(): boolean {
+    return this.queue.length === 0;
+  }
+
+  offer(event: unknown): void {
+    if (this.ended || this.failed) return;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ done: false, value: event });
+    } else this.queue.push(event);
+  }
+
+  /** The error ends the stream after what was given before it. */
+  fail(error: unknown): void {
+    this.offer(error);
+    this.failed = true;
+    this.leave();
+  }
+
+  next(): Promise<IteratorResult<unknown>> {
+    if (this.queue.length > 0) {
+      const value = this.queue.shift();
+      if (this.queue.length === 0) this.poll?.memberReady();
+      return Promise.resolve({ done: false, value });
+    }
+    if (this.ended || this.failed) return Promise.resolve(DONE);
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<unknown>> {
+    this.ended = true;
+    this.queue.length = 0;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.(DONE);
+    this.leave();
+    return Promise.resolve(DONE);
+  }
 
   [Symbol.asyncIterator](): this {
     return this;
   }
 
-  async next(): Promise<IteratorResult<unknown>> {
-    while (!this.stopped) {
-      if (!this.more) await this.pause();
-      if (this.stopped) break;
-      let batch: Batch;
-      try {
-        batch = await this.poll();
-      } catch (error) {
-        this.stop();
-        return { done: false, value: error };
-      }
-      // (A permission's limit may be 0: nothing is ever sent, and the loop still waits.)
-      this.more = batch.sent > 0 && batch.sent === this.stream.limit;
-      if (this.stopped) break;
-      if (batch.sent > 0) {
-        this.stream.values[this.stream.cursor] = batch.last;
-        return { done: false, value: batch.j };
-      }
-    }
-    return DONE;
+  private leave(): void {
+    const poll = this.poll;
+    this.poll = undefined;
+    poll?.remove(this);
+  }
+}
+
+/**
+ * The poll loop of the subscribers of one statement and cursor value. Before each poll every
+ * member has read the batch before (a member still reading after an interval, while others
+ * wait, goes on in a poll of its own, so one slow client holds back nobody else). A poll
+ * runs after the interval, at once after a full batch, or when the table changes (a change
+ * during a poll makes the next one run at once). When the table's metadata changes, each member
+ * is compiled again for it (the new permission applies from the next poll, from the same cursor)
+ * and placed by its new key, or ends if the document no longer fits it.
+ */
+class SharedPoll {
+  readonly members = new Set<StreamSubscriber>();
+  private stopped = false;
+  private timer?: NodeJS.Timeout;
+  private wake?: () => void;
+  /** The table changed since the last poll began: the next one runs without waiting. */
+  private changed = false;
+  /** Whether the last poll sent a full batch (more rows may be waiting: the next poll runs at once). */
+  private more = true;
+  private readonly unwatch?: () => void;
+
+  constructor(
+    private readonly owner: TableStreams,
+    public stream: CompiledStream,
+    /** Its key in the owner's map (undefined: a poll alone, which nobody joins until its cursor moves). */
+    public key: string | undefined,
+  ) {
+    owner.started(this);
+    this.unwatch = owner.deps.watch?.(stream.model.table, () => this.tableChanged());
+    void this.run();
   }
 
-  return(): Promise<IteratorResult<unknown>> {
-    this.stop();
-    return Promise.resolve(DONE);
+  add(member: StreamSubscriber): void {
+    member.poll = this;
+    this.members.add(member);
+  }
+
+  remove(member: StreamSubscriber): void {
+    this.members.delete(member);
+    if (this.members.size === 0) this.stop();
+    else this.memberReady();
+  }
+
+  /** A member read its last batch: wakes a poll waiting for it. */
+  memberReady(): void {
+    if (this.waitingForMembers && [...this.members].every((member) => member.ready)) this.wakeUp();
+  }
+
+  private waitingForMembers = false;
+
+  private tableChanged(): void {
+    this.changed = true;
+    if (!this.waitingForMembers) this.wakeUp();
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    clearTimeout(this.timer);
+    wake?.();
   }
 
   private stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
-    clearTimeout(this.timer);
-    this.wake?.();
+    this.owner.ended(this);
+    this.unwatch?.();
+    this.wakeUp();
   }
 
-  private pause(): Promise<void> {
+  /** Resolves after `ms`, or sooner on wakeUp(). */
+  private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.wake = resolve;
-      this.timer = setTimeout(resolve, this.deps.intervalMs);
+      this.timer = setTimeout(resolve, ms);
     });
   }
 
-  private async poll(): Promise<Batch> {
-    const { model } = this.stream;
-    const current = this.deps.tables().get(tableKey(model.table));
-    if (current !== model) this.follow(current);
-    const { statement, values } = this.stream;
-    try {
-      return (await this.deps.pool.query<Batch>(statement.text, values)).rows[0];
-    } catch (error) {
-      if (changedUnderMetadata(error)) throw this.deps.staleCatalog(model, error as Error);
-      throw asInputError(error);
+  private async run(): Promise<void> {
+    // Members are added right after the poll is made: the first poll waits for them.
+    await Promise.resolve();
+    while (!this.stopped) {
+      if (this.changed) {
+        // Changes during the last poll: the next one runs after a short gap (a burst of commits is a few polls, not one each).
+        if (!this.more) await new Promise((resolve) => setTimeout(resolve, COALESCE_MS));
+      } else if (!this.more) await this.sleep(this.owner.deps.intervalMs);
+      if (this.stopped) return;
+      await this.membersReady();
+      if (this.stopped) return;
+      const current = this.owner.deps.tables().get(tableKey(this.stream.model.table));
+      if (current !== this.stream.model) return this.regroup(current);
+      this.changed = false;
+      let batch: Batch;
+      try {
+        batch = await this.owner.query(this.stream);
+      } catch (error) {
+        for (const member of [...this.members]) member.fail(error);
+        return this.stop();
+      }
+      if (this.stopped) return;
+      // (A permission's limit may be 0: nothing is ever sent, and the loop still waits.)
+      this.more = batch.sent > 0 && batch.sent === this.stream.limit;
+      if (batch.sent === 0) continue;
+      this.stream.values[this.stream.cursor] = batch.last;
+      for (const member of this.members) member.offer(batch.j);
+      if (!this.owner.moved(this)) {
+        this.members.clear();
+        return this.stop();
+      }
     }
   }
 
-  /** The stream compiled again for the table's new model (its permission, columns, relationships), from the same cursor value. */
-  private follow(current: TableModel | undefined): void {
-    const { model, values, cursor } = this.stream;
-    let next: CompiledStream;
+  /** Until every member read the last batch; after an interval, those still reading go on alone (when others wait for them). */
+  private async membersReady(): Promise<void> {
+    if ([...this.members].every((member) => member.ready)) return;
+    this.waitingForMembers = true;
     try {
-      if (!current) throw new Error('no longer tracked');
-      next = this.compile(current);
-    } catch {
-      throw new GraphQLError(`the metadata of the table ${model.typeName} changed so that this stream no longer fits it: subscribe again`, {
-        extensions: { code: 'METADATA_CHANGED' },
-      });
+      while (![...this.members].every((member) => member.ready) && !this.stopped) {
+        await this.sleep(this.owner.deps.intervalMs);
+        const behind = [...this.members].filter((member) => !member.ready);
+        if (behind.length === 0 || behind.length === this.members.size) continue;
+        for (const member of behind) {
+          this.members.delete(member);
+          this.owner.alone(member, { ...this.stream, values: [...this.stream.values] });
+        }
+      }
+    } finally {
+      this.waitingForMembers = false;
     }
-    next.values[next.cursor] = values[cursor];
-    this.stream = next;
+  }
+
+  /** The table's model changed: each member compiled again (from the same cursor value) goes to the poll of its new statement. */
+  private regroup(current: TableModel | undefined): void {
+    const { model, values, cursor } = this.stream;
+    const members = [...this.members];
+    this.members.clear();
+    this.stop();
+    for (const member of members) {
+      let next: CompiledStream;
+      try {
+        if (!current) throw new Error('no longer tracked');
+        next = member.compile(current);
+      } catch {
+        member.poll = undefined;
+        member.fail(
+          new GraphQLError(`the metadata of the table ${model.typeName} changed so that this stream no longer fits it: subscribe again`, {
+            extensions: { code: 'METADATA_CHANGED' },
+          }),
+        );
+        continue;
+      }
+      next.values[next.cursor] = values[cursor];
+      this.owner.place(member, next);
+    }
   }
 }
