@@ -159,14 +159,23 @@ describe('the OpenAPI document at /api-docs', () => {
     ]);
     // The admin dashboard's API, at its own port.
     expect(byTag('admin').sort()).toEqual([
+      'delete /api/plugins/{name}',
       'get /api/auth/session',
+      'get /api/certificates',
       'get /api/config',
       'get /api/database/backups',
       'get /api/database/migrations',
       'get /api/database/schema',
+      'get /api/deploy/environments',
+      'get /api/deploy/runs',
+      'get /api/deploy/runs/{id}',
+      'get /api/deploy/runs/{id}/output',
       'get /api/env',
       'get /api/health',
       'get /api/logs/{service}',
+      'get /api/plugins',
+      'get /api/plugins/{name}',
+      'get /api/plugins/{name}/webhooks',
       'get /api/services',
       'post /api/auth/login',
       'post /api/auth/logout',
@@ -174,6 +183,10 @@ describe('the OpenAPI document at /api-docs', () => {
       'post /api/database/backups',
       'post /api/database/backups/restore',
       'post /api/database/migrations/run',
+      'post /api/deploy/production',
+      'post /api/deploy/staging',
+      'post /api/plugins/install',
+      'post /api/plugins/{name}/sync',
       'post /api/services/{name}/{action}',
     ]);
     expect(spec.paths['/api/health'].servers).toEqual([{ url: 'http://127.0.0.1:3021', description: expect.stringContaining('PLATFORM_ADMIN_PORT') }]);

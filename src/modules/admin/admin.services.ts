@@ -5,7 +5,10 @@ import { eventsModule } from '../events';
 import { tablesModule } from '../tables';
 import { DatabaseBackups } from './admin-backups.service';
 import { DatabaseInsight } from './admin-database.service';
+import { certificatesReport, type CertificatesReport } from './admin-certificates.service';
+import { AdminDeploys } from './admin-deploy.service';
 import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
+import { AdminPlugins } from './admin-plugins.service';
 import type { AdminListen } from './admin-port';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
@@ -24,6 +27,9 @@ export interface AdminServices {
   logs: RecentLogs | undefined;
   environment(): Promise<EnvironmentInfo>;
   database: { backups: DatabaseBackups; insight: DatabaseInsight };
+  plugins: AdminPlugins;
+  deploys: AdminDeploys;
+  certificates(): CertificatesReport;
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
@@ -65,5 +71,8 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
       ),
       insight: new DatabaseInsight(dataSource, modules.get(tablesModule), dataSource.options.migrationsTableName ?? 'migrations'),
     },
+    plugins: new AdminPlugins(config.pluginsDir, config.admin.projectPath, dataSource, platform.http, modules.get(eventsModule).admin, logger),
+    deploys: new AdminDeploys(config.deploy, dataSource, logger),
+    certificates: () => certificatesReport(config.tlsCertFiles),
   };
 }
