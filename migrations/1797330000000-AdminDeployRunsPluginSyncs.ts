@@ -26,7 +26,8 @@ export class AdminDeployRunsPluginSyncs1797330000000 implements MigrationInterfa
         heartbeat_at timestamptz NOT NULL DEFAULT now(),
         host text NOT NULL,
         pid integer NOT NULL,
-        output text NOT NULL DEFAULT ''
+        -- Its output: [stream, text] pairs (stdout, stderr, or plinth's own lines), its last lines when long.
+        output jsonb NOT NULL DEFAULT '[]'
       )`);
     await queryRunner.query(`CREATE UNIQUE INDEX admin_deploy_runs_one_running ON admin_deploy_runs ((true)) WHERE status = 'running'`);
     await queryRunner.query('CREATE INDEX admin_deploy_runs_started_at ON admin_deploy_runs (started_at DESC)');

@@ -133,7 +133,10 @@ export function adminDeployRoutes(scope: FastifyInstance, services: AdminService
         },
       },
     },
-    async (request) => services.deploys.get(request.params.id),
+    async (request) => {
+      const { lines: _lines, ...run } = await services.deploys.get(request.params.id);
+      return run;
+    },
   );
 
   scope.get<{ Params: { id: number } }>(
@@ -179,7 +182,7 @@ export function adminDeployRoutes(scope: FastifyInstance, services: AdminService
         }
         ended = true;
         void services.deploys.get(id).then(
-          ({ output: _output, ...run }) => response.end(`event: end\ndata: ${JSON.stringify(run)}\n\n`),
+          ({ output: _output, lines: _lines, ...run }) => response.end(`event: end\ndata: ${JSON.stringify(run)}\n\n`),
           () => response.end(),
         );
       });

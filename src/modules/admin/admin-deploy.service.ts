@@ -50,7 +50,7 @@ interface RunRow {
   heartbeat_at: Date;
   host: string;
   pid: number;
-  output?: string;
+  output?: [OutputLine['stream'], string][];
 }
 
 const COLUMNS = 'id, environment, command, status, exit_code, signal, started_by, started_at, ended_at, heartbeat_at, host, pid';
@@ -127,12 +127,13 @@ export class AdminDeploys {
     return found.map(runOf);
   }
 
-  async get(id: number): Promise<DeployRun & { output: string }> {
+  async get(id: number): Promise<DeployRun & { output: string; lines: OutputLine[] }> {
     await this.markInterrupted();
     const row = await one<RunRow>(this.dataSource, `SELECT ${COLUMNS}, output FROM admin_deploy_runs WHERE id = $1`, [id]);
     if (!row) throw new Refusal('UNKNOWN_RUN', `There is no deployment run ${id}: see GET /api/deploy/runs`, 404);
     const live = this.live?.id === id ? this.live : undefined;
-    return { ...runOf(row), output: live ? this.outputOf(live) : (row.output ?? '') };
+    const lines = live ? live.lines : this.storedLines(row.output ?? []);
+    return { ...runOf(row), lines, output: lines.map((line) => `${line.text}\n`).join('') };
   }
 
   /** Starts `environment`'s command; refused when it is not configured or a deployment runs already. */
@@ -175,10 +176,7 @@ export class AdminDeploys {
     const run = await this.get(id);
     const live = this.live?.id === id ? this.live : undefined;
     if (!live) {
-      const lines = run.output === '' ? [] : run.output.replace(/\n$/, '').split('\n');
-      lines.forEach((text, index) => {
-        if (index + 1 > after) listener({ seq: index + 1, stream: 'stdout', text });
-      });
+      for (const line of run.lines) if (line.seq > after) listener(line);
       listener(null);
       return () => undefined;
     }
@@ -212,8 +210,8 @@ export class AdminDeploys {
       if (!ours && !dead && !silent) continue;
       await this.dataSource.query(
         `UPDATE admin_deploy_runs SET status = 'interrupted', ended_at = heartbeat_at,
-           output = output || $2 WHERE id = $1 AND status = 'running'`,
-        [id, `[plinth] interrupted: the server running it (pid ${row.pid} on ${row.host}) stopped before the command ended\n`],
+           output = output || jsonb_build_array(jsonb_build_array('plinth', $2::text)) WHERE id = $1 AND status = 'running'`,
+        [id, `[plinth] interrupted: the server running it (pid ${row.pid} on ${row.host}) stopped before the command ended`],
       );
       this.logger.warn({ run: id }, 'deployment run interrupted by the end of its server process');
     }
@@ -304,8 +302,13 @@ export class AdminDeploys {
     for (const follower of live.followers) follower(line);
   }
 
+  /** The output as stored: [stream, text] pairs, as JSON. */
   private outputOf(live: LiveRun): string {
-    return live.lines.map((line) => `${line.text}\n`).join('');
+    return JSON.stringify(live.lines.map((line) => [line.stream, line.text]));
+  }
+
+  private storedLines(output: [OutputLine['stream'], string][]): OutputLine[] {
+    return output.map(([stream, text], index) => ({ seq: index + 1, stream, text }));
   }
 
   private signal(live: LiveRun, signal: NodeJS.Signals): void {
