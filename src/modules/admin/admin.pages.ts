@@ -11,7 +11,18 @@ import { sendError } from '../../http/errors';
 const PAGES_DIR = path.resolve(__dirname, '..', '..', '..', '..', 'src', 'modules', 'admin', 'pages');
 
 /** The paths of the pages (PAGES in pages/app.js; `:name` is a parameter): each serves the same document, whose script shows the page (or the login form without a session). */
-export const PAGE_PATHS = ['/', '/services', '/config', '/database'] as const;
+export const PAGE_PATHS = [
+  '/',
+  '/services',
+  '/config',
+  '/database',
+  '/plugins',
+  '/plugins/:name',
+  '/deployment/environments',
+  '/deployment/staging',
+  '/deployment/prod',
+  '/certificates',
+] as const;
 
 /**
  * The vendored files the pages load, by their name under /assets/<version>/ (beside every file of

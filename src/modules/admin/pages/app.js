@@ -8,6 +8,9 @@ import { Dashboard } from './dashboard.js';
 import { Services } from './services.js';
 import { Configuration } from './config.js';
 import { Database } from './database.js';
+import { Plugin, Plugins } from './plugins.js';
+import { DeploymentEnvironments, ProductionDeployment, StagingDeployment } from './deployment.js';
+import { Certificates } from './certificates.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -19,6 +22,12 @@ const PAGES = [
   { path: '/services', title: 'Services', component: Services },
   { path: '/config', title: 'Configuration', component: Configuration },
   { path: '/database', title: 'Database', component: Database },
+  { path: '/plugins', title: 'Plugins', component: Plugins },
+  { path: '/plugins/:name', title: 'Plugin', component: Plugin, nav: false },
+  { path: '/deployment/environments', title: 'Deployment', component: DeploymentEnvironments },
+  { path: '/deployment/staging', title: 'Staging', component: StagingDeployment, nav: false },
+  { path: '/deployment/prod', title: 'Production', component: ProductionDeployment, nav: false },
+  { path: '/certificates', title: 'Certificates', component: Certificates },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
