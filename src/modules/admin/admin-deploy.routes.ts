@@ -85,6 +85,7 @@ export function adminDeployRoutes(scope: FastifyInstance, services: AdminService
             202: RUN,
             ...CHANGE_ERRORS,
             409: error('The environment has no command (DEPLOY_NOT_CONFIGURED), or a deployment is running (DEPLOY_RUNNING)'),
+            503: error('The server is shutting down (SHUTTING_DOWN)'),
           },
         },
       },

@@ -99,6 +99,8 @@ function processAlive(pid: number): boolean {
  */
 export class AdminDeploys {
   private live: LiveRun | undefined;
+  /** Starts between their row's INSERT and their launch: a running row of this process is theirs then, not a dead run. */
+  private starting = 0;
   private closing = false;
 
   constructor(
@@ -146,6 +148,7 @@ export class AdminDeploys {
     if (this.closing) throw new Refusal('SHUTTING_DOWN', 'The server is shutting down', 503);
     await this.markInterrupted();
     let row: RunRow | undefined;
+    this.starting += 1;
     try {
       row = await one<RunRow>(
         this.dataSource,
@@ -160,6 +163,8 @@ export class AdminDeploys {
         running ? `Deployment run ${running.id} (${running.environment}) is still running: wait for it to end` : 'A deployment is still running',
         409,
       );
+    } finally {
+      this.starting -= 1;
     }
     const run = runOf(row!);
     this.launch(run.id, environment, command);
@@ -205,6 +210,7 @@ export class AdminDeploys {
       const id = Number(row.id);
       if (this.live?.id === id) continue;
       const ours = row.host === host && row.pid === process.pid;
+      if (ours && this.starting > 0) continue;
       const dead = row.host === host && !processAlive(row.pid);
       const silent = Date.now() - row.heartbeat_at.getTime() > STALE_MS;
       if (!ours && !dead && !silent) continue;

@@ -122,7 +122,8 @@ export class AdminPlugins {
   }
 
   async get(name: string): Promise<PluginInfo> {
-    const plugin = (await this.list()).find((candidate) => candidate.name === name) ?? (await this.list()).find((candidate) => candidate.folder === name);
+    const plugins = await this.list();
+    const plugin = plugins.find((candidate) => candidate.name === name) ?? plugins.find((candidate) => candidate.folder === name);
     if (!plugin) throw new Refusal('UNKNOWN_PLUGIN', `There is no plugin ${name}: see GET /api/plugins`, 404);
     return plugin;
   }
