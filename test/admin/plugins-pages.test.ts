@@ -168,6 +168,8 @@ describe('the plugins, deployment and certificates pages', () => {
 
     await page.goto(`${server.adminUrl}/deployment/prod`);
     await page.getByRole('heading', { name: 'Deploy to Production' }).waitFor();
+    // The navigation shows the section the page belongs to.
+    expect(await page.getByRole('navigation').getByRole('link', { name: 'Deployment' }).getAttribute('aria-current')).toBe('true');
     await page.getByText('PLATFORM_DEPLOY_PRODUCTION_COMMAND').waitFor();
     expect(await page.getByRole('button', { name: 'Deploy to production' }).count()).toBe(0);
     expect(await seriousViolations(page)).toEqual([]);

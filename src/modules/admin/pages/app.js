@@ -49,6 +49,11 @@ function pageAt(pathname) {
   return { page: PAGES[0], params: {} };
 }
 
+/** Whether `page`, a page out of the navigation, belongs to the navigation's `entry` (/plugins/:name to /plugins, /deployment/prod to /deployment/…). */
+function inSection(entry, page) {
+  return page.nav === false && entry.path.split('/')[1] === page.path.split('/')[1];
+}
+
 function Shell({ session, onLoggedOut }) {
   const { page, params } = pageAt(location.pathname);
   const logout = async () => {
@@ -63,7 +68,7 @@ function Shell({ session, onLoggedOut }) {
       <nav aria-label="Pages">
         <strong>Plinth admin</strong>
         ${PAGES.filter((each) => each.nav !== false).map(
-          (each) => html`<a href=${each.path} aria-current=${each === page ? 'page' : undefined}>${each.title}</a>`,
+          (each) => html`<a href=${each.path} aria-current=${each === page ? 'page' : inSection(each, page) ? 'true' : undefined}>${each.title}</a>`,
         )}
       </nav>
       <span class="muted">${session.username}</span>
