@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import { acceptsGzip } from '../http/accept-encoding';
 import type { ApiReference, DocumentedSchema } from '../http/app';
 import { SECURITY_SCHEMES } from '../platform/fastify/security-schemes';
+import { pluginsFingerprint } from '../platform/plugin-manifests';
 import { readDeclarations, type DeclarationSources } from './declarations';
 import type { ActionRoute } from './graphql-reference';
 import { OPENAPI_PATH, openApiDocument, type OwnListener } from './openapi';
@@ -158,8 +159,18 @@ export async function installApiReference(
   });
 
   const built = options.builtDir ? builtFiles(options.builtDir, context.logger) : undefined;
-  const declared = built ? undefined : readDeclarations(options);
-  for (const problem of declared?.problems ?? []) context.logger.warn({ problem }, 'left out of the API reference');
+  // Plugins come and go while the server runs (the admin API installs and removes them): the
+  // declarations are read again, and the reference regenerated, when the plugins folder changed.
+  const builtPlugins = pluginsFingerprint(options.pluginsDir);
+  let declared: (ReturnType<typeof readDeclarations> & { plugins: string }) | undefined;
+  const declarations = (plugins = pluginsFingerprint(options.pluginsDir)) => {
+    if (declared?.plugins !== plugins) {
+      declared = { ...readDeclarations(options), plugins };
+      for (const problem of declared.problems) context.logger.warn({ problem }, 'left out of the API reference');
+    }
+    return declared.declarations;
+  };
+  if (!built) declarations(builtPlugins);
 
   const generate = async (schema = context.schema.current): Promise<GeneratedReference> => {
     const problems: string[] = [];
@@ -168,7 +179,7 @@ export async function installApiReference(
         routes: app.swagger() as unknown as Record<string, unknown>,
         schema,
         actions: context.actions,
-        declarations: (declared ?? readDeclarations(options)).declarations,
+        declarations: declarations(),
         title: settings.title,
         version: PLINTH_VERSION,
         publicUrl: options.publicUrl,
@@ -191,11 +202,12 @@ export async function installApiReference(
   // The files plinth build wrote describe Plinth's own schema; once metadata extends what is
   // documented (actions, tables open to anonymous callers), the reference is generated from it,
   // again after each change.
-  let generated: { schema: GraphQLSchema; files: Promise<ReferenceFiles> } | undefined;
+  let generated: { schema: GraphQLSchema; plugins: string; files: Promise<ReferenceFiles> } | undefined;
   const files = (): Promise<ReferenceFiles> | ReferenceFiles => {
     const schema = context.schema.current;
-    if (built && schema === context.schema.base) return built;
-    if (generated?.schema === schema) return generated.files;
+    const plugins = pluginsFingerprint(options.pluginsDir);
+    if (built && schema === context.schema.base && plugins === builtPlugins) return built;
+    if (generated?.schema === schema && generated.plugins === plugins) return generated.files;
     const files = generate(schema).then(
       (reference) => {
         for (const problem of reference.problems) context.logger.warn({ problem }, 'left out of the API reference');
@@ -206,7 +218,7 @@ export async function installApiReference(
         throw error;
       },
     );
-    generated = { schema, files };
+    generated = { schema, plugins, files };
     return files;
   };
 

@@ -5,6 +5,7 @@ import { apidocsVariables } from './apidocs';
 import { authVariables } from './auth';
 import { customServicesFromEnv } from './custom-services';
 import { databaseVariables } from './database';
+import { deployVariables } from './deploy';
 import { errortrackingVariables } from './errortracking';
 import { eventsVariables, externalProvidersFromEnv } from './events';
 import { filesVariables } from './files';
@@ -44,6 +45,7 @@ export const environmentSchema = z.object({
   ...paymentsVariables,
   ...newsletterVariables,
   ...adminVariables,
+  ...deployVariables,
 });
 
 /** The validated variables, each of its own type (a number, a list, ...). */

@@ -1,6 +1,7 @@
 import { actions } from './actions';
 import { admin } from './admin';
 import { apidocs } from './apidocs';
+import { deploy } from './deploy';
 import type { Area } from './area';
 import { auth } from './auth';
 import { database } from './database';
@@ -30,6 +31,7 @@ export { queueVariableName, queueSettingProblem, type QueueSettings } from './jo
 export { EXTERNAL_WEBHOOK_SCHEMES, TIMESTAMPED_SCHEMES, type ExternalProvider, type ExternalWebhookScheme } from './events';
 export { PAYMENT_PROVIDERS, type PaymentProviderName } from './payments';
 export { API_DOCS_THEMES, type ApiDocsTheme } from './apidocs';
+export { DEPLOY_ENVIRONMENTS, type DeployEnvironment } from './deploy';
 export { DEFAULT_FILE_TYPES } from './files';
 
 /** The areas, in the order of the reference (docs/configuration.md) and of their problems. */
@@ -54,6 +56,7 @@ export const AREAS: readonly Area[] = [
   payments,
   newsletter,
   admin,
+  deploy,
 ];
 
 /** Config: each area's settings, from its variables. */
@@ -77,6 +80,7 @@ function configOf(values: Environment, found: PatternSettings, env: Record<strin
     ...payments.settings(values, found),
     ...newsletter.settings(values),
     ...admin.settings(values, found, env),
+    ...deploy.settings(values),
   };
 }
 

@@ -22,6 +22,12 @@ export const PAGE_PATHS = [
   '/events',
   '/jobs',
   '/newsletter',
+  '/plugins',
+  '/plugins/:name',
+  '/deployment/environments',
+  '/deployment/staging',
+  '/deployment/prod',
+  '/certificates',
 ] as const;
 
 /**

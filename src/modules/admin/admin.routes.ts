@@ -7,6 +7,7 @@ import { adminPages } from './admin.pages';
 import { adminAreaRoutes } from './admin-areas.routes';
 import { servicesRoutes } from './admin-services.routes';
 import { adminDatabaseRoutes } from './admin-database.routes';
+import { adminOperationsRoutes } from './admin-operations.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 
@@ -106,6 +107,7 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
 
 function registerRoutes(scope: FastifyInstance, services: AdminServices, streams: Set<ServerResponse>): void {
   adminAreaRoutes(scope, services.areas);
+  adminOperationsRoutes(scope, services, streams);
   scope.post<{ Body: { username: string; password: string; otp?: string } }>(LOGIN_PATH, {
     schema: {
       tags: TAGS,

@@ -8,8 +8,11 @@ import { newsletterModule } from '../newsletter';
 import { tablesModule } from '../tables';
 import { DatabaseBackups } from './admin-backups.service';
 import { DatabaseInsight } from './admin-database.service';
+import { certificatesReport, type CertificatesReport } from './admin-certificates.service';
+import { AdminDeploys } from './admin-deploy.service';
 import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
 import type { AdminAreas } from './admin-areas.schemas';
+import { AdminPlugins } from './admin-plugins.service';
 import type { AdminListen } from './admin-port';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
@@ -30,6 +33,9 @@ export interface AdminServices {
   database: { backups: DatabaseBackups; insight: DatabaseInsight };
   /** The services of Plinth's own areas the dashboard shows: error tracking, events, jobs, the newsletter. */
   areas: AdminAreas;
+  plugins: AdminPlugins;
+  deploys: AdminDeploys;
+  certificates(): CertificatesReport;
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
@@ -77,5 +83,8 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
       jobs: modules.get(jobsModule),
       newsletter: modules.get(newsletterModule),
     },
+    plugins: new AdminPlugins(config.pluginsDir, config.admin.projectPath, dataSource, platform.http, modules.get(eventsModule).admin, logger),
+    deploys: new AdminDeploys(config.deploy, dataSource, logger),
+    certificates: () => certificatesReport(config.tlsCertFiles),
   };
 }

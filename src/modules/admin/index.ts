@@ -10,7 +10,14 @@ export const adminModule: PlinthModule<AdminServices> = {
   create: (platform, modules) => createAdminServices(platform, modules),
   routes: (app, services) => adminRoutes(app, services),
   // Only tidies: a session past its idle timeout is refused whether its row is still there or not.
-  // Every process answers service actions sent to all instances, and applies the stops that stand.
-  work: ({ broadcast }) => broadcast.start(),
+  // Every process answers service actions sent to all instances, and applies the stops that stand;
+  // a deployment still running at shutdown is stopped and recorded as interrupted.
+  work: async ({ broadcast, deploys }) => {
+    const stopBroadcast = await broadcast.start();
+    return async () => {
+      await deploys.close();
+      await stopBroadcast();
+    };
+  },
   recurring: ({ sessions }) => [{ name: 'idle-sessions', schedule: { everyMs: IDLE_SESSION_SWEEP_MS }, run: () => sessions.deleteIdle() }],
 };

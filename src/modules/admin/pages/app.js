@@ -12,6 +12,9 @@ import { ErrorDetails, ErrorProject, ErrorProjects } from './errors.js';
 import { Events } from './events.js';
 import { Jobs } from './jobs.js';
 import { Newsletter } from './newsletter.js';
+import { Plugin, Plugins } from './plugins.js';
+import { DeploymentEnvironments, ProductionDeployment, StagingDeployment } from './deployment.js';
+import { Certificates } from './certificates.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -29,6 +32,12 @@ const PAGES = [
   { path: '/events', title: 'Events', component: Events },
   { path: '/jobs', title: 'Jobs', component: Jobs },
   { path: '/newsletter', title: 'Newsletter', component: Newsletter },
+  { path: '/plugins', title: 'Plugins', component: Plugins },
+  { path: '/plugins/:name', title: 'Plugin', component: Plugin, nav: false },
+  { path: '/deployment/environments', title: 'Deployment', component: DeploymentEnvironments },
+  { path: '/deployment/staging', title: 'Staging', component: StagingDeployment, nav: false },
+  { path: '/deployment/prod', title: 'Production', component: ProductionDeployment, nav: false },
+  { path: '/certificates', title: 'Certificates', component: Certificates },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
@@ -50,6 +59,11 @@ function pageAt(pathname) {
   return { page: PAGES[0], params: {} };
 }
 
+/** Whether `page`, a page out of the navigation, belongs to the navigation's `entry` (/plugins/:name to /plugins, /deployment/prod to /deployment/…). */
+function inSection(entry, page) {
+  return page.nav === false && entry.path.split('/')[1] === page.path.split('/')[1];
+}
+
 function Shell({ session, onLoggedOut }) {
   const { page, params } = pageAt(location.pathname);
   const logout = async () => {
@@ -64,7 +78,7 @@ function Shell({ session, onLoggedOut }) {
       <nav aria-label="Pages">
         <strong>Plinth admin</strong>
         ${PAGES.filter((each) => each.nav !== false).map(
-          (each) => html`<a href=${each.path} aria-current=${each === page ? 'page' : undefined}>${each.title}</a>`,
+          (each) => html`<a href=${each.path} aria-current=${each === page ? 'page' : inSection(each, page) ? 'true' : undefined}>${each.title}</a>`,
         )}
       </nav>
       <span class="muted">${session.username}</span>
