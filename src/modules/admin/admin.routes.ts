@@ -7,6 +7,7 @@ import { adminPages } from './admin.pages';
 import { adminAreaRoutes } from './admin-areas.routes';
 import { servicesRoutes } from './admin-services.routes';
 import { adminDatabaseRoutes } from './admin-database.routes';
+import { chartsRoutes } from './admin-charts.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 
@@ -338,6 +339,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
     async (request, reply) => streamLogs(request, reply, services, streams),
   );
   adminDatabaseRoutes(scope, services);
+  chartsRoutes(scope, services);
 }
 
 async function streamLogs(

@@ -11,6 +11,8 @@ import { DatabaseInsight } from './admin-database.service';
 import { environmentInfo, type EnvironmentInfo } from './admin-environment.service';
 import type { AdminAreas } from './admin-areas.schemas';
 import type { AdminListen } from './admin-port';
+import { AdminData } from './admin-data.service';
+import { MetricsHistory } from './admin-history.service';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
 import { PlinthParts } from './plinth-parts.service';
@@ -30,10 +32,16 @@ export interface AdminServices {
   database: { backups: DatabaseBackups; insight: DatabaseInsight };
   /** The services of Plinth's own areas the dashboard shows: error tracking, events, jobs, the newsletter. */
   areas: AdminAreas;
+  /** The charts' samples of the last hour (taken while the dashboard is on). */
+  history: MetricsHistory;
+  /** The data browser's tracked tables. */
+  data: AdminData;
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
-  const { config, dataSource, jobs, shutdown } = platform;
+  const { config, dataSource, jobs, shutdown, metrics } = platform;
+  const events = modules.get(eventsModule);
+  const tables = modules.get(tablesModule);
   const logger = platform.logger.child({ module: 'admin' });
   if (config.admin.enabled && !config.admin.passwordHash) {
     logger.warn('the admin dashboard is enabled without PLATFORM_ADMIN_PASSWORD: nobody can log in (plinth admin password)');
@@ -42,7 +50,7 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
     config,
     dataSource,
     jobs,
-    delivery: modules.get(eventsModule).delivery,
+    delivery: events.delivery,
     recurringPause: platform.recurringPause,
     childServices: platform.childServices,
     logger,
@@ -69,7 +77,7 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
         { backupsDir: config.admin.backupsDir, pgBinDir: config.admin.pgBinDir, timeoutMs: config.admin.backupTimeoutMs, embedded: !config.database.url },
         logger,
       ),
-      insight: new DatabaseInsight(dataSource, modules.get(tablesModule), dataSource.options.migrationsTableName ?? 'migrations'),
+      insight: new DatabaseInsight(dataSource, tables, dataSource.options.migrationsTableName ?? 'migrations'),
     },
     areas: {
       errors: modules.get(errorTrackingModule),
@@ -77,5 +85,10 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
       jobs: modules.get(jobsModule),
       newsletter: modules.get(newsletterModule),
     },
+    history: new MetricsHistory({ metrics, jobs, eventBacklog: () => events.admin.backlog(), logger }, config.admin.metricsIntervalSeconds),
+    data: new AdminData(
+      () => tables.servedTables(),
+      (field) => platform.schema.current.getMutationType()?.getFields()[field] !== undefined,
+    ),
   };
 }

@@ -9,6 +9,8 @@ export const adminModule: PlinthModule<AdminServices> = {
   name: 'admin',
   create: (platform, modules) => createAdminServices(platform, modules),
   routes: (app, services) => adminRoutes(app, services),
+  // The charts' samples, taken by every instance serving the dashboard.
+  work: async (services) => (services.listen ? services.history.start() : async () => {}),
   // Only tidies: a session past its idle timeout is refused whether its row is still there or not.
   // Every process answers service actions sent to all instances, and applies the stops that stand.
   work: ({ broadcast }) => broadcast.start(),
