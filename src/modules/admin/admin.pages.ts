@@ -22,6 +22,8 @@ export const PAGE_PATHS = [
   '/events',
   '/jobs',
   '/newsletter',
+  '/data',
+  '/data/:table',
 ] as const;
 
 /**

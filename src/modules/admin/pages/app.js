@@ -12,6 +12,7 @@ import { ErrorDetails, ErrorProject, ErrorProjects } from './errors.js';
 import { Events } from './events.js';
 import { Jobs } from './jobs.js';
 import { Newsletter } from './newsletter.js';
+import { DataBrowser } from './data.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -29,6 +30,8 @@ const PAGES = [
   { path: '/events', title: 'Events', component: Events },
   { path: '/jobs', title: 'Jobs', component: Jobs },
   { path: '/newsletter', title: 'Newsletter', component: Newsletter },
+  { path: '/data', title: 'Data', component: DataBrowser },
+  { path: '/data/:table', title: 'Data', component: DataBrowser, nav: false },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
