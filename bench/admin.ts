@@ -141,6 +141,14 @@ async function measurePageLoads(adminUrl: string, runs: number): Promise<PageLoa
       // A function, not a string: a string is evaluated with eval, which the page's policy refuses.
       await page.waitForFunction((key) => (globalThis as Record<string, unknown>)[key] !== undefined, mark, { polling: 10, timeout: 30_000 });
       const ms = (await page.evaluate(`window.${mark}`)) as number;
+      if (process.env.BENCH_TRACE) {
+        // Each request's start and end (ms since the navigation started): where a load's time goes.
+        const entries = (await page.evaluate(
+          `performance.getEntries().filter((entry) => entry.entryType === 'navigation' || entry.entryType === 'resource')` +
+            `.map((entry) => [entry.name.replace(location.origin, '').split('/').pop(), Math.round(entry.startTime), Math.round(entry.responseEnd)])`,
+        )) as [string, number, number][];
+        process.stdout.write(`${mark} at ${Math.round(ms)} ms: ${entries.map(([name, from, to]) => `${name || '/'} ${from}-${to}`).join(', ')}\n`);
+      }
       await page.close();
       return ms;
     };

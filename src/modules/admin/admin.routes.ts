@@ -89,7 +89,7 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
         request.adminSession = { token, session };
       });
       registerRoutes(scope, services, streams);
-      adminPages(scope);
+      adminPages(scope, { preload: services.listen !== undefined });
     },
     { prefix: ADMIN_ROUTE_PREFIX },
   );

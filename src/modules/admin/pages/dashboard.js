@@ -9,6 +9,23 @@ const HEALTH_REFRESH_MS = 5000;
 const CHART_MINUTES = 60;
 const CHART_REFRESH_MS = 5000;
 
+/**
+ * Asked as this module is read, beside app.js's session request rather than after it: on a first
+ * load the health shows one round trip sooner. Used by the first refresh only, and only when it
+ * answered (a page showing the login form first asks again after the login).
+ */
+const healthAskedEarly = location.pathname === '/' ? { at: Date.now(), answer: api('GET', '/health') } : undefined;
+let healthEarlyUsed = false;
+
+async function askHealth() {
+  if (healthAskedEarly && !healthEarlyUsed && Date.now() - healthAskedEarly.at < HEALTH_REFRESH_MS) {
+    healthEarlyUsed = true;
+    const answer = await healthAskedEarly.answer;
+    if (answer.status === 200) return answer;
+  }
+  return api('GET', '/health');
+}
+
 /** The last hour of request and error rates, event backlog and job queue depth (GET /api/metrics/history). */
 function Charts() {
   const [history, setHistory] = useState(null);
@@ -62,7 +79,7 @@ export function Dashboard() {
   useLayoutEffect(() => {
     let stopped = false;
     const refresh = async () => {
-      const answer = await api('GET', '/health');
+      const answer = await askHealth();
       if (stopped) return;
       if (answer.status === 401) return location.reload();
       if (answer.status !== 200) return setError(answer.body.message || `Health is unavailable (${answer.status})`);
