@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
 import type { Browser, BrowserContext } from 'playwright-core';
-import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, saveScreenshot } from '../support/browser';
+import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, saveScreenshot, seriousViolations } from '../support/browser';
 import { createTestDatabase } from '../support/database';
 import { metadataRequest } from '../support/metadata';
 import { ADMIN_SECRET } from '../support/server';
-import { loggedInPage, seriousViolations } from './page-support';
+import { loggedInPage } from './page-support';
 import { startAdminServer, type AdminTestServer } from './support';
 
 let browser: Browser;

@@ -8,8 +8,8 @@ import { BROWSER_SETUP_TIMEOUT_MS, ARTIFACTS, launchChromium, recordErrors, reco
 import { createTestDatabase } from '../support/database';
 import { createRunsTable, recorderModule, RECORDER_QUEUE } from '../support/job-recorder';
 import { ADMIN_PASSWORD, AdminClient, startAdminServer, type AdminTestServer } from './support';
-import { seriousViolations, VIEWPORT } from './page-support';
 
+const VIEWPORT = { width: 1366, height: 768 };
 /** A failed login makes the next one wait this long: long enough for the page to show the wait. */
 const LOGIN_DELAY_MS = 3000;
 /** The issue's budget for the pages' assets, compressed. */

@@ -9,10 +9,16 @@ export const adminModule: PlinthModule<AdminServices> = {
   name: 'admin',
   create: (platform, modules) => createAdminServices(platform, modules),
   routes: (app, services) => adminRoutes(app, services),
-  // The charts' samples, taken by every instance serving the dashboard.
-  work: async (services) => (services.listen ? services.history.start() : async () => {}),
+  // Every process answers service actions sent to all instances, and applies the stops that stand;
+  // every instance serving the dashboard samples its charts.
+  work: async (services) => {
+    const stopBroadcast = await services.broadcast.start();
+    const stopHistory = services.listen ? await services.history.start() : async () => {};
+    return async () => {
+      await stopHistory();
+      await stopBroadcast();
+    };
+  },
   // Only tidies: a session past its idle timeout is refused whether its row is still there or not.
-  // Every process answers service actions sent to all instances, and applies the stops that stand.
-  work: ({ broadcast }) => broadcast.start(),
   recurring: ({ sessions }) => [{ name: 'idle-sessions', schedule: { everyMs: IDLE_SESSION_SWEEP_MS }, run: () => sessions.deleteIdle() }],
 };
