@@ -76,6 +76,11 @@ export const adminVariables = {
   PLATFORM_ADMIN_BACKUP_TIMEOUT_SECONDS: integer(10, 24 * 3600)
     .default(3600)
     .describe('a backup or restore of the database (pg_dump, pg_restore) is stopped after this long'),
+  PLATFORM_ADMIN_METRICS_INTERVAL_SECONDS: integer(1, 300)
+    .default(10)
+    .describe(
+      "how often each instance samples the dashboard's charts (request and error rates, event backlog, job queue depth); the last hour is kept in memory",
+    ),
   PLATFORM_PROJECT_PATH: nonEmpty
     .refine((value) => path.isAbsolute(value), { error: 'must be an absolute path' })
     .optional()
@@ -113,6 +118,7 @@ export const admin = {
         /** The folder of pg_dump and pg_restore; undefined: looked for (admin-database.service.ts). */
         pgBinDir: values.PLATFORM_ADMIN_PG_BIN_DIR,
         backupTimeoutMs: values.PLATFORM_ADMIN_BACKUP_TIMEOUT_SECONDS * 1000,
+        metricsIntervalSeconds: values.PLATFORM_ADMIN_METRICS_INTERVAL_SECONDS,
         projectPath,
         /** The settings file the dashboard and `plinth admin` read and write. */
         settingsFile: settingsFileOf({ PLATFORM_PROJECT_PATH: projectPath }),

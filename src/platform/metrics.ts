@@ -84,6 +84,17 @@ export class Metrics {
     for (const code of errorCodes) this.graphqlErrors.inc({ operation_name: name, code });
   }
 
+  /**
+   * What this process has answered since it started, read from the counters above: HTTP
+   * responses, those with a 5xx status, and GraphQL errors (the admin dashboard's history
+   * turns the differences between two readings into rates).
+   */
+  async totals(): Promise<{ requests: number; serverErrors: number; graphqlErrors: number }> {
+    const { requests, serverErrors } = this.httpDuration.totals();
+    const graphqlErrors = (await this.graphqlErrors.get()).values.reduce((sum, sample) => sum + sample.value, 0);
+    return { requests, serverErrors, graphqlErrors };
+  }
+
   /** Counts a query the accepted-query lane answered (src/graphql/accepted-queries.ts), besides observeGraphQL. */
   observeAcceptedQuery(): void {
     this.acceptedQueries.inc();
@@ -169,6 +180,17 @@ class RequestHistogram {
     series.buckets[bucket]++;
     series.sum += value;
     series.count++;
+  }
+
+  /** Observations in every series, and in those whose third label (the status code) is 5xx. */
+  totals(): { requests: number; serverErrors: number } {
+    let requests = 0;
+    let serverErrors = 0;
+    for (const { labels, count } of this.series.all) {
+      requests += count;
+      if (labels.status_code?.startsWith('5')) serverErrors += count;
+    }
+    return { requests, serverErrors };
   }
 
   async get() {

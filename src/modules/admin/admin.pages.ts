@@ -28,6 +28,8 @@ export const PAGE_PATHS = [
   '/deployment/staging',
   '/deployment/prod',
   '/certificates',
+  '/data',
+  '/data/:table',
 ] as const;
 
 /**
@@ -118,9 +120,9 @@ function send(request: FastifyRequest, reply: FastifyReply, body: Buffer, gzippe
  * one document for every page, and its assets from this server (nothing from another host).
  * They need no session: the script asks GET /api/auth/session and shows the login form on 401.
  */
-export function adminPages(scope: FastifyInstance): void {
+export function adminPages(scope: FastifyInstance, options: { preload: boolean }): void {
   let loaded: { version: string; files: Map<string, Asset>; page: Buffer; pageGzipped: Buffer } | undefined;
-  // Read on the first request, so a server with the dashboard off never reads them.
+  // Read at start with the dashboard on (or on the first request): a server with the dashboard off never reads them.
   const assets = () => {
     if (!loaded) {
       const { version, files } = loadAssets();
@@ -134,6 +136,8 @@ export function adminPages(scope: FastifyInstance): void {
     }
     return loaded;
   };
+  // With the dashboard on, read and compressed while the server starts: the first page load does not wait for it.
+  if (options.preload) scope.addHook('onReady', async () => void assets());
   for (const route of PAGE_PATHS) {
     scope.get(route, { schema: { hide: true } }, (request, reply) => {
       const { page, pageGzipped } = assets();

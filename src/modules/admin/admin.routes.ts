@@ -8,6 +8,7 @@ import { adminAreaRoutes } from './admin-areas.routes';
 import { servicesRoutes } from './admin-services.routes';
 import { adminDatabaseRoutes } from './admin-database.routes';
 import { adminOperationsRoutes } from './admin-operations.routes';
+import { chartsRoutes } from './admin-charts.routes';
 import { ADMIN_ROUTE_PREFIX, cameThroughAdminPort, serveOnAdminPort } from './admin-port';
 import { CHANGE_ERRORS, CSRF_HEADER, error, NO_BODY, PART, SESSION, SESSION_ERRORS, SETTING, TAGS, tooSoon } from './admin.schemas';
 
@@ -89,7 +90,7 @@ export function adminRoutes(app: FastifyInstance, services: AdminServices): void
         request.adminSession = { token, session };
       });
       registerRoutes(scope, services, streams);
-      adminPages(scope);
+      adminPages(scope, { preload: services.listen !== undefined });
     },
     { prefix: ADMIN_ROUTE_PREFIX },
   );
@@ -340,6 +341,7 @@ function registerRoutes(scope: FastifyInstance, services: AdminServices, streams
     async (request, reply) => streamLogs(request, reply, services, streams),
   );
   adminDatabaseRoutes(scope, services);
+  chartsRoutes(scope, services);
 }
 
 async function streamLogs(

@@ -14,6 +14,8 @@ import { environmentInfo, type EnvironmentInfo } from './admin-environment.servi
 import type { AdminAreas } from './admin-areas.schemas';
 import { AdminPlugins } from './admin-plugins.service';
 import type { AdminListen } from './admin-port';
+import { AdminData } from './admin-data.service';
+import { MetricsHistory } from './admin-history.service';
 import { AdminSessions } from './admin-sessions.service';
 import { AdminSettings } from './admin-settings.service';
 import { PlinthParts } from './plinth-parts.service';
@@ -36,10 +38,16 @@ export interface AdminServices {
   plugins: AdminPlugins;
   deploys: AdminDeploys;
   certificates(): CertificatesReport;
+  /** The charts' samples of the last hour (taken while the dashboard is on). */
+  history: MetricsHistory;
+  /** The data browser's tracked tables. */
+  data: AdminData;
 }
 
 export function createAdminServices(platform: Platform, modules: ModuleServices): AdminServices {
-  const { config, dataSource, jobs, shutdown } = platform;
+  const { config, dataSource, jobs, shutdown, metrics } = platform;
+  const events = modules.get(eventsModule);
+  const tables = modules.get(tablesModule);
   const logger = platform.logger.child({ module: 'admin' });
   if (config.admin.enabled && !config.admin.passwordHash) {
     logger.warn('the admin dashboard is enabled without PLATFORM_ADMIN_PASSWORD: nobody can log in (plinth admin password)');
@@ -48,7 +56,7 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
     config,
     dataSource,
     jobs,
-    delivery: modules.get(eventsModule).delivery,
+    delivery: events.delivery,
     recurringPause: platform.recurringPause,
     childServices: platform.childServices,
     logger,
@@ -75,7 +83,7 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
         { backupsDir: config.admin.backupsDir, pgBinDir: config.admin.pgBinDir, timeoutMs: config.admin.backupTimeoutMs, embedded: !config.database.url },
         logger,
       ),
-      insight: new DatabaseInsight(dataSource, modules.get(tablesModule), dataSource.options.migrationsTableName ?? 'migrations'),
+      insight: new DatabaseInsight(dataSource, tables, dataSource.options.migrationsTableName ?? 'migrations'),
     },
     areas: {
       errors: modules.get(errorTrackingModule),
@@ -86,5 +94,10 @@ export function createAdminServices(platform: Platform, modules: ModuleServices)
     plugins: new AdminPlugins(config.pluginsDir, config.admin.projectPath, dataSource, platform.http, modules.get(eventsModule).admin, logger),
     deploys: new AdminDeploys(config.deploy, dataSource, logger),
     certificates: () => certificatesReport(config.tlsCertFiles),
+    history: new MetricsHistory({ metrics, jobs, eventBacklog: () => events.admin.backlog(), logger }, config.admin.metricsIntervalSeconds),
+    data: new AdminData(
+      () => tables.servedTables(),
+      (field) => platform.schema.current.getMutationType()?.getFields()[field] !== undefined,
+    ),
   };
 }

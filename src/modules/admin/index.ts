@@ -9,15 +9,18 @@ export const adminModule: PlinthModule<AdminServices> = {
   name: 'admin',
   create: (platform, modules) => createAdminServices(platform, modules),
   routes: (app, services) => adminRoutes(app, services),
-  // Only tidies: a session past its idle timeout is refused whether its row is still there or not.
   // Every process answers service actions sent to all instances, and applies the stops that stand;
-  // a deployment still running at shutdown is stopped and recorded as interrupted.
-  work: async ({ broadcast, deploys }) => {
-    const stopBroadcast = await broadcast.start();
+  // every instance serving the dashboard samples its charts; a deployment still running at shutdown
+  // is stopped and recorded as interrupted.
+  work: async (services) => {
+    const stopBroadcast = await services.broadcast.start();
+    const stopHistory = services.listen ? await services.history.start() : async () => {};
     return async () => {
-      await deploys.close();
+      await services.deploys.close();
+      await stopHistory();
       await stopBroadcast();
     };
   },
+  // Only tidies: a session past its idle timeout is refused whether its row is still there or not.
   recurring: ({ sessions }) => [{ name: 'idle-sessions', schedule: { everyMs: IDLE_SESSION_SWEEP_MS }, run: () => sessions.deleteIdle() }],
 };

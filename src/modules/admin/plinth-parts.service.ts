@@ -92,8 +92,11 @@ export class PlinthParts {
   async list(): Promise<PartStatus[]> {
     const { config, jobs, delivery } = this.options;
     const worker = config.processRoles.includes('worker');
+    // The job counts beside the database's check (one round trip's wait, not two); used when the database answers.
+    const countsAsked = jobs.countsByQueueAndState();
+    countsAsked.catch(() => undefined);
     const [database, custom] = await Promise.all([this.database(), Promise.all(this.customServices().map((service) => this.customService(service)))]);
-    const counts = database.state === 'running' ? await jobs.countsByQueueAndState() : [];
+    const counts = database.state === 'running' ? await countsAsked : [];
     const workers = new Map(jobs.workers().map((entry) => [entry.queue, entry]));
     const dispatcher = delivery.state();
     const mailProblem = mailDeliveryProblem(config);

@@ -92,6 +92,18 @@ export class EventsAdminService {
     }));
   }
 
+  /**
+   * Deliveries waiting, on every instance: trigger events not yet delivered, given up or archived
+   * (event_log_pending_idx), and scheduled events due and not yet delivered (scheduled_events_due_idx).
+   */
+  async backlog(): Promise<number> {
+    const [row]: { pending: number }[] = await this.dataSource.query(
+      `SELECT (SELECT count(*) FROM event_log WHERE NOT delivered AND NOT error AND NOT archived)::int
+         + (SELECT count(*) FROM scheduled_events WHERE status IN ('scheduled', 'locked') AND coalesce(next_retry_at, scheduled_time) <= now())::int AS pending`,
+    );
+    return row.pending;
+  }
+
   async events(filter: { trigger?: string | null; state?: EventStateValue | null; first?: number | null }): Promise<TriggerEvent[]> {
     const rows: EventRow[] = await this.dataSource.query(
       `SELECT id, trigger_name, payload, delivered, error, archived, locked, tries, created_at, next_retry_at FROM event_log

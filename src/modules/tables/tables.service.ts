@@ -144,6 +144,11 @@ export class TablesService implements TableRunner {
     });
   }
 
+  /** The tracked tables the served schema has now, with their generated names (the admin dashboard's data browser). */
+  servedTables(): readonly TableModel[] {
+    return this.inSchema;
+  }
+
   /** Follows changes made by any instance, to the metadata and to the tables live queries read (the module's work). */
   async followChanges(): Promise<() => Promise<void>> {
     const stopFollowing = await followMetadataChanges(

@@ -15,6 +15,7 @@ import { Newsletter } from './newsletter.js';
 import { Plugin, Plugins } from './plugins.js';
 import { DeploymentEnvironments, ProductionDeployment, StagingDeployment } from './deployment.js';
 import { Certificates } from './certificates.js';
+import { DataBrowser } from './data.js';
 
 /**
  * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
@@ -38,6 +39,8 @@ const PAGES = [
   { path: '/deployment/staging', title: 'Staging', component: StagingDeployment, nav: false },
   { path: '/deployment/prod', title: 'Production', component: ProductionDeployment, nav: false },
   { path: '/certificates', title: 'Certificates', component: Certificates },
+  { path: '/data', title: 'Data', component: DataBrowser },
+  { path: '/data/:table', title: 'Data', component: DataBrowser, nav: false },
 ];
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
