@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { buildSchema, parse, validate } from 'graphql';
 import { request } from 'undici';
 import { GRAPHQL_PATH } from '../../src/http/graphql-route';
-import { PAGE_PATHS } from '../../src/modules/admin/admin.pages';
+import { ADMIN_PAGES } from '../../src/modules/admin/admin.pages';
 import { SECURITY_SCHEMES } from '../../src/platform/fastify/security-schemes';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { operationsOf, validateOpenApi, type OpenApiDocument } from '../support/openapi';
@@ -130,7 +130,7 @@ describe('the OpenAPI document at /api-docs', () => {
     // admin dashboard's pages and their assets are HTML, scripts and styles, not API.
     expect(handDocumented.sort()).toEqual(
       [
-        ...PAGE_PATHS.map((page) => `GET /_admin${page === '/' ? '' : page}`),
+        ...ADMIN_PAGES.map(({ path }) => `GET /_admin${path === '/' ? '' : path}`),
         'GET /_admin/assets/:version/:file',
         'GET /v1/graphql',
         'OPTIONS *',

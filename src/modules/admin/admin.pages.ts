@@ -10,27 +10,41 @@ import { sendError } from '../../http/errors';
 /** The dashboard's own browser code and styles (plain ES modules: no build step), read from the source tree. */
 const PAGES_DIR = path.resolve(__dirname, '..', '..', '..', '..', 'src', 'modules', 'admin', 'pages');
 
-/** The paths of the pages (PAGES in pages/app.js; `:name` is a parameter): each serves the same document, whose script shows the page (or the login form without a session). */
-export const PAGE_PATHS = [
-  '/',
-  '/services',
-  '/config',
-  '/database',
-  '/errors',
-  '/errors/:projectId',
-  '/errors/:projectId/:errorId',
-  '/events',
-  '/jobs',
-  '/newsletter',
-  '/plugins',
-  '/plugins/:name',
-  '/deployment/environments',
-  '/deployment/staging',
-  '/deployment/prod',
-  '/certificates',
-  '/data',
-  '/data/:table',
-] as const;
+/** A page of the dashboard: its path (`:name` is a parameter, given to the page), its module in pages/ and the component it exports. */
+interface AdminPage {
+  path: string;
+  title: string;
+  module: string;
+  component: string;
+  /** false: out of the navigation (a page reached from another). */
+  nav?: false;
+}
+
+/**
+ * The dashboard's pages, in the navigation's order: the server serves the document at each path,
+ * and the document gives the list to app.js (a JSON data block, which the Content-Security-Policy
+ * allows: it is not run), so the routes and the navigation come from this one list.
+ */
+export const ADMIN_PAGES: readonly AdminPage[] = [
+  { path: '/', title: 'Dashboard', module: 'dashboard.js', component: 'Dashboard' },
+  { path: '/services', title: 'Services', module: 'services.js', component: 'Services' },
+  { path: '/config', title: 'Configuration', module: 'config.js', component: 'Configuration' },
+  { path: '/database', title: 'Database', module: 'database.js', component: 'Database' },
+  { path: '/errors', title: 'Errors', module: 'errors.js', component: 'ErrorProjects' },
+  { path: '/errors/:projectId', title: 'Errors', module: 'errors.js', component: 'ErrorProject', nav: false },
+  { path: '/errors/:projectId/:errorId', title: 'Error', module: 'errors.js', component: 'ErrorDetails', nav: false },
+  { path: '/events', title: 'Events', module: 'events.js', component: 'Events' },
+  { path: '/jobs', title: 'Jobs', module: 'jobs.js', component: 'Jobs' },
+  { path: '/newsletter', title: 'Newsletter', module: 'newsletter.js', component: 'Newsletter' },
+  { path: '/plugins', title: 'Plugins', module: 'plugins.js', component: 'Plugins' },
+  { path: '/plugins/:name', title: 'Plugin', module: 'plugins.js', component: 'Plugin', nav: false },
+  { path: '/deployment/environments', title: 'Deployment', module: 'deployment.js', component: 'DeploymentEnvironments' },
+  { path: '/deployment/staging', title: 'Staging', module: 'deployment.js', component: 'StagingDeployment', nav: false },
+  { path: '/deployment/prod', title: 'Production', module: 'deployment.js', component: 'ProductionDeployment', nav: false },
+  { path: '/certificates', title: 'Certificates', module: 'certificates.js', component: 'Certificates' },
+  { path: '/data', title: 'Data', module: 'data.js', component: 'DataBrowser' },
+  { path: '/data/:table', title: 'Data', module: 'data.js', component: 'DataBrowser', nav: false },
+];
 
 /**
  * The vendored files the pages load, by their name under /assets/<version>/ (beside every file of
@@ -86,6 +100,27 @@ function loadAssets(): { version: string; files: Map<string, Asset> } {
   return { version, files };
 }
 
+/** A module's static imports of its siblings (`from './x.js'`), as the browser will ask for them. */
+const SIBLING_IMPORT = /\bfrom\s*["']\.\/([\w.-]+\.js)["']/g;
+
+/** `entries` and every module they import, directly or not. */
+function moduleClosure(files: Map<string, Asset>, entries: string[]): string[] {
+  const found = new Set<string>();
+  const visit = (name: string) => {
+    const asset = files.get(name);
+    if (found.has(name) || !asset) return;
+    found.add(name);
+    for (const match of asset.body.toString('utf8').matchAll(SIBLING_IMPORT)) visit(match[1]);
+  };
+  entries.forEach(visit);
+  return [...found];
+}
+
+/** The JSON of the pages for a data block: `<` escaped so that no text can close the element. */
+function pagesData(): string {
+  return JSON.stringify(ADMIN_PAGES).replace(/</g, '\\u003c');
+}
+
 function pageDocument(version: string, scripts: string[]): string {
   return [
     '<!doctype html>',
@@ -97,8 +132,9 @@ function pageDocument(version: string, scripts: string[]): string {
     '<link rel="icon" href="data:,">',
     '<title>Plinth admin</title>',
     `<link rel="stylesheet" href="/assets/${version}/style.css">`,
+    `<script type="application/json" id="plinth-pages">${pagesData()}</script>`,
     `<script type="module" src="/assets/${version}/app.js"></script>`,
-    // Every module fetched beside app.js rather than after the one importing it has been read: no waterfall of round trips.
+    // The modules app.js and the page need, fetched beside app.js rather than after the one importing them has been read.
     ...scripts.filter((file) => file !== 'app.js').map((file) => `<link rel="modulepreload" href="/assets/${version}/${file}">`),
     '</head>',
     '<body>',
@@ -121,28 +157,27 @@ function send(request: FastifyRequest, reply: FastifyReply, body: Buffer, gzippe
  * They need no session: the script asks GET /api/auth/session and shows the login form on 401.
  */
 export function adminPages(scope: FastifyInstance, options: { preload: boolean }): void {
-  let loaded: { version: string; files: Map<string, Asset>; page: Buffer; pageGzipped: Buffer } | undefined;
+  let loaded: { version: string; files: Map<string, Asset>; documents: Map<string, { body: Buffer; gzipped: Buffer }> } | undefined;
   // Read at start with the dashboard on (or on the first request): a server with the dashboard off never reads them.
   const assets = () => {
     if (!loaded) {
       const { version, files } = loadAssets();
-      const page = Buffer.from(
-        pageDocument(
-          version,
-          [...files.keys()].filter((name) => name.endsWith('.js')),
-        ),
-      );
-      loaded = { version, files, page, pageGzipped: gzipSync(page) };
+      const documents = new Map<string, { body: Buffer; gzipped: Buffer }>();
+      for (const page of ADMIN_PAGES) {
+        const body = Buffer.from(pageDocument(version, moduleClosure(files, ['app.js', page.module])));
+        documents.set(page.path, { body, gzipped: gzipSync(body) });
+      }
+      loaded = { version, files, documents };
     }
     return loaded;
   };
   // With the dashboard on, read and compressed while the server starts: the first page load does not wait for it.
   if (options.preload) scope.addHook('onReady', async () => void assets());
-  for (const route of PAGE_PATHS) {
+  for (const { path: route } of ADMIN_PAGES) {
     scope.get(route, { schema: { hide: true } }, (request, reply) => {
-      const { page, pageGzipped } = assets();
+      const document = assets().documents.get(route)!;
       reply.header('content-security-policy', PAGE_SECURITY_POLICY).header('referrer-policy', 'no-referrer');
-      return send(request, reply, page, pageGzipped, 'text/html; charset=utf-8');
+      return send(request, reply, document.body, document.gzipped, 'text/html; charset=utf-8');
     });
   }
   scope.get<{ Params: { version: string; file: string } }>('/assets/:version/:file', { schema: { hide: true } }, (request, reply) => {

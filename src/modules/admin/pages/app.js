@@ -4,44 +4,14 @@ import { render } from './preact.js';
 import { useEffect, useState } from './hooks.js';
 import { api, html, setCsrfToken } from './ui.js';
 import { Login } from './login.js';
-import { Dashboard } from './dashboard.js';
-import { Services } from './services.js';
-import { Configuration } from './config.js';
-import { Database } from './database.js';
-import { ErrorDetails, ErrorProject, ErrorProjects } from './errors.js';
-import { Events } from './events.js';
-import { Jobs } from './jobs.js';
-import { Newsletter } from './newsletter.js';
-import { Plugin, Plugins } from './plugins.js';
-import { DeploymentEnvironments, ProductionDeployment, StagingDeployment } from './deployment.js';
-import { Certificates } from './certificates.js';
-import { DataBrowser } from './data.js';
 
 /**
- * The pages, in the navigation's order. A path may hold `:name` parameters (given to the page as
- * props); `nav: false` keeps a page out of the navigation. The server serves the same document at
- * each path (PAGE_PATHS in admin.pages.ts).
+ * The pages, in the navigation's order, from the document (ADMIN_PAGES in admin.pages.ts: one list
+ * for the server's routes and this navigation). Each is `{path, title, module, component, nav?}`: a
+ * path may hold `:name` parameters (given to the page as props); `nav: false` keeps a page out of
+ * the navigation. Only the shown page's module is loaded (the document preloads it).
  */
-const PAGES = [
-  { path: '/', title: 'Dashboard', component: Dashboard },
-  { path: '/services', title: 'Services', component: Services },
-  { path: '/config', title: 'Configuration', component: Configuration },
-  { path: '/database', title: 'Database', component: Database },
-  { path: '/errors', title: 'Errors', component: ErrorProjects },
-  { path: '/errors/:projectId', title: 'Errors', component: ErrorProject, nav: false },
-  { path: '/errors/:projectId/:errorId', title: 'Error', component: ErrorDetails, nav: false },
-  { path: '/events', title: 'Events', component: Events },
-  { path: '/jobs', title: 'Jobs', component: Jobs },
-  { path: '/newsletter', title: 'Newsletter', component: Newsletter },
-  { path: '/plugins', title: 'Plugins', component: Plugins },
-  { path: '/plugins/:name', title: 'Plugin', component: Plugin, nav: false },
-  { path: '/deployment/environments', title: 'Deployment', component: DeploymentEnvironments },
-  { path: '/deployment/staging', title: 'Staging', component: StagingDeployment, nav: false },
-  { path: '/deployment/prod', title: 'Production', component: ProductionDeployment, nav: false },
-  { path: '/certificates', title: 'Certificates', component: Certificates },
-  { path: '/data', title: 'Data', component: DataBrowser },
-  { path: '/data/:table', title: 'Data', component: DataBrowser, nav: false },
-];
+const PAGES = JSON.parse(document.getElementById('plinth-pages').textContent);
 
 /** The page at `pathname` and its parameters; the dashboard when none matches. */
 function pageAt(pathname) {
@@ -67,8 +37,26 @@ function inSection(entry, page) {
   return page.nav === false && entry.path.split('/')[1] === page.path.split('/')[1];
 }
 
+/** The shown page and its module, asked for while the session is: both arrive together. */
+const shown = pageAt(location.pathname);
+const shownModule = import(`./${shown.page.module}`);
+
+/** The page's component once its module is read; a message if it cannot be. */
+function PageView({ page, params }) {
+  const [component, setComponent] = useState(null);
+  const [failed, setFailed] = useState(false);
+  useEffect(() => {
+    shownModule.then(
+      (module) => setComponent(() => module[page.component]),
+      () => setFailed(true),
+    );
+  }, [page]);
+  if (failed) return html`<p class="error" role="alert">The page could not be loaded: reload to try again.</p>`;
+  return component ? html`<${component} ...${params} />` : html`<p class="loading">Loading…</p>`;
+}
+
 function Shell({ session, onLoggedOut }) {
-  const { page, params } = pageAt(location.pathname);
+  const { page, params } = shown;
   const logout = async () => {
     await api('POST', '/auth/logout');
     onLoggedOut();
@@ -87,7 +75,7 @@ function Shell({ session, onLoggedOut }) {
       <span class="muted">${session.username}</span>
       <button type="button" onClick=${logout}>Log out</button>
     </header>
-    <main id="content"><${page.component} ...${params} /></main>`;
+    <main id="content"><${PageView} page=${page} params=${params} /></main>`;
 }
 
 /** Asked while the modules are read, before the first render: the page shows one round trip sooner. */
