@@ -400,6 +400,10 @@ class SharedPoll {
         return this.stop();
       }
       if (this.stopped) return;
+      // The metadata may have changed while the statement waited for a connection or ran: its rows
+      // (committed after the change, perhaps) are dropped and read again under the new plan.
+      const after = this.owner.deps.tables().get(tableKey(this.stream.model.table));
+      if (after !== this.stream.model) return this.regroup(after);
       // (A permission's limit may be 0: nothing is ever sent, and the loop still waits.)
       this.more = batch.sent > 0 && batch.sent === this.stream.limit;
       if (batch.sent === 0) continue;
