@@ -1,12 +1,10 @@
-import fs from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
+import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot, seriousViolations } from '../support/browser';
 import { eventually, RECORDER_QUEUE, runsOf } from '../support/job-recorder';
 import { AdminClient } from './support';
 import { NOTES_PATH, seedDeadEvent, seedErrors, seedJobs, seedNewsletter, startAreasWorld, TRIGGER, type AreasWorld } from './areas-support';
 
 const VIEWPORT = { width: 1366, height: 768 };
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let world: AreasWorld;
@@ -49,14 +47,6 @@ async function loggedInPage(colorScheme: 'light' | 'dark' = 'light'): Promise<{ 
 }
 
 /** axe-core's serious and critical violations on the page as it is now. */
-async function seriousViolations(page: Page): Promise<{ id: string; nodes: string[] }[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = (await page.evaluate(
-    'axe.run().then((result) => result.violations.map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.map((node) => node.target.join(" ")) })))',
-  )) as { id: string; impact: string; nodes: string[] }[];
-  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map(({ id, nodes }) => ({ id, nodes }));
-}
-
 describe("the dashboard's pages of Plinth's areas in Chromium", () => {
   it("shows projects, a project's grouped errors (filtered), its incidents and SLOs, and an error's stack; resolves it", async () => {
     const { page, errors } = await loggedInPage();

@@ -3,12 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
+import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot, seriousViolations } from '../support/browser';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 import { AdminClient, startAdminServer, type AdminTestServer } from './support';
 
 const VIEWPORT = { width: 1366, height: 768 };
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let server: AdminTestServer;
@@ -94,14 +93,6 @@ async function loggedInPage(colorScheme: 'light' | 'dark' = 'light'): Promise<{ 
   const [name, value] = client.cookie!.split('=');
   await context.addCookies([{ name, value, url: server.adminUrl }]);
   return { page, errors };
-}
-
-async function seriousViolations(page: Page): Promise<{ id: string; nodes: string[] }[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = (await page.evaluate(
-    'axe.run().then((result) => result.violations.map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.map((node) => node.target.join(" ")) })))',
-  )) as { id: string; impact: string; nodes: string[] }[];
-  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map(({ id, nodes }) => ({ id, nodes }));
 }
 
 describe('the plugins, deployment and certificates pages', () => {

@@ -1,15 +1,13 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot } from '../support/browser';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { BROWSER_SETUP_TIMEOUT_MS, launchChromium, recordErrors, recordRequests, saveScreenshot, seriousViolations } from '../support/browser';
 import { createTestDatabase } from '../support/database';
 import { freePort } from '../support/global-setup';
 import { AdminClient, startAdminServer, type AdminTestServer } from './support';
 
 const VIEWPORT = { width: 1366, height: 768 };
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let server: AdminTestServer;
@@ -39,14 +37,6 @@ afterAll(async () => {
 });
 
 /** axe-core's serious and critical violations in the page (evaluated through the debugging protocol: the CSP refuses an injected script). */
-async function seriousViolations(page: Page): Promise<{ id: string; nodes: string[] }[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = (await page.evaluate(
-    'axe.run().then((result) => result.violations.map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.map((node) => node.target.join(" ")) })))',
-  )) as { id: string; impact: string; nodes: string[] }[];
-  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map(({ id, nodes }) => ({ id, nodes }));
-}
-
 describe('the services page', () => {
   it('shows the scheduler and the custom services with their buttons, pauses the scheduler here and resumes it on all instances', async () => {
     context = await browser.newContext({ viewport: VIEWPORT });
