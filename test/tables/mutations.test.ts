@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { poolOf } from '../../src/db/sql';
 import { postGraphQL } from '../support/graphql';
 import { ADMIN_SECRET, startTestServer, type TestServer } from '../support/server';
 import { bearer, signToken } from '../support/tokens';
@@ -403,6 +404,53 @@ describe('the session of a generated mutation', () => {
     } finally {
       await rows('DROP TRIGGER IF EXISTS m_stamp ON m_authors; DROP FUNCTION IF EXISTS m_stamp()');
       await metadata({ type: 'pg_delete_event_trigger', args: { name: 'm_authors_created' } });
+    }
+  });
+});
+
+describe('a mutation of one root field', () => {
+  beforeAll(async () => {
+    // Every statement on m_authors: the session it ran under, whether it set the session itself, and its connection.
+    await rows(`
+      CREATE TABLE m_seen (n serial PRIMARY KEY, op text, session jsonb, alone boolean, pid int);
+      CREATE FUNCTION m_seen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        INSERT INTO m_seen (op, session, alone, pid) VALUES (TG_OP, nullif(current_setting('plinth.session_variables', true), '')::jsonb,
+          current_query() LIKE '%set_config%', pg_backend_pid());
+        RETURN NULL; END $$;`);
+  });
+
+  it('runs as one statement that sets the session before any trigger fires, and the session ends with it', async () => {
+    const user = randomUUID();
+    await rows('CREATE TRIGGER m_seen BEFORE INSERT OR UPDATE OR DELETE ON m_authors FOR EACH STATEMENT EXECUTE FUNCTION m_seen()');
+    try {
+      await data('mutation { insert_m_authors_one(object: {name: "Alone"}) { id } }', asUser(user));
+      // A statement's triggers fire even when it writes no row.
+      await data('mutation { update_m_authors(where: {name: {_eq: "nobody"}}, _set: {rating: 1}) { affected_rows } }', asUser(user));
+      await data('mutation { delete_m_authors_by_pk(id: 0) { id } }', asUser(user));
+      // Two root fields: one transaction, which sets the session in a statement of its own first.
+      await data('mutation { a: insert_m_authors_one(object: {name: "A"}) { id } b: insert_m_authors_one(object: {name: "B"}) { id } }', asUser(user));
+      const seen = await rows(`SELECT op, session ->> 'x-gql-user-id' AS "user", alone, pid FROM m_seen ORDER BY n`);
+      expect(seen.map((row) => [row.op, row.user, row.alone])).toEqual([
+        ['INSERT', user, true],
+        ['UPDATE', user, true],
+        ['DELETE', user, true],
+        ['INSERT', user, false],
+        ['INSERT', user, false],
+      ]);
+      // A write outside any request on every pooled connection (those that ran the mutations among them) does not see the session.
+      await rows('TRUNCATE m_seen');
+      const pool = poolOf(server.server.dataSource);
+      const clients = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
+      try {
+        for (const client of clients) await client.query('UPDATE m_authors SET rating = 2 WHERE false');
+      } finally {
+        for (const client of clients) client.release();
+      }
+      const after = await rows(`SELECT session ->> 'x-gql-user-id' AS "user", pid FROM m_seen`);
+      expect(after.map((row) => row.pid)).toEqual(expect.arrayContaining([...new Set(seen.map((row) => row.pid))]));
+      expect(after.filter((row) => row.user === user)).toEqual([]);
+    } finally {
+      await rows('DROP TRIGGER IF EXISTS m_seen ON m_authors');
     }
   });
 });

@@ -4,9 +4,9 @@ import type pg from 'pg';
 import { SESSION_VARIABLES_SETTING } from '../../db/session-variables';
 import type { GraphQLContext } from '../../graphql/context';
 import type { TableModel } from './tables.model';
-import { checkFailed, MutationCompiler, WrittenRows, type CompiledWrite, type Writer } from './tables.mutations';
+import { CHECK_FAILED, checkFailed, MutationCompiler, WrittenRows, type CompiledWrite, type Writer } from './tables.mutations';
 import { MUTATION_FIELD, type MutationField } from './tables.schema';
-import { asInputError, boundValues, changedUnderMetadata } from './tables.sql';
+import { asInputError, boundValues, changedUnderMetadata, type CompiledStatement } from './tables.sql';
 
 /** What the generated mutation root fields of one operation came to: each field's value by response key, or the field that failed. */
 interface Outcome {
@@ -26,11 +26,21 @@ const VIOLATIONS: Record<string, string> = {
 /** PostgreSQL's raise_exception: what RAISE EXCEPTION gives when it names no SQLSTATE. */
 const RAISE_EXCEPTION = 'P0001';
 
+/** The session's settings as the statements bind them: Plinth's (`plinth.session_variables`), then Hasura's names (`hasura.user`). */
+function sessionSettings(session: Readonly<Record<string, string>>): [string, string] {
+  // Hasura's own setting too, with Hasura's names, for triggers written for Hasura.
+  const hasuraNames = Object.fromEntries(Object.entries(session).map(([name, value]) => [name.replace(/^x-gql-/, 'x-hasura-'), value]));
+  return [JSON.stringify(session), JSON.stringify(hasuraNames)];
+}
+
 /**
  * Runs the generated mutation root fields of an operation: when the first of them resolves, all of
  * them are compiled (a refusal stops everything before anything is written) and run in order in
  * one transaction, which first records the caller's session for the event triggers' capture
  * functions; one failing rolls them all back. The other fields then take their values from it.
+ * An operation of one field whose write is one statement runs it alone (CompiledWrite.alone: it
+ * records the session itself, and PostgreSQL's implicit transaction of one statement is all it
+ * needs): one round trip where the transaction takes four.
  */
 export class MutationRunner {
   /** Per request (its context) and operation: the outcome of its mutation root fields. */
@@ -71,6 +81,8 @@ export class MutationRunner {
         return { results, failed: { key, error } };
       }
     }
+    const alone = writes.length === 1 ? writes[0].write.alone : undefined;
+    if (alone) return this.runAlone(alone, writes[0], info, context);
     const client = await this.pool.connect();
     // A connection lost meanwhile fails the statement; unheard, its 'error' event would end the process.
     const ignore = () => undefined;
@@ -80,14 +92,8 @@ export class MutationRunner {
     try {
       await client.query('BEGIN');
       const session = context.session.variables;
-      // Hasura's own setting too, with Hasura's names, for triggers written for Hasura.
-      const hasuraNames = Object.fromEntries(Object.entries(session).map(([name, value]) => [name.replace(/^x-gql-/, 'x-hasura-'), value]));
-      await client.query('SELECT set_config($1, $2, true), set_config($3, $4, true)', [
-        SESSION_VARIABLES_SETTING,
-        JSON.stringify(session),
-        'hasura.user',
-        JSON.stringify(hasuraNames),
-      ]);
+      const [plinthSession, hasuraSession] = sessionSettings(session);
+      await client.query('SELECT set_config($1, $2, true), set_config($3, $4, true)', [SESSION_VARIABLES_SETTING, plinthSession, 'hasura.user', hasuraSession]);
       for (const { key, write, table } of writes) {
         current = key;
         const answers: unknown[] = [];
@@ -105,14 +111,13 @@ export class MutationRunner {
           written = row.written;
         }
         for (const statement of write.statements) {
-          let row: { j: unknown; ok: boolean };
+          let row: { j: unknown };
           const values = boundValues(statement, session, info.variableValues).map((value) => (value instanceof WrittenRows ? written[value.index] : value));
           try {
-            [row] = (await client.query<{ j: unknown; ok: boolean }>(statement.text, values)).rows;
+            [row] = (await client.query<{ j: unknown }>(statement.text, values)).rows;
           } catch (error) {
             throw this.asWriteError(error, table);
           }
-          if (!row.ok) throw checkFailed();
           answers.push(row.j);
         }
         results.set(key, write.shape === 'responses' ? answers : answers[0]);
@@ -132,10 +137,34 @@ export class MutationRunner {
     }
   }
 
+  /** One field's write as one statement, outside a transaction (CompiledWrite.alone). */
+  private async runAlone(
+    statement: CompiledStatement,
+    { key, table }: { key: string; table: TableModel },
+    info: GraphQLResolveInfo,
+    context: GraphQLContext,
+  ): Promise<Outcome> {
+    try {
+      const session = context.session.variables;
+      const values = [...boundValues(statement, session, info.variableValues), ...sessionSettings(session)];
+      let row: { j: unknown };
+      try {
+        [row] = (await this.pool.query<{ j: unknown }>(statement.text, values)).rows;
+      } catch (error) {
+        throw this.asWriteError(error, table);
+      }
+      return { results: new Map([[key, row.j]]) };
+    } catch (error) {
+      return { results: new Map(), failed: { key, error } };
+    }
+  }
+
   /** PostgreSQL's refusal of a write as the caller's error where it is the caller's (a constraint, a value), else as it is. */
   private asWriteError(error: unknown, table: TableModel): unknown {
     const code = (error as { code?: unknown }).code;
     if (typeof code !== 'string') return error;
+    // A written row failed its permission's check (the statement's plinth_check_failed()).
+    if (code === CHECK_FAILED) return checkFailed();
     const message = (error as Error).message;
     if (VIOLATIONS[code] || code.startsWith('23')) {
       return new GraphQLError(`${VIOLATIONS[code] ?? 'Integrity constraint violation'}. ${message}`, { extensions: { code: 'constraint-violation' } });

@@ -1,4 +1,5 @@
 import { GraphQLError, type FieldNode } from 'graphql';
+import { SESSION_VARIABLES_SETTING } from '../../db/session-variables';
 import { arrayLiteral, sessionValue } from './tables.comparisons';
 import { StatementCompiler, type Operation, type Reader } from './tables.compiler';
 import { isObject, tableText, type BoolExp, type ColumnPresets } from './tables.metadata';
@@ -13,8 +14,8 @@ export interface Writer extends Reader {
 
 /**
  * One root field's writes: one statement (update_many: one per update, in order), each answering
- * one row with `j` (the field's JSON) and `ok` (whether every written row passed its permission's
- * check). `shape` says how the answers make the field's value.
+ * one row with `j` (the field's JSON); a written row failing its permission's check aborts it
+ * (SQLSTATE CHECK_FAILED). `shape` says how the answers make the field's value.
  */
 export interface CompiledWrite {
   /**
@@ -25,6 +26,37 @@ export interface CompiledWrite {
   nested?: { statement: CompiledStatement; gaps: string[] };
   statements: CompiledStatement[];
   shape: 'response' | 'row' | 'responses';
+  /**
+   * The field's write as one statement that records the session itself (a field of one statement
+   * and no nested rows): `statements[0]` with a first CTE setting `plinth.session_variables` and
+   * `hasura.user` transaction-locally, read by the SELECT before it reads the write, so both are set
+   * before any row is written or any trigger fires. It binds `statements[0]`'s values, then two
+   * more: the session as JSON with Plinth's names, then with Hasura's.
+   */
+  alone?: CompiledStatement;
+}
+
+/**
+ * The SQLSTATE of `plinth_check_failed()` (migrations/1797400000000-PermissionCheckFailed.ts),
+ * which a write's statement calls when a written row fails its permission's check.
+ */
+export const CHECK_FAILED = 'PL403';
+
+/** A write's statement before it is text: its CTEs (the write first) and its select list. */
+interface WriteStatement {
+  ctes: string[];
+  select: string;
+}
+
+function statementText({ ctes, select }: WriteStatement): string {
+  return `WITH ${ctes.join(', ')} SELECT ${select}`;
+}
+
+/** `statement` recording the session first (CompiledWrite.alone), its session values bound after its `bound` own. */
+function aloneText({ ctes, select }: WriteStatement, bound: number): string {
+  const session = `"_session" AS MATERIALIZED (SELECT set_config('${SESSION_VARIABLES_SETTING}', $${bound + 1}, true), set_config('hasura.user', $${bound + 2}, true))`;
+  // The SELECT reads "_session" before its list reads the write: PostgreSQL runs a data-modifying CTE when it is first read.
+  return `WITH ${[session, ...ctes].join(', ')} SELECT ${select} FROM "_session"`;
 }
 
 /** A bound value of a nested insert's answer: the rows of one group (by index) its writes answered, as JSON. */
@@ -53,7 +85,7 @@ const WRITTEN = '"_w"';
 /** Set on each row an upsert returns: whether it was inserted (not updated). */
 const INSERTED = '_plinth_inserted';
 
-/** Hasura's refusal when a written row fails its permission's check: the whole mutation is rolled back. */
+/** Hasura's refusal when a written row fails its permission's check (CHECK_FAILED): the whole mutation is rolled back. */
 export function checkFailed(): GraphQLError {
   return new GraphQLError('check constraint of an insert/update permission has failed', { extensions: { code: 'permission-error' } });
 }
@@ -86,7 +118,11 @@ export class MutationCompiler extends StatementCompiler {
       this.operation.fieldNodes.map((fieldNode) => fieldNode.selectionSet),
       field.type,
     );
-    const single = (text: string, shape: CompiledWrite['shape']): CompiledWrite => ({ statements: [{ text, parameters: this.parameters }], shape });
+    const single = (statement: WriteStatement, shape: CompiledWrite['shape']): CompiledWrite => ({
+      statements: [{ text: statementText(statement), parameters: this.parameters }],
+      shape,
+      alone: { text: aloneText(statement, this.parameters.length), parameters: this.parameters },
+    });
     switch (kind) {
       case 'insert':
       case 'insertOne': {
@@ -107,7 +143,7 @@ export class MutationCompiler extends StatementCompiler {
         // Each update is its own statement, run in order: a later one sees what an earlier one wrote.
         const statements = updates.map((update) => {
           const compiler = new MutationCompiler(this.writer, this.tables, this.operation);
-          return { text: compiler.update(table, update, compiler.whereOf(table, update.where), fields, false), parameters: compiler.parameters };
+          return { text: statementText(compiler.update(table, update, compiler.whereOf(table, update.where), fields, false)), parameters: compiler.parameters };
         });
         return { statements, shape: 'responses' };
       }
@@ -151,7 +187,7 @@ export class MutationCompiler extends StatementCompiler {
     return column;
   }
 
-  private insert(table: TableModel, objects: Record<string, unknown>[], onConflict: OnConflict | null, fields: FieldNode[], one: boolean): string {
+  private insert(table: TableModel, objects: Record<string, unknown>[], onConflict: OnConflict | null, fields: FieldNode[], one: boolean): WriteStatement {
     const permission = this.insertPermission(table);
     const presets = permission?.set ?? {};
     const given: ColumnModel[] = [];
@@ -243,7 +279,7 @@ export class MutationCompiler extends StatementCompiler {
         check: check ? `(SELECT coalesce(bool_and(${check(alias)}), true) FROM ${cte} AS ${alias})` : undefined,
       };
     });
-    const text = answer.finish(table, `SELECT * FROM ${decoded[0]} AS "_r"`, fields, one, answer.writtenCheck(table), others);
+    const text = statementText(answer.finish(table, `SELECT * FROM ${decoded[0]} AS "_r"`, fields, one, answer.writtenCheck(table), others));
     return {
       nested: { statement: { text: writes, parameters: this.parameters }, gaps: plan.gaps.map(({ message }) => message) },
       statements: [{ text, parameters: answer.parameters }],
@@ -336,7 +372,7 @@ export class MutationCompiler extends StatementCompiler {
       `CASE WHEN ${at}.${quote(INSERTED)} THEN ${this.boolExp(permission.check, table, at, 'permission')} ELSE ${update ? this.boolExp(update, table, at, 'permission') : 'true'} END`;
   }
 
-  private update(table: TableModel, args: Record<string, unknown>, where: (alias: string) => string, fields: FieldNode[], one: boolean): string {
+  private update(table: TableModel, args: Record<string, unknown>, where: (alias: string) => string, fields: FieldNode[], one: boolean): WriteStatement {
     const permission = this.writer.admin ? undefined : table.updatePermissions.get(this.writer.role);
     if (!this.writer.admin && !permission) throw notPermitted(`updating ${tableText(table.table)}`);
     const presets = permission?.set ?? {};
@@ -387,7 +423,7 @@ export class MutationCompiler extends StatementCompiler {
     }
   }
 
-  private remove(table: TableModel, where: (alias: string) => string, fields: FieldNode[], one: boolean): string {
+  private remove(table: TableModel, where: (alias: string) => string, fields: FieldNode[], one: boolean): WriteStatement {
     const permission = this.writer.admin ? undefined : table.deletePermissions.get(this.writer.role);
     if (!this.writer.admin && !permission) throw notPermitted(`deleting from ${tableText(table.table)}`);
     const alias = this.alias();
@@ -415,8 +451,9 @@ export class MutationCompiler extends StatementCompiler {
   }
 
   /**
-   * `WITH "_w" AS (<write>) SELECT <the field's JSON> AS j, <every row passes check> AS ok`: the
-   * returned rows are those the role's select permission lets it read.
+   * `WITH "_w" AS (<write>) SELECT <the field's JSON> AS j, <every row passes check, else raise> AS ok`:
+   * the returned rows are those the role's select permission lets it read; a row failing the check
+   * aborts the statement (CHECK_FAILED).
    */
   private finish(
     table: TableModel,
@@ -426,7 +463,7 @@ export class MutationCompiler extends StatementCompiler {
     check: ((alias: string) => string) | undefined,
     /** A nested insert's rows of other groups: each one's CTE, count (in affected_rows) and check. */
     others: { cte: string; count: string; check?: string }[] = [],
-  ): string {
+  ): WriteStatement {
     const rowsOf = (selected: FieldNode[], limit: boolean) => {
       const alias = this.alias();
       const { json, joins } = this.rowJson(table, alias, selected);
@@ -456,7 +493,8 @@ export class MutationCompiler extends StatementCompiler {
       ...(check ? [`(SELECT coalesce(bool_and(${check(checked)}), true) FROM ${WRITTEN} AS ${checked})`] : []),
       ...others.flatMap((other) => other.check ?? []),
     ];
-    const ok = checks.length ? checks.join(' AND ') : 'true';
-    return `WITH ${[`${WRITTEN} AS (${write})`, ...others.map((other) => other.cte)].join(', ')} SELECT ${json} AS "j", ${ok} AS "ok"`;
+    // CASE evaluates its branches in order: the function runs only when a row failed.
+    const ok = checks.length ? `CASE WHEN ${checks.join(' AND ')} THEN true ELSE public.plinth_check_failed() END` : 'true';
+    return { ctes: [`${WRITTEN} AS (${write})`, ...others.map((other) => other.cte)], select: `${json} AS "j", ${ok} AS "ok"` };
   }
 }
