@@ -92,9 +92,11 @@ export class PlinthParts {
   async list(): Promise<PartStatus[]> {
     const { config, jobs, delivery } = this.options;
     const worker = config.processRoles.includes('worker');
-    // The job counts beside the database's check (one round trip's wait, not two); used when the database answers.
+    // The job counts and the standing pauses beside the database's check (one round trip's wait, not three); used when the database answers.
     const countsAsked = jobs.countsByQueueAndState();
     countsAsked.catch(() => undefined);
+    const standingAsked = this.standingPauses();
+    standingAsked.catch(() => undefined);
     const [database, custom] = await Promise.all([this.database(), Promise.all(this.customServices().map((service) => this.customService(service)))]);
     const counts = database.state === 'running' ? await countsAsked : [];
     const workers = new Map(jobs.workers().map((entry) => [entry.queue, entry]));
@@ -153,7 +155,7 @@ export class PlinthParts {
     }
     parts.push(...custom);
     if (database.state === 'running') {
-      const standing = new Set(await this.standingPauses());
+      const standing = new Set(await standingAsked);
       for (const part of parts) if (standing.has(part.name)) part.pausedOnAllInstances = true;
     }
     return parts;
