@@ -71,7 +71,7 @@ describe('the database page in Chromium', () => {
     const confirm = page.getByRole('alertdialog', { name: `Restore ${file}?` });
     await confirm.waitFor();
     // The cancel button has the focus: Enter now would not restore.
-    expect(await page.evaluate('document.activeElement.textContent.trim()')).toBe('Cancel');
+    await page.waitForFunction("document.activeElement.textContent.trim() === 'Cancel'", undefined, { timeout: 5000 });
     await page.keyboard.press('Escape');
     await expect(confirm.count()).resolves.toBe(0);
     // The focus is back on the button that opened it.

@@ -134,7 +134,8 @@ function Backups() {
 }
 
 function Migrations() {
-  const [migrations, setMigrations] = useState([]);
+  /** null until the first answer: no count is shown before it ("0 of 0 applied" would be wrong). */
+  const [migrations, setMigrations] = useState(null);
   const [message, setMessage] = useState({ text: '', ok: true });
   const [busy, setBusy] = useState(false);
   /** The list opens by itself when something is pending, and then stays as the person leaves it. */
@@ -151,7 +152,7 @@ function Migrations() {
     load();
   }, [load]);
 
-  const pending = migrations.filter((migration) => migration.status === 'pending');
+  const pending = (migrations ?? []).filter((migration) => migration.status === 'pending');
   const run = async () => {
     setBusy(true);
     const answer = await api('POST', '/database/migrations/run');
@@ -168,7 +169,7 @@ function Migrations() {
     <h2 id="migrations-title">Migrations</h2>
     <div class="controls">
       <button type="button" onClick=${run} disabled=${busy || pending.length === 0}>Run pending (${pending.length})</button>
-      <span class="muted">${migrations.length - pending.length} of ${migrations.length} applied</span>
+      <span class="muted">${migrations ? `${migrations.length - pending.length} of ${migrations.length} applied` : 'Loading…'}</span>
     </div>
     <p role="status" class=${message.ok ? 'status' : 'status error'}>${message.text}</p>
     <details open=${expanded} onToggle=${(event) => setExpanded(event.currentTarget.open)}>
@@ -185,7 +186,7 @@ function Migrations() {
           </tr>
         </thead>
         <tbody>
-          ${migrations.map(
+          ${(migrations ?? []).map(
             (migration) =>
               html`<tr key=${migration.name} data-migration=${migration.name}>
                 <th scope="row"><code>${migration.name}</code></th>
