@@ -1,10 +1,9 @@
-import { GraphQLError, Kind, type DocumentNode, type GraphQLResolveInfo, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { GraphQLError, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { one, poolOf, type Queryable } from '../../db/sql';
 import type { GraphQLContext } from '../../graphql/context';
 import type { RawFieldRequest } from '../../graphql/raw-root-fields';
-import { viewValidationErrors } from '../../graphql/role-views';
 import type { PostgresPubSub } from '../../platform/pubsub';
 import type { ServedSchema } from '../../platform/served-schema';
 import type { Session } from '../../platform/session';
@@ -38,8 +37,9 @@ import { MutationRunner } from './tables.mutation-runner';
 import { conditionProblem, problemKey, problemsOf } from './tables.problems';
 import { identities } from '../../platform/sql-renames';
 import { isAdmin, RootFieldStatements } from './tables.root-fields';
-import { LiveQueries, type LiveEvent, type LiveQuerySettings, type LiveRequest } from './tables.live-queries';
-import { asInputError, boundValues, changedUnderMetadata, qualified } from './tables.sql';
+import { LiveQueries, type LiveEvent, type LiveQuerySettings } from './tables.live-queries';
+import { liveRequest, type LivePlanningSource } from './tables.live-requests';
+import { asInputError, changedUnderMetadata } from './tables.sql';
 import { INTERNAL_ERROR_MESSAGE } from '../../common/error-messages';
 import type { Metrics } from '../../platform/metrics';
 import { StatementCompiler } from './tables.compiler';
@@ -98,6 +98,8 @@ export class TablesService implements TableRunner {
   private readonly mutations: MutationRunner;
   private readonly streams: TableStreams;
   private readonly liveQueries: LiveQueries;
+  /** What a live query's plan reads of the metadata served now (tables.live-requests.ts). */
+  private readonly livePlanning: LivePlanningSource;
 
   /** Relationships to the tracked tables from other modules' object types (the actions'). */
   readonly joins: TableJoinsService;
@@ -110,6 +112,7 @@ export class TablesService implements TableRunner {
       (table, error) => this.staleCatalog(error, table),
     );
     this.mutations = new MutationRunner(pool, (table, error) => this.staleCatalog(error, table));
+    this.livePlanning = { schema: deps.schema, statements: this.statements, byKey: () => this.served.byKey, inSchema: () => this.inSchema };
     this.streams = new TableStreams({
       pool,
       tables: () => this.served.byKey,
@@ -561,29 +564,10 @@ export class TablesService implements TableRunner {
   /** A live query: the root field's statement for the caller's role, its bound values, and the tracked tables its text reads. */
   async live(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext): Promise<AsyncIterable<LiveEvent>> {
     try {
-      return await this.liveQueries.subscribe(this.liveRequest(table, kind, info, context));
+      return await this.liveQueries.subscribe(liveRequest(this.livePlanning, table, kind, info, context));
     } catch (error) {
       throw error instanceof GraphQLError ? error : this.liveQueryFailure(error);
     }
-  }
-
-  /**
-   * A live query's statement under the metadata served now, with its values and the tables it
-   * reads, and how to plan it again after the next change. Planned again (`replanned`), the
-   * document must still be valid in the role's schema (a field or argument its permission no
-   * longer opens is thrown), and the statement is compiled against the table's new model.
-   */
-  private liveRequest(table: TableModel, kind: RootKind, info: GraphQLResolveInfo, context: GraphQLContext, replanned = false): LiveRequest {
-    const model = replanned ? this.served.byKey.get(tableKey(table.table)) : table;
-    if (!model) throw new Error(`the table ${tableText(table.table)} is no longer tracked`);
-    if (replanned) {
-      const view = this.deps.schema.viewFor(this.deps.schema.current, context.session);
-      if (viewValidationErrors(view, documentOf(info.operation, info.fragments)).length > 0) throw new Error('the document no longer fits the role');
-    }
-    const statement = this.statements.compile(model, kind, info, context.session);
-    const values = boundValues(statement, context.session.variables, info.variableValues);
-    const reads = this.inSchema.filter((candidate) => statement.text.includes(qualified(candidate))).map((candidate) => candidate.table);
-    return { statement, values, tables: reads, replan: () => this.liveRequest(model, kind, info, context, true) };
   }
 
   /** What a live query's subscribers are told of its statement's failure: their input's fault, a table changed under its metadata, or (logged) an internal error. */
@@ -594,15 +578,6 @@ export class TablesService implements TableRunner {
     this.deps.logger.error({ err: error }, 'a live query failed');
     return new GraphQLError(INTERNAL_ERROR_MESSAGE, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   }
-}
-
-/** The operation's document, one per operation (subscribers of one text share it, and its validation per view). */
-const documents = new WeakMap<OperationDefinitionNode, DocumentNode>();
-
-function documentOf(operation: OperationDefinitionNode, fragments: GraphQLResolveInfo['fragments']): DocumentNode {
-  let document = documents.get(operation);
-  if (!document) documents.set(operation, (document = { kind: Kind.DOCUMENT, definitions: [operation, ...Object.values(fragments)] }));
-  return document;
 }
 
 /** A session that may use backend_only permissions: the admin secret with X-Gql-Use-Backend-Only-Permissions: true (Hasura's header). */
