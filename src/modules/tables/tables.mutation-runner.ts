@@ -147,15 +147,11 @@ export class MutationRunner {
     try {
       const session = context.session.variables;
       const values = [...boundValues(statement, session, info.variableValues), ...sessionSettings(session)];
-      let row: { j: unknown };
-      try {
-        [row] = (await this.pool.query<{ j: unknown }>(statement.text, values)).rows;
-      } catch (error) {
-        throw this.asWriteError(error, table);
-      }
+      const [row] = (await this.pool.query<{ j: unknown }>(statement.text, values)).rows;
       return { results: new Map([[key, row.j]]) };
     } catch (error) {
-      return { results: new Map(), failed: { key, error } };
+      // (asWriteError leaves an error without PostgreSQL's code, such as a bad value's, as it is.)
+      return { results: new Map(), failed: { key, error: this.asWriteError(error, table) } };
     }
   }
 
