@@ -61,13 +61,14 @@ function Backups() {
     setBusy(true);
     setMessage({ text: 'Taking a backup…', ok: true });
     const answer = await api('POST', '/database/backups');
+    // The list first: when the message says the backup is taken, its row is there.
+    await load();
     setBusy(false);
     setMessage(
       answer.status === 201
         ? { text: `Backup ${answer.body.file} taken (${bytes(answer.body.sizeBytes)}).`, ok: true }
         : { text: answer.body.message || `The backup failed (${answer.status})`, ok: false },
     );
-    await load();
   };
 
   const restore = async () => {
