@@ -189,7 +189,14 @@ export class LiveQueries {
   /** The subscriber's events: the current result first, then each changed one. */
   async subscribe(request: LiveRequest): Promise<AsyncIterable<LiveEvent>> {
     const subscription = new LiveSubscription(request.replan);
-    await this.pollerOf(request).attach(subscription, request);
+    try {
+      await this.pollerOf(request).attach(subscription, request);
+    } catch (error) {
+      // A metadata change ended its poller during the first fetch: planned again under the new metadata (once).
+      if (!(error instanceof GraphQLError && error.extensions.code === 'LIVE_QUERY_ENDED' && request.replan)) throw error;
+      const replanned = request.replan();
+      await this.pollerOf(replanned).attach(subscription, replanned);
+    }
     return subscription;
   }
 
